@@ -1,0 +1,82 @@
+# Helpers that make every module a library target with explicit dependencies and the
+# project's warning flags, and every test binary a set of labelled CTest tests.
+
+set(RDMQ_WARNINGS -Wall -Wextra -Werror -Wpedantic -Wshadow=local -Wnon-virtual-dtor
+    -Wcast-align -Wnull-dereference -Wimplicit-fallthrough)
+
+if(RDMQ_SANITIZE)
+  add_compile_options(-fsanitize=${RDMQ_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
+  add_link_options(-fsanitize=${RDMQ_SANITIZE})
+endif()
+
+# rdmq_set_warnings(<target>)
+function(rdmq_set_warnings target)
+  target_compile_options(${target} PRIVATE ${RDMQ_WARNINGS})
+endfunction()
+
+# rdmq_library(<name> SOURCES <src>... [DEPS <public deps>...] [PRIVATE_DEPS <deps>...])
+# Defines target rdmq_<name> (alias rdmq::<name>) whose public headers live in
+# <folder>/include/rdmq/<name>/ and whose internals sit beside its sources.
+function(rdmq_library name)
+  cmake_parse_arguments(A "" "" "SOURCES;DEPS;PRIVATE_DEPS" ${ARGN})
+  add_library(rdmq_${name} STATIC ${A_SOURCES})
+  add_library(rdmq::${name} ALIAS rdmq_${name})
+  target_include_directories(rdmq_${name}
+    PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/include
+    PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+  target_link_libraries(rdmq_${name} PUBLIC ${A_DEPS} PRIVATE ${A_PRIVATE_DEPS})
+  rdmq_set_warnings(rdmq_${name})
+endfunction()
+
+# rdmq_executable(<name> SOURCES <src>... [DEPS <deps>...])
+function(rdmq_executable name)
+  cmake_parse_arguments(A "" "" "SOURCES;DEPS" ${ARGN})
+  add_executable(${name} ${A_SOURCES})
+  target_link_libraries(${name} PRIVATE ${A_DEPS})
+  rdmq_set_warnings(${name})
+endfunction()
+
+# rdmq_test(<binary> SOURCES <src>... [DEPS <deps>...] LABELS <label>... [TIMEOUT <s>])
+# Builds a Catch2 test binary and registers each TEST_CASE as its own CTest test named
+# <binary>.<case>, carrying the given labels (unit, crash, fuzz, verbs, pmem, e2e, stress, bench).
+# A test that needs missing hardware calls RDMQ_SKIP(), which exits with code 77 under CTest
+# so that CTest reports it as skipped with the reason on its output.
+function(rdmq_test name)
+  if(RDMQ_FUZZ)
+    return()  # the fuzz build makes only fuzz targets
+  endif()
+  cmake_parse_arguments(A "" "TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
+  if(NOT A_TIMEOUT)
+    set(A_TIMEOUT 300)
+  endif()
+  add_executable(${name} ${A_SOURCES})
+  target_link_libraries(${name} PRIVATE rdmq_test_support ${A_DEPS})
+  rdmq_set_warnings(${name})
+  catch_discover_tests(${name}
+    TEST_PREFIX "${name}."
+    PROPERTIES LABELS "${A_LABELS}" TIMEOUT ${A_TIMEOUT} SKIP_RETURN_CODE 77
+               ENVIRONMENT "RDMQ_UNDER_CTEST=1;RDMQ_TEST_BIN_DIR=${CMAKE_BINARY_DIR}/bin")
+endfunction()
+
+# rdmq_fuzz(<name> SOURCES <src>... DEPS <deps>... [SEEDS <dir>])
+# With RDMQ_FUZZ (clang): a libFuzzer binary. Otherwise: the same entry point linked with a small
+# driver that replays the seed corpus, registered as a unit test, so every build exercises it.
+function(rdmq_fuzz name)
+  cmake_parse_arguments(A "" "SEEDS" "SOURCES;DEPS" ${ARGN})
+  add_executable(${name} ${A_SOURCES})
+  target_link_libraries(${name} PRIVATE ${A_DEPS})
+  rdmq_set_warnings(${name})
+  if(RDMQ_FUZZ)
+    target_compile_options(${name} PRIVATE -fsanitize=fuzzer)
+    target_link_options(${name} PRIVATE -fsanitize=fuzzer)
+    add_dependencies(fuzz_targets ${name})
+  else()
+    target_link_libraries(${name} PRIVATE rdmq_fuzz_replay)
+    if(A_SEEDS)
+      add_test(NAME ${name}.replay COMMAND ${name} ${A_SEEDS})
+    else()
+      add_test(NAME ${name}.replay COMMAND ${name})
+    endif()
+    set_tests_properties(${name}.replay PROPERTIES LABELS "unit;fuzz-replay" TIMEOUT 120)
+  endif()
+endfunction()

@@ -1,0 +1,30 @@
+// Clocks. Monotonic time for deadlines and latency; wall-clock milliseconds for record timestamps.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <ctime>
+
+#include "rdmq/common/types.h"
+
+namespace rdmq {
+
+using SteadyClock = std::chrono::steady_clock;
+using Nanos = std::chrono::nanoseconds;
+
+// Monotonic nanoseconds (CLOCK_MONOTONIC); cheap (vDSO), comparable across threads of a process
+// and across processes of one host.
+inline uint64_t MonoNanos() noexcept {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ULL + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// Wall-clock milliseconds since the Unix epoch.
+inline TimestampMs WallMillis() noexcept {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return TimestampMs(static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000);
+}
+
+}  // namespace rdmq

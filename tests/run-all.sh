@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Builds and runs rdmq's whole test suite, as CI does (.ci/run calls this through the README's
+# test command). Every stage runs even when an earlier one failed; the exit status is non-zero
+# if any stage failed, and a summary table is printed at the end.
+#
+# Stages:
+#   release  build (g++ -O3) and run every CTest test (unit, crash, stress, e2e, fuzz replays)
+#   asan     build with ASan+UBSan and run the suite at RDMQ_TEST_SCALE=0.25 (fewer trials)
+#   fuzz     build the libFuzzer targets with clang and run each for RDMQ_FUZZ_SECONDS (20)
+#   verbs    run the [verbs] tests on a real kernel RDMA stack (Soft-RoCE in a qemu VM)
+#
+# Usage: tests/run-all.sh [stage...]      (default: all stages)
+# Environment: RDMQ_FUZZ_SECONDS, RDMQ_JOBS (build parallelism, default nproc),
+#              RDMQ_CTEST_ARGS (extra ctest arguments, e.g. "-L unit")
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+stages=("$@")
+[[ ${#stages[@]} -gt 0 ]] || stages=(release asan fuzz verbs)
+jobs=${RDMQ_JOBS:-$(nproc)}
+fuzz_seconds=${RDMQ_FUZZ_SECONDS:-20}
+declare -A result=() took=()
+failed=0
+
+run_stage() {
+  local name=$1; shift
+  local t0=$SECONDS
+  echo "================ stage $name ================"
+  if "$@"; then result[$name]=passed; else result[$name]=FAILED; failed=1; fi
+  took[$name]=$((SECONDS - t0))
+}
+
+build() {  # build PRESET
+  cmake --preset "$1" >/dev/null && cmake --build --preset "$1" -j "$jobs"
+}
+
+stage_release() {
+  build release && ctest --preset release ${RDMQ_CTEST_ARGS:-}
+}
+
+stage_asan() {
+  build asan &&
+    RDMQ_TEST_SCALE=${RDMQ_TEST_SCALE:-0.25} ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --preset asan ${RDMQ_CTEST_ARGS:-}
+}
+
+stage_fuzz() {
+  cmake --preset fuzz >/dev/null && cmake --build --preset fuzz -j "$jobs" --target fuzz_targets || return 1
+  local bin=build/fuzz/bin rc=0 n=0
+  for f in "$bin"/fuzz_*; do
+    [[ -x $f ]] || continue
+    n=$((n + 1))
+    local name corpus seeds
+    name=$(basename "$f")
+    corpus=build/fuzz/corpus/$name
+    seeds=tests/fuzz/seeds/${name#fuzz_}
+    mkdir -p "$corpus"
+    local args=("$corpus")
+    [[ -d $seeds ]] && args+=("$seeds")
+    echo "---- $name for ${fuzz_seconds}s"
+    if ! "$f" -max_total_time="$fuzz_seconds" -print_final_stats=1 -rss_limit_mb=2048 \
+        -timeout=10 -artifact_prefix=build/fuzz/ "${args[@]}" 2>&1 | tail -n 12; then
+      echo "FUZZ FAILURE in $name (crash input saved under build/fuzz/)"
+      rc=1
+    fi
+  done
+  echo "fuzz: ran $n targets"
+  return $rc
+}
+
+stage_verbs() {
+  if [[ -x tests/verbs/softroce-vm.sh ]]; then
+    tests/verbs/softroce-vm.sh
+  else
+    echo "verbs: no Soft-RoCE runner in this tree yet"
+  fi
+}
+
+for s in "${stages[@]}"; do
+  case $s in
+    release|asan|fuzz|verbs) run_stage "$s" "stage_$s" ;;
+    *) echo "run-all.sh: unknown stage '$s' (release, asan, fuzz, verbs)"; exit 2 ;;
+  esac
+done
+
+echo "================ summary ================"
+for s in "${stages[@]}"; do printf '%-8s %-7s %5ss\n' "$s" "${result[$s]}" "${took[$s]}"; done
+exit $failed
