@@ -54,8 +54,18 @@ function(rdmq_test name)
   rdmq_set_warnings(${name})
   catch_discover_tests(${name}
     TEST_PREFIX "${name}."
-    PROPERTIES LABELS "${A_LABELS}" TIMEOUT ${A_TIMEOUT} SKIP_RETURN_CODE 77
-               ENVIRONMENT "RDMQ_UNDER_CTEST=1;RDMQ_TEST_BIN_DIR=${CMAKE_BINARY_DIR}/bin")
+    TEST_LIST ${name}_TESTS
+    PROPERTIES TIMEOUT ${A_TIMEOUT} SKIP_RETURN_CODE 77)
+  # LABELS and ENVIRONMENT are lists, which catch_discover_tests' PROPERTIES flattens (a second
+  # label became a property name and swallowed TIMEOUT); set them from a file that CTest reads
+  # after the discovered tests.
+  set(props_file ${CMAKE_CURRENT_BINARY_DIR}/${name}_properties.cmake)
+  file(WRITE ${props_file}
+    "foreach(t IN LISTS ${name}_TESTS)\n"
+    "  set_tests_properties(\"\${t}\" PROPERTIES LABELS \"${A_LABELS}\"\n"
+    "    ENVIRONMENT \"RDMQ_UNDER_CTEST=1;RDMQ_TEST_BIN_DIR=${CMAKE_BINARY_DIR}/bin\")\n"
+    "endforeach()\n")
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${props_file})
 endfunction()
 
 # rdmq_fuzz(<name> SOURCES <src>... DEPS <deps>... [SEEDS <dir>])
