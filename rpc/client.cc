@@ -182,12 +182,15 @@ class ClientImpl final : public Client {
   Status Submit(ThreadState& ts, PendingCall& call, std::span<const std::byte> request, Presence& presence,
                 bool* taken);
   Result<std::string> Await(ThreadState& ts, PendingCall& call, Presence& presence);
-  uint32_t PickChannel(ThreadState& ts, Presence& presence);
+  // The channel for the thread's next request (`call`, which is not waited for when draining).
+  uint32_t PickChannel(ThreadState& ts, const PendingCall* call, Presence& presence);
   Outcome SendCoalesced(Channel& ch, Item& item, Clock::time_point deadline, Presence& presence);
   Outcome SendLocked(Channel& ch, Item& item, Clock::time_point deadline, Presence& presence);
   // The leader's turn: `me` is its queue node (nullptr under Sharing::kSpinlock).
   Outcome Lead(Channel& ch, CombiningQueue::Node* me, Item& my_item, Clock::time_point deadline, Presence& presence);
   std::optional<RingProducer::Placement> ReserveRing(Channel& ch, uint64_t len, Presence& presence);
+  // Leader only: fills `wr` with a credit-renewal WRITE_WITH_IMM when one is due.
+  bool RenewalDue(Channel& ch, WorkRequest* wr);
   bool Unregister(ThreadState& ts, PendingCall& call);
   void HelpWhileWaiting(Presence& presence, int round);
 
@@ -472,7 +475,7 @@ Status ClientImpl::Submit(ThreadState& ts, PendingCall& call, std::span<const st
       if (registered) *taken = !Unregister(ts, call);
       return broken_status();
     }
-    const uint32_t c = PickChannel(ts, presence);
+    const uint32_t c = PickChannel(ts, &call, presence);
     Channel& ch = *ch_[c];
     {
       std::lock_guard<std::mutex> g(ts.mu);
@@ -522,7 +525,7 @@ void ClientImpl::HelpWhileWaiting(Presence& presence, int round) {
   }
 }
 
-uint32_t ClientImpl::PickChannel(ThreadState& ts, Presence& presence) {
+uint32_t ClientImpl::PickChannel(ThreadState& ts, const PendingCall* call, Presence& presence) {
   const uint32_t n = channels();
   uint32_t cur = ts.current.load(std::memory_order_relaxed);
   uint32_t want = opts_.placement == ClientOptions::Placement::kPinned ? ts.id % n
@@ -550,7 +553,7 @@ uint32_t ClientImpl::PickChannel(ThreadState& ts, Presence& presence) {
     bool busy = false;
     {
       std::lock_guard<std::mutex> g(ts.mu);
-      for (const PendingCall* p : ts.pending) busy |= p->channel == cur;
+      for (const PendingCall* p : ts.pending) busy |= p != call && p->channel == cur;
     }
     if (!busy || broken_.load(std::memory_order_acquire)) break;
     HelpWhileWaiting(presence, round);
@@ -619,6 +622,20 @@ Outcome ClientImpl::Lead(Channel& ch, CombiningQueue::Node* me, Item& my_item, C
     }
     if (avail > 0) break;
     if (round == 0) n_.credit_waits.fetch_add(1, std::memory_order_relaxed);
+    // Out of credit with no renewal in flight (e.g. just reactivated): ask now.
+    WorkRequest rwr;
+    if (RenewalDue(ch, &rwr)) {
+      Status st;
+      {
+        std::lock_guard<SpinLock> g(ch.post_mu);
+        st = ch.sq->Post(std::span<WorkRequest>(&rwr, 1));
+      }
+      if (!st.ok()) {
+        Break(st.WithContext("rpc: requesting credits on channel " + std::to_string(ch.index)));
+        continue;
+      }
+      n_.renewals.fetch_add(1, std::memory_order_relaxed);
+    }
     if (Clock::now() >= deadline) {
       // Give up our own call; the first follower leads on.
       batch[0] = me;
@@ -685,25 +702,8 @@ Outcome ClientImpl::Lead(Channel& ch, CombiningQueue::Node* me, Item& my_item, C
   size_t nw = MessageWrites(*pl, ch.req_ring, mb.used(), static_cast<uint32_t>(len), *ch.staging, *ch.req_remote,
                             kControlPage, imm_mode_, wrs);
   // 5. Post (one doorbell), wake the server if it sleeps, ask for credits when due.
-  std::optional<Renewal> renewal;
-  uint64_t sent = 0;
-  {
-    std::lock_guard<SpinLock> g(ch.credit_mu);
-    renewal = ch.credit.MaybeRenew();
-    sent = ch.credit.sent();
-  }
-  if (renewal) {
-    coding::StoreLE<uint64_t>(ch.scratch() + kScratchRenewal, sent);
-    WorkRequest& wr = wrs[nw++];
-    wr = WorkRequest{};
-    wr.opcode = Opcode::kWriteImm;
-    wr.tag = kTagOther;
-    wr.signaled = false;
-    wr.local = {ch.scratch() + kScratchRenewal, 8, ch.staging.get()};
-    wr.remote = ch.req_remote.get();
-    wr.remote_offset = kRenewalOffset;
-    wr.imm = EncodeImm({ImmKind::kCreditRenewal, renewal->seq, renewal->degree_x16});
-  }
+  const bool renewal = RenewalDue(ch, &wrs[nw]);
+  if (renewal) ++nw;
   Status st;
   {
     std::lock_guard<SpinLock> g(ch.post_mu);
@@ -720,6 +720,27 @@ Outcome ClientImpl::Lead(Channel& ch, CombiningQueue::Node* me, Item& my_item, C
   n_.requests.fetch_add(n, std::memory_order_relaxed);
   finish(n, CombiningQueue::kServed);
   return Outcome::kServed;
+}
+
+bool ClientImpl::RenewalDue(Channel& ch, WorkRequest* wr) {
+  std::optional<Renewal> renewal;
+  uint64_t sent = 0;
+  {
+    std::lock_guard<SpinLock> g(ch.credit_mu);
+    renewal = ch.credit.MaybeRenew();
+    sent = ch.credit.sent();
+  }
+  if (!renewal) return false;
+  coding::StoreLE<uint64_t>(ch.scratch() + kScratchRenewal, sent);
+  *wr = WorkRequest{};
+  wr->opcode = Opcode::kWriteImm;
+  wr->tag = kTagOther;
+  wr->signaled = false;
+  wr->local = {ch.scratch() + kScratchRenewal, 8, ch.staging.get()};
+  wr->remote = ch.req_remote.get();
+  wr->remote_offset = kRenewalOffset;
+  wr->imm = EncodeImm({ImmKind::kCreditRenewal, renewal->seq, renewal->degree_x16});
+  return true;
 }
 
 std::optional<RingProducer::Placement> ClientImpl::ReserveRing(Channel& ch, uint64_t len, Presence& presence) {
