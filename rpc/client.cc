@@ -568,8 +568,19 @@ Outcome ClientImpl::SendCoalesced(Channel& ch, Item& item, Clock::time_point dea
   node.item = &item;
   if (!ch.tcq.Enqueue(&node)) {
     // A follower: wait for the leader to take our request or to hand us the lead.
-    // Spin only (deadline now) while present among the pollers, then sleep out of their count.
-    uint32_t s = node.state.WaitWhile(CombiningQueue::kWaiting, Clock::now(), presence.in() ? 2000 : 0);
+    // Spin while present among the pollers (and poll: a present thread must, or responses and
+    // credit grants would wait for nobody), then sleep out of their count.
+    uint32_t s = node.state.value();
+    if (presence.in()) {
+      const auto until = Clock::now() + opts_.spin;
+      for (uint32_t i = 0; s == CombiningQueue::kWaiting; ++i, s = node.state.value()) {
+        if ((i & 7) == 7) {
+          TryPoll();
+          if (Clock::now() >= until) break;
+        }
+        CpuRelax();
+      }
+    }
     if (s == CombiningQueue::kWaiting) {
       presence.Leave();
       s = node.state.WaitWhile(CombiningQueue::kWaiting, Clock::time_point::max(), 0);
@@ -586,7 +597,21 @@ Outcome ClientImpl::SendCoalesced(Channel& ch, Item& item, Clock::time_point dea
 }
 
 Outcome ClientImpl::SendLocked(Channel& ch, Item& item, Clock::time_point deadline, Presence& presence) {
-  std::lock_guard<SpinLock> g(ch.send_lock);
+  // Spin for the channel's lock. A present thread polls while it spins (the holder may be
+  // waiting for a credit grant that only a poller can deliver) and steps out after a while.
+  const auto until = Clock::now() + opts_.spin;
+  for (uint32_t i = 0; !ch.send_lock.try_lock(); ++i) {
+    if (presence.in() && (i & 7) == 7) {
+      TryPoll();
+      if (Clock::now() >= until) presence.Leave();
+    }
+    if (i < 256) {
+      CpuRelax();
+    } else {
+      std::this_thread::yield();
+    }
+  }
+  std::lock_guard<SpinLock> g(ch.send_lock, std::adopt_lock);
   return Lead(ch, nullptr, item, deadline, presence);
 }
 
