@@ -210,68 +210,99 @@ void Conn::ParseFrames() {
   dispatching_ = false;
 }
 
+void Conn::EncodeHeader(std::byte* out, uint32_t payload_len, uint8_t type, uint8_t nfds, uint16_t flags) {
+  coding::StoreLE<uint32_t>(out, payload_len);
+  out[4] = static_cast<std::byte>(type);
+  out[5] = static_cast<std::byte>(nfds);
+  coding::StoreLE<uint16_t>(out + 6, flags);
+}
+
 Status Conn::Send(uint8_t type, uint16_t flags, std::span<const iovec> parts, std::span<const int> fds) {
   size_t total = 0;
   for (const iovec& v : parts) total += v.iov_len;
   if (total > kMaxFramePayload) return Status(Errc::kInvalidArgument, "frame too large");
   if (fds.size() > kMaxFrameFds) return Status(Errc::kInvalidArgument, "too many fds in one frame");
   std::byte header[kFrameHeaderSize];
-  coding::StoreLE<uint32_t>(header, static_cast<uint32_t>(total));
-  header[4] = static_cast<std::byte>(type);
-  header[5] = static_cast<std::byte>(fds.size());
-  coding::StoreLE<uint16_t>(header + 6, flags);
-
+  EncodeHeader(header, static_cast<uint32_t>(total), type, static_cast<uint8_t>(fds.size()), flags);
+  iovec small[9];
+  std::vector<iovec> many;
+  iovec* iov = small;
+  if (parts.size() + 1 > std::size(small)) {
+    many.resize(parts.size() + 1);
+    iov = many.data();
+  }
+  iov[0] = iovec{header, kFrameHeaderSize};
+  std::copy(parts.begin(), parts.end(), iov + 1);
   std::lock_guard lk(mu_);
+  return SendLocked(std::span<const iovec>(iov, parts.size() + 1), kFrameHeaderSize + total, fds);
+}
+
+Status Conn::SendFramed(std::span<const iovec> parts) {
+  size_t total = 0;
+  for (const iovec& v : parts) total += v.iov_len;
+  std::lock_guard lk(mu_);
+  return SendLocked(parts, total, {});
+}
+
+Status Conn::SendLocked(std::span<const iovec> parts, size_t total, std::span<const int> fds) {
   if (closed()) return Status(FabricErrc::kPeerGone, "connection to " + peer_ + " is closed");
   size_t written = 0;
-  const size_t frame_len = kFrameHeaderSize + total;
   const bool direct = out_.empty() && !(dispatching_ && agent_.InThread());
   if (direct) {
-    iovec iov[64];
-    size_t niov = 0;
-    iov[niov++] = iovec{header, kFrameHeaderSize};
-    for (const iovec& v : parts) {
-      if (v.iov_len == 0) continue;
-      if (niov == 64) break;
-      iov[niov++] = v;
-    }
-    size_t covered = 0;
-    for (size_t i = 0; i < niov; ++i) covered += iov[i].iov_len;
-    msghdr msg{};
-    msg.msg_iov = iov;
-    msg.msg_iovlen = niov;
+    constexpr size_t kMaxIov = 1024;
+    size_t first = 0, skip = 0;  // iovec index and offset within it where the unwritten bytes start
     alignas(cmsghdr) char cbuf[CMSG_SPACE(sizeof(int) * kMaxFrameFds)];
-    if (!fds.empty()) AttachRights(msg, cbuf, fds.data(), fds.size());
-    for (;;) {
-      const ssize_t n = ::sendmsg(fd_, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
-      if (n >= 0) {
-        written = static_cast<size_t>(n);
-        break;
+    std::vector<iovec> iov;
+    while (written < total) {
+      iov.clear();
+      for (size_t i = first; i < parts.size() && iov.size() < kMaxIov; ++i) {
+        const size_t off = i == first ? skip : 0;
+        if (parts[i].iov_len > off) {
+          iov.push_back(iovec{static_cast<std::byte*>(parts[i].iov_base) + off, parts[i].iov_len - off});
+        }
       }
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-      const Status s = Status::FromErrno(errno, "send to " + peer_);
-      ShutdownLocked();
-      return Status(FabricErrc::kPeerGone, s.ToString());
+      msghdr msg{};
+      msg.msg_iov = iov.data();
+      msg.msg_iovlen = iov.size();
+      if (written == 0 && !fds.empty()) AttachRights(msg, cbuf, fds.data(), fds.size());
+      const ssize_t n = ::sendmsg(fd_, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+        const Status s = Status::FromErrno(errno, "send to " + peer_);
+        ShutdownLocked();
+        return Status(FabricErrc::kPeerGone, s.ToString());
+      }
+      written += static_cast<size_t>(n);
+      size_t left = static_cast<size_t>(n);
+      while (left > 0 && first < parts.size()) {
+        const size_t avail = parts[first].iov_len - skip;
+        if (left >= avail) {
+          left -= avail;
+          ++first;
+          skip = 0;
+        } else {
+          skip += left;
+          left = 0;
+        }
+      }
+      if (static_cast<size_t>(n) == 0) break;
     }
-    (void)covered;
-    if (written == frame_len) return Status::Ok();
+    if (written == total) return Status::Ok();
   }
   // Queue what was not written (copying it: the caller's memory may be reused after return).
   OutChunk chunk;
-  chunk.data.resize(frame_len - written);
+  chunk.data.resize(total - written);
   size_t pos = 0, skip = written;
-  auto append = [&](const void* p, size_t n) {
-    if (skip >= n) {
-      skip -= n;
-      return;
+  for (const iovec& v : parts) {
+    if (skip >= v.iov_len) {
+      skip -= v.iov_len;
+      continue;
     }
-    std::memcpy(chunk.data.data() + pos, static_cast<const std::byte*>(p) + skip, n - skip);
-    pos += n - skip;
+    std::memcpy(chunk.data.data() + pos, static_cast<const std::byte*>(v.iov_base) + skip, v.iov_len - skip);
+    pos += v.iov_len - skip;
     skip = 0;
-  };
-  append(header, kFrameHeaderSize);
-  for (const iovec& v : parts) append(v.iov_base, v.iov_len);
+  }
   if (written == 0) {
     for (int fd : fds) {
       UniqueFd dup(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
@@ -429,6 +460,80 @@ void Listener::Close() {
     self->sd_.cancel(ec);
     self->sd_.close(ec);
   });
+}
+
+// ---------------------------------------------------------------------------------- AcceptQueue
+
+struct AcceptQueue::Pending : ConnHandler {
+  AcceptQueue* queue = nullptr;
+  std::shared_ptr<Conn> conn;
+  std::mutex mu;
+  bool have_hello = false;
+  bool dead = false;
+  wire::Hello hello;
+  std::vector<UniqueFd> fds;
+
+  void OnFrame(uint8_t type, uint16_t, std::span<const std::byte> payload, std::vector<UniqueFd>& f) override {
+    bool ready = false;
+    {
+      std::lock_guard lk(mu);
+      auto h = wire::DecodeHello(payload);
+      if (type != wire::kFrameHello || have_hello || !h.ok()) {
+        dead = true;
+      } else {
+        hello = std::move(h).value();
+        fds = std::move(f);
+        have_hello = ready = true;
+      }
+    }
+    if (ready) {
+      queue->Notify();
+    } else {
+      RDMQ_LOG(kWarn, "fabric", "closing a connection that did not start with a hello").kv("peer", conn->peer());
+      conn->Close();
+    }
+  }
+  void OnClosed(const Status&) override {
+    std::lock_guard lk(mu);
+    dead = true;
+  }
+};
+
+void AcceptQueue::OnAccept(UniqueFd fd, std::string peer) {
+  auto p = std::make_shared<Pending>();
+  p->queue = this;
+  p->conn = Conn::Create(agent_, std::move(fd), std::move(peer));
+  {
+    std::lock_guard lk(mu_);
+    pending_.push_back(p);
+  }
+  p->conn->Start(p);
+}
+
+void AcceptQueue::Notify() {
+  std::lock_guard lk(mu_);
+  cv_.notify_all();
+}
+
+std::optional<AcceptQueue::Incoming> AcceptQueue::Next(std::chrono::nanoseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::unique_lock lk(mu_);
+  for (;;) {
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      std::shared_ptr<Pending> p = *it;
+      std::lock_guard plk(p->mu);
+      if (p->dead) {
+        it = pending_.erase(it);
+      } else if (p->have_hello) {
+        pending_.erase(it);
+        return Incoming{p->conn, std::move(p->hello), std::move(p->fds)};
+      } else {
+        ++it;
+      }
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+    cv_.wait_until(lk, deadline);
+  }
 }
 
 // ---------------------------------------------------------------------------------- sockets

@@ -17,6 +17,8 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <chrono>
+#include <condition_variable>
+#include <optional>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -30,6 +32,7 @@
 
 #include "rdmq/common/status.h"
 #include "util.h"
+#include "wire.h"
 
 namespace rdmq::fabric::internal {
 
@@ -92,6 +95,10 @@ class Conn : public std::enable_shared_from_this<Conn> {
     iovec v{const_cast<std::byte*>(payload.data()), payload.size()};
     return Send(type, flags, std::span<const iovec>(&v, 1));
   }
+  // Sends bytes that already are complete frames (several of them: one write for a batch).
+  Status SendFramed(std::span<const iovec> parts);
+  // Encodes a frame header into `out` (kFrameHeaderSize bytes).
+  static void EncodeHeader(std::byte* out, uint32_t payload_len, uint8_t type, uint8_t nfds, uint16_t flags);
   // Shuts the socket down; the agent then closes it and calls OnClosed. Idempotent.
   void Close();
   bool closed() const noexcept { return closed_.load(std::memory_order_acquire); }
@@ -115,6 +122,7 @@ class Conn : public std::enable_shared_from_this<Conn> {
   void ParseFrames();
   void Fail(const Status& why);
   void ShutdownLocked() noexcept;
+  Status SendLocked(std::span<const iovec> parts, size_t total, std::span<const int> fds);
 
   Agent& agent_;
   const int fd_;  // owned by sd_
@@ -153,6 +161,30 @@ class Listener : public std::enable_shared_from_this<Listener> {
   boost::asio::posix::stream_descriptor sd_;
   AcceptFn on_accept_;
   std::atomic<bool> closed_{false};
+};
+
+// Connections accepted by a listener wait here until their hello frame arrived and Accept()
+// takes them. Thread-safe.
+class AcceptQueue {
+ public:
+  struct Incoming {
+    std::shared_ptr<Conn> conn;
+    wire::Hello hello;
+    std::vector<UniqueFd> fds;
+  };
+  explicit AcceptQueue(Agent& agent) : agent_(agent) {}
+  // Agent thread: a new connection; its first frame must be a hello.
+  void OnAccept(UniqueFd fd, std::string peer);
+  // The next connection whose hello arrived, waiting up to `timeout`; nullopt on timeout.
+  std::optional<Incoming> Next(std::chrono::nanoseconds timeout);
+
+ private:
+  struct Pending;
+  void Notify();
+  Agent& agent_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<Pending>> pending_;
 };
 
 // Socket helpers. Listen* return the bound address in `bound` ("path" or "host:port").

@@ -98,6 +98,7 @@ struct KeyEntry {
 class ShmCore {
  public:
   Agent agent{"rdmq-shm"};
+  AcceptQueue accepts{agent};
   std::string path;     // Unix socket path, "" if not listening
   std::string address;  // "unix:<path>" or ""
   std::shared_ptr<Listener> listener;
@@ -123,7 +124,8 @@ class ShmCore {
       path = std::string(p);
       RDMQ_ASSIGN_OR_RETURN(UniqueFd lfd, ListenUnix(path));
       address = "unix:" + path;
-      listener = Listener::Start(agent, std::move(lfd), [this](UniqueFd fd, std::string) { OnAccept(std::move(fd)); });
+      listener = Listener::Start(agent, std::move(lfd),
+                                 [this](UniqueFd fd, std::string) { accepts.OnAccept(std::move(fd), "unix-peer"); });
     }
     return Status::Ok();
   }
@@ -181,88 +183,6 @@ class ShmCore {
     return it->second;
   }
 
-  // ---- accepting
-  struct Pending : ConnHandler {
-    std::shared_ptr<Conn> conn;
-    std::mutex mu;
-    bool have_hello = false;
-    bool dead = false;
-    wire::Hello hello;
-    std::vector<UniqueFd> fds;
-    ShmCore* core = nullptr;
-    void OnFrame(uint8_t type, uint16_t, std::span<const std::byte> payload, std::vector<UniqueFd>& f) override {
-      bool ready = false;
-      {
-        std::lock_guard lk(mu);
-        if (type != wire::kFrameHello || have_hello) {
-          dead = true;
-        } else if (auto h = wire::DecodeHello(payload); h.ok()) {
-          hello = *h;
-          fds = std::move(f);
-          have_hello = true;
-          ready = true;
-        } else {
-          dead = true;
-        }
-      }
-      if (ready) {
-        core->OnHello();
-      } else {
-        conn->Close();
-      }
-    }
-    void OnClosed(const Status&) override {
-      std::lock_guard lk(mu);
-      dead = true;
-    }
-  };
-
-  void OnAccept(UniqueFd fd) {
-    auto p = std::make_shared<Pending>();
-    p->core = this;
-    p->conn = Conn::Create(agent, std::move(fd), "unix-peer");
-    {
-      std::lock_guard lk(accept_mu_);
-      pending_.push_back(p);
-    }
-    p->conn->Start(p);
-  }
-  void OnHello() {
-    std::lock_guard lk(accept_mu_);
-    accept_cv_.notify_all();
-  }
-  // Takes the next connection whose hello arrived, waiting up to `timeout`.
-  std::shared_ptr<Pending> NextPending(std::chrono::nanoseconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    std::unique_lock lk(accept_mu_);
-    for (;;) {
-      for (auto it = pending_.begin(); it != pending_.end();) {
-        std::shared_ptr<Pending> p = *it;
-        std::lock_guard plk(p->mu);
-        if (p->dead) {
-          it = pending_.erase(it);
-        } else if (p->have_hello) {
-          pending_.erase(it);
-          return p;
-        } else {
-          ++it;
-        }
-      }
-      if (accept_cv_.wait_until(lk, deadline) == std::cv_status::timeout) {
-        // one more scan below happens on the next loop only if time remains
-        for (auto it = pending_.begin(); it != pending_.end(); ++it) {
-          std::lock_guard plk((*it)->mu);
-          if ((*it)->have_hello && !(*it)->dead) {
-            auto p = *it;
-            pending_.erase(it);
-            return p;
-          }
-        }
-        return nullptr;
-      }
-    }
-  }
-
  private:
   std::mutex mu_;
   std::unordered_map<uint64_t, std::shared_ptr<KeyEntry>> keys_;
@@ -270,9 +190,6 @@ class ShmCore {
   std::vector<uint32_t> free_slots_;
   uint32_t next_slot_ = 1;  // slot 0 stays zero
 
-  std::mutex accept_mu_;
-  std::condition_variable accept_cv_;
-  std::deque<std::shared_ptr<Pending>> pending_;
 };
 
 // ------------------------------------------------------------------------------ CQ
@@ -1075,26 +992,26 @@ class ShmFabric : public Fabric {
     RDMQ_RETURN_IF_ERROR(CheckOptions(opts));
     if (!core_->listener) return Status(Errc::kFailedPrecondition, "Accept on a shm fabric that does not listen");
     for (;;) {
-      auto p = core_->NextPending(timeout);
-      if (!p) return Status(Errc::kTimeout, "no incoming shm connection on " + core_->address);
+      auto in = core_->accepts.Next(timeout);
+      if (!in) return Status(Errc::kTimeout, "no incoming shm connection on " + core_->address);
       auto ep = std::make_shared<ShmEpCore>(*core_, opts);
-      ep->conn_ = p->conn;
+      ep->conn_ = in->conn;
       Status s = ep->InitInbound();
-      if (s.ok()) s = ep->AdoptPeer(p->hello, p->fds);
+      if (s.ok()) s = ep->AdoptPeer(in->hello, in->fds);
       if (!s.ok()) {
         RDMQ_LOG(kWarn, "fabric", "rejecting shm connection").kv("error", s);
-        p->conn->Close();
+        in->conn->Close();
         ep->Close();
         continue;
       }
       if (ep->peer_node_.empty()) ep->peer_node_ = "unix-peer#" + std::to_string(ep->peer_id_);
-      p->conn->SetHandler(ep);
-      if (p->conn->closed()) ep->MarkGone(Status(FabricErrc::kPeerGone, "peer left before accept"));
+      in->conn->SetHandler(ep);
+      if (in->conn->closed()) ep->MarkGone(Status(FabricErrc::kPeerGone, "peer left before accept"));
       const int bell = opts.recv_cq ? static_cast<ShmCq*>(opts.recv_cq)->bell_fd() : -1;
       const std::string hello = wire::EncodeHello(ep->MakeHello());
       const std::vector<int> fds = ep->HelloFds(bell);
       iovec v{const_cast<char*>(hello.data()), hello.size()};
-      s = p->conn->Send(wire::kFrameHelloAck, 0, std::span<const iovec>(&v, 1), fds);
+      s = in->conn->Send(wire::kFrameHelloAck, 0, std::span<const iovec>(&v, 1), fds);
       if (!s.ok()) {
         ep->Close();
         continue;
