@@ -67,7 +67,15 @@ say "verbs test binaries: ${tests[*]##*/}"
 # ---------------------------------------------------------------- kernel (cached)
 mkdir -p "$cache"
 cache=$(cd "$cache" && pwd)
-kpkg=${RDMQ_RXE_KPKG:-$(apt-cache depends linux-image-amd64 2>/dev/null | sed -n 's/^ *Depends: \(linux-image-[0-9].*\)$/\1/p' | head -1)}
+kernel_package() {
+  apt-cache depends linux-image-amd64 2>/dev/null | sed -n 's/^ *Depends: \(linux-image-[0-9].*\)$/\1/p' | head -1
+}
+kpkg=${RDMQ_RXE_KPKG:-$(kernel_package)}
+if [[ -z $kpkg && $(id -u) == 0 ]]; then  # empty package lists (a fresh image): fetch them once
+  say "apt-get update (package lists are empty)"
+  apt-get update -qq >&2 || true
+  kpkg=$(kernel_package)
+fi
 [[ -n $kpkg ]] || die "cannot tell which kernel package linux-image-amd64 needs (run apt-get update)"
 kdir=$cache/$kpkg
 if [[ ! -f $kdir/.unpacked ]]; then
