@@ -65,7 +65,14 @@ class PartitionLog::Impl {
   Status MaybeCheckpoint(Segment& seg);
   Result<std::shared_ptr<Segment>> CreateSegment(Offset base);
   Status EnsureActive();
-  Status RollLocked(uint64_t* dropped = nullptr);
+  Status RollLocked();
+  void Drop(const Segment& seg, uint64_t pos, uint64_t len) {
+    dropped_.push_back(CompletedRange{seg.base(), Position(pos), len, kNoOffset, kNoOffset, false});
+  }
+  void ClearOutcome() {
+    completed_.clear();
+    dropped_.clear();
+  }
   Result<std::shared_ptr<Segment>> SegmentForCommit(Offset base);
   // Exclusive: validates batches in [pos, pos+len) of the active segment, persists, publishes.
   Status CommitExclusiveLocked(uint64_t pos, uint64_t len, Offset expected_next, bool validated);
@@ -88,6 +95,7 @@ class PartitionLog::Impl {
   Status failed_;
   bool closed_ = false;
   std::vector<CompletedRange> completed_;
+  std::vector<CompletedRange> dropped_;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -207,7 +215,15 @@ Status PartitionLog::Impl::OpenLocked() {
   }
 
   // Phase 2: everything is valid; take ownership (writable mappings), then repair.
+  // After a process crash, names created or renamed before it may not be durable yet, nor may
+  // the last seal record be: make both durable before building on them.
+  if (dir_exists) RDMQ_RETURN_IF_ERROR(env_->SyncDir(dir_));
+  if (!found.empty() && found.back().sealed && opt_.persist != PersistMode::kNone) {
+    const auto& ro = found.back().ro;
+    RDMQ_RETURN_IF_ERROR(ro->Persist(ro->data() + format::kSealRecord, format::kRecordSize));
+  }
   std::shared_ptr<Segment> last_rw;
+  uint64_t scan_start = 0;
   for (size_t i = 0; i < found.size(); ++i) {
     Found& f = found[i];
     std::unique_ptr<MappedFile> m;
@@ -228,6 +244,7 @@ Status PartitionLog::Impl::OpenLocked() {
       seg->LoadSealed(f.seal);
     } else {
       const auto scan = seg->RecoverActive();
+      scan_start = scan.start;
       stats_.batches_scanned = scan.batches_scanned;
       stats_.bytes_scanned = scan.bytes_scanned;
       last_rw = seg;
@@ -247,6 +264,9 @@ Status PartitionLog::Impl::OpenLocked() {
   } else {
     active_ = std::prev(segments_.end())->second;
     if (last_rw) {
+      // What the scan accepted may only have been in the page cache (a process crash, not a
+      // power loss): make it durable before anyone can read it, so it can never disappear again.
+      RDMQ_RETURN_IF_ERROR(last_rw->PersistData(scan_start, last_rw->committed - scan_start));
       RDMQ_ASSIGN_OR_RETURN(auto z, last_rw->TruncateTail());
       stats_.truncated_bytes = z.nonzero_bytes;
       stats_.zeroed_pages = z.zeroed_pages;
@@ -268,6 +288,12 @@ Status PartitionLog::Impl::OpenLocked() {
   slot_.generation = prev_generation;
   RDMQ_RETURN_IF_ERROR(EnsureActive());
   Publish();
+  // Updates of the slot are not persisted (it is rebuilt by recovery), but its magic must be: then
+  // whatever mix of old and new 8-byte words a power loss leaves, the file is still recognisably
+  // a slot.
+  if (opt_.persist != PersistMode::kNone) {
+    RDMQ_RETURN_IF_ERROR(slot_file_->Persist(slot_file_->data(), format::kSlotSize));
+  }
 
   stats_.recovered_position = Position(active_->committed);
   stats_.next_offset = active_->next_offset;
@@ -354,7 +380,7 @@ Status PartitionLog::Impl::MaybeCheckpoint(Segment& seg) {
   return Status::Ok();
 }
 
-Status PartitionLog::Impl::RollLocked(uint64_t* dropped) {
+Status PartitionLog::Impl::RollLocked() {
   Segment& seg = *active_;
   if (!seg.sealed) {
     if (seg.committed == 0) {
@@ -362,7 +388,7 @@ Status PartitionLog::Impl::RollLocked(uint64_t* dropped) {
       return Status(StorageErrc::kReservationConflict,
                     "cannot seal the empty " + seg.Where(0) + " while reservations are outstanding");
     }
-    if (dropped) *dropped = seg.pending.size();
+    for (const auto& [p, r] : seg.pending) Drop(seg, p, r.length);
     if (Status s = seg.Seal(); !s.ok()) return Fail(s);
     Publish();
     RDMQ_LOG(kDebug, "storage", "segment sealed").kv("segment", seg.path()).kv("end", seg.committed);
@@ -466,18 +492,13 @@ Status PartitionLog::Impl::AdvancePrefix(Segment& seg, bool fresh_valid, uint64_
       ok = Validate(seg, pos, r.length, CommitMode::kShared, &unused, &offsets).ok() && offsets == r.offsets;
     }
     if (!ok) {
-      RDMQ_LOG(kWarn, "storage", "committed range changed before its offsets were assigned; filling it")
+      // Its bytes went bad after the commit was accepted (the producer can still write there):
+      // drop it. It becomes a hole that ExpireReservations fills once its lease is over.
+      RDMQ_LOG(kWarn, "storage", "committed range changed before its offsets were assigned; dropping it")
           .kv("where", seg.Where(pos))
           .kv("length", r.length);
-      if (r.length < kMinFillerBytes) {
-        // Cannot be filled: the segment ends here (RollLocked by the caller's crossing logic).
-        seg.crossing = pos;
-        break;
-      }
-      uint64_t fillers = 0, bytes = 0;
-      RDMQ_RETURN_IF_ERROR(FillGap(seg, pos, pos + r.length, &fillers, &bytes));
-      r = seg.pending.begin()->second;
-      seg.pending.erase(seg.pending.begin());
+      Drop(seg, pos, r.length);
+      break;
     }
     const Offset first = next;
     uint64_t p = pos;
@@ -490,7 +511,7 @@ Status PartitionLog::Impl::AdvancePrefix(Segment& seg, bool fresh_valid, uint64_
       next = h.next_offset();
       p += h.total_size();
     }
-    completed_.push_back(CompletedRange{seg.base(), Position(pos), r.length, first, next, r.filler || !ok});
+    completed_.push_back(CompletedRange{seg.base(), Position(pos), r.length, first, next, r.filler});
     cursor = pos + r.length;
   }
   if (cursor == start) return Status::Ok();
@@ -576,7 +597,7 @@ Result<std::unique_ptr<PartitionLog>> PartitionLog::Open(Env* env, const std::st
 Result<AppendResult> PartitionLog::Append(std::span<const RecordInput> records, const BatchOptions& batch) {
   Impl& m = *impl_;
   std::lock_guard lock(m.mu_);
-  m.completed_.clear();
+  m.ClearOutcome();
   RDMQ_RETURN_IF_ERROR(m.CheckWritable());
   if (records.empty()) return Status(Errc::kInvalidArgument, "append of zero records to " + m.dir_);
   if ((batch.attributes & kAttrCompressionMask) != 0) {
@@ -621,7 +642,7 @@ Result<AppendResult> PartitionLog::Append(std::span<const RecordInput> records, 
 Result<AppendResult> PartitionLog::AppendBatch(std::span<const std::byte> batch) {
   Impl& m = *impl_;
   std::lock_guard lock(m.mu_);
-  m.completed_.clear();
+  m.ClearOutcome();
   RDMQ_RETURN_IF_ERROR(m.CheckWritable());
   BatchHeader h;
   RDMQ_RETURN_IF_ERROR(ValidateBatch(batch, Validation::kCrc, &h));
@@ -658,7 +679,7 @@ Result<AppendResult> PartitionLog::AppendBatch(std::span<const std::byte> batch)
 Result<CommitOutcome> PartitionLog::Commit(const CommitRequest& req) {
   Impl& m = *impl_;
   std::lock_guard lock(m.mu_);
-  m.completed_.clear();
+  m.ClearOutcome();
   RDMQ_RETURN_IF_ERROR(m.CheckWritable());
   RDMQ_ASSIGN_OR_RETURN(auto segp, m.SegmentForCommit(req.segment));
   Segment& seg = *segp;
@@ -749,6 +770,7 @@ Result<CommitOutcome> PartitionLog::Commit(const CommitRequest& req) {
   out.committed = Position(seg.committed);
   out.high_watermark = m.Hwm();
   out.completed = m.completed_;
+  out.dropped = m.dropped_;
   return out;
 }
 
@@ -766,7 +788,7 @@ Result<Reservation> PartitionLog::Reserve(uint64_t length) {
 Result<ExpireOutcome> PartitionLog::ExpireReservations(uint64_t now_ns) {
   Impl& m = *impl_;
   std::lock_guard lock(m.mu_);
-  m.completed_.clear();
+  m.ClearOutcome();
   RDMQ_RETURN_IF_ERROR(m.CheckWritable());
   RDMQ_RETURN_IF_ERROR(m.EnsureActive());
   ExpireOutcome out;
@@ -779,42 +801,45 @@ Result<ExpireOutcome> PartitionLog::ExpireReservations(uint64_t now_ns) {
   const uint64_t lease = m.opt_.reservation_lease_ns;
   size_t idx = seg.samples.size();
   for (size_t i = 0; i < seg.samples.size() && seg.samples[i].first + lease <= now_ns; ++i) idx = i;
-  if (idx == seg.samples.size()) {
-    out.completed = m.completed_;
-    return out;
-  }
+  if (idx == seg.samples.size()) return out;
   const uint64_t horizon = seg.samples[idx].second;
   seg.samples.erase(seg.samples.begin(), seg.samples.begin() + static_cast<long>(idx));
 
-  auto small_gap_roll = [&]() -> Status {
-    // A hole too small for a filler batch (a producer reserved fewer than kMinFillerBytes and died):
-    // the segment ends at the hole; ranges after it are dropped.
-    RDMQ_RETURN_IF_ERROR(m.AdvancePrefix(seg, false, 0));
-    uint64_t dropped = 0;
-    RDMQ_LOG(kWarn, "storage", "hole smaller than a filler batch; sealing the segment there")
-        .kv("where", seg.Where(seg.committed));
-    RDMQ_RETURN_IF_ERROR(m.RollLocked(&dropped));
-    out.dropped_ranges += dropped;
-    out.rolled = true;
-    return Status::Ok();
-  };
-
+  // Walk the uncommitted space below the horizon and turn expired holes into filler batches.
+  // Holes between committed ranges and a trailing hole ending at a sampled word value consist of
+  // whole reservations; a hole below kMinFillerBytes (a producer reserved less than any batch) is
+  // widened over the committed range after it (dropping that range) or over bytes claimed from
+  // the reservation word, or left for a later call.
   const uint64_t limit = std::min(horizon, cap);
-  uint64_t cursor = seg.committed;
-  std::vector<std::pair<uint64_t, uint64_t>> gaps;
-  for (const auto& [p, r] : seg.pending) {
-    if (p >= limit) break;
-    if (p > cursor) gaps.emplace_back(cursor, p);
-    cursor = std::max(cursor, p + r.length);
-  }
-  if (horizon <= cap && cursor < horizon) gaps.emplace_back(cursor, horizon);
-  for (const auto& [a, b] : gaps) {
-    if (b - a < kMinFillerBytes) {
-      RDMQ_RETURN_IF_ERROR(small_gap_roll());
-      out.completed = m.completed_;
-      return out;
+  uint64_t pos = seg.committed;
+  while (pos < limit) {
+    auto it = seg.pending.lower_bound(pos);
+    if (it != seg.pending.end() && it->first == pos) {
+      pos += it->second.length;
+      continue;
     }
-    RDMQ_RETURN_IF_ERROR(m.FillGap(seg, a, b, &out.fillers, &out.filled_bytes));
+    uint64_t hole_end = (it != seg.pending.end() && it->first < limit) ? it->first : (horizon <= cap ? horizon : pos);
+    if (hole_end <= pos) break;
+    while (hole_end - pos < kMinFillerBytes) {
+      auto next = seg.pending.find(hole_end);
+      if (next != seg.pending.end()) {
+        m.Drop(seg, next->first, next->second.length);
+        hole_end += next->second.length;
+        seg.pending.erase(next);
+        continue;
+      }
+      uint64_t expected = hole_end;
+      const uint64_t need = kMinFillerBytes - (hole_end - pos);
+      if (hole_end + need <= cap &&
+          seg.reservation().compare_exchange_strong(expected, hole_end + need, std::memory_order_acq_rel)) {
+        hole_end += need;
+        continue;
+      }
+      break;
+    }
+    if (hole_end - pos < kMinFillerBytes) break;
+    RDMQ_RETURN_IF_ERROR(m.FillGap(seg, pos, hole_end, &out.fillers, &out.filled_bytes));
+    pos = hole_end;
   }
   RDMQ_RETURN_IF_ERROR(m.AdvancePrefix(seg, false, 0));
 
@@ -822,24 +847,23 @@ Result<ExpireOutcome> PartitionLog::ExpireReservations(uint64_t now_ns) {
     // Every reservation that fit was made before the horizon and has expired: end the segment at
     // the last reservation boundary we know of (the crossing reservation's start if it was
     // reported, else the largest sampled boundary), filling up to it, then roll.
-    uint64_t target = seg.crossing != kNoPosition ? seg.crossing : seg.boundary_in_capacity;
-    if (target > seg.committed && seg.pending.empty()) {
-      if (target - seg.committed >= kMinFillerBytes) {
-        RDMQ_RETURN_IF_ERROR(m.FillGap(seg, seg.committed, target, &out.fillers, &out.filled_bytes));
-        RDMQ_RETURN_IF_ERROR(m.AdvancePrefix(seg, false, 0));
-      }
+    const uint64_t target = seg.crossing != kNoPosition ? seg.crossing : seg.boundary_in_capacity;
+    if (seg.pending.empty() && target > seg.committed && target - seg.committed >= kMinFillerBytes) {
+      RDMQ_RETURN_IF_ERROR(m.FillGap(seg, seg.committed, target, &out.fillers, &out.filled_bytes));
+      RDMQ_RETURN_IF_ERROR(m.AdvancePrefix(seg, false, 0));
     }
     if (seg.committed == 0) {
-      // Nothing fits in this segment (its only reservation crossed the end): start it over.
+      // Nothing was committed in this segment (its reservations all expired, or the only one
+      // crossed the end): start it over instead of sealing an empty segment.
+      for (const auto& [p, r] : seg.pending) m.Drop(seg, p, r.length);
+      seg.pending.clear();
       seg.reservation().store(0, std::memory_order_release);
       seg.samples.clear();
       seg.boundary_in_capacity = 0;
       seg.crossing = kNoPosition;
       m.Publish();
     } else {
-      uint64_t dropped = 0;
-      RDMQ_RETURN_IF_ERROR(m.RollLocked(&dropped));
-      out.dropped_ranges += dropped;
+      RDMQ_RETURN_IF_ERROR(m.RollLocked());
       out.rolled = true;
     }
   } else {
@@ -848,6 +872,7 @@ Result<ExpireOutcome> PartitionLog::ExpireReservations(uint64_t now_ns) {
     out.rolled = rolled;
   }
   out.completed = m.completed_;
+  out.dropped = m.dropped_;
   return out;
 }
 
@@ -952,7 +977,7 @@ Offset PartitionLog::HighWatermark() const {
 Status PartitionLog::Roll() {
   Impl& m = *impl_;
   std::lock_guard lock(m.mu_);
-  m.completed_.clear();
+  m.ClearOutcome();
   RDMQ_RETURN_IF_ERROR(m.CheckWritable());
   return m.RollLocked();
 }

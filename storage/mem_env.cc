@@ -227,6 +227,7 @@ Result<std::string> MemEnv::ReadFile(const std::string& path) {
 void FaultInjectionEnv::SetPersistBudget(int64_t events) {
   std::lock_guard lock(mu_);
   budget_ = events;
+  failed_ = false;
 }
 
 bool FaultInjectionEnv::PowerFailed() {

@@ -405,17 +405,48 @@ bool SolveMarker(size_t size, int32_t offset_delta, int64_t* ts_delta, size_t* v
 
 }  // namespace
 
+// A short filler (68..77 bytes) has one control record too small for a whole marker: key null
+// and value 0..3 zero bytes (68..71), or the 4-byte marker key and a value of 0..5 zero bytes
+// (72..77). Kafka clients never parse the records of a control batch whose producer id is -1.
+std::byte* PutShortFillerRecord(std::byte* r, size_t size) {
+  const bool with_key = size >= 72;
+  const size_t value_len = size - (with_key ? 72 : 68);
+  const size_t body = 1 + 1 + 1 + (with_key ? 1 + kMarkerKeySize : 1) + (value_len ? 1 + value_len : 1) + 1;
+  r = coding::PutVarintSigned(r, static_cast<int64_t>(body));
+  *r++ = std::byte{0};
+  r = coding::PutVarintSigned(r, 0);
+  r = coding::PutVarintSigned(r, 0);
+  if (with_key) {
+    r = coding::PutVarintSigned(r, kMarkerKeySize);
+    StoreBE<int16_t>(r, 0);
+    StoreBE<int16_t>(r + 2, 0);
+    r += kMarkerKeySize;
+  } else {
+    r = coding::PutVarintSigned(r, -1);
+  }
+  if (value_len) {
+    r = coding::PutVarintSigned(r, static_cast<int64_t>(value_len));
+    std::memset(r, 0, value_len);
+    r += value_len;
+  } else {
+    r = coding::PutVarintSigned(r, -1);
+  }
+  return coding::PutVarintSigned(r, 0);
+}
+
 Status WriteFillerBatch(std::span<std::byte> out, Offset base_offset, TimestampMs timestamp) {
   const size_t size = out.size();
   if (size < kMinFillerBytes || size > kMaxBatchBytes) {
-    return Status(StorageErrc::kMalformedBatch, "a filler batch must be between 78 bytes and 1 GiB, not " +
+    return Status(StorageErrc::kMalformedBatch, "a filler batch must be between 68 bytes and 1 GiB, not " +
                                                     std::to_string(size));
   }
   int64_t tsd = 0;
   size_t v = 0;
   int records = 1;
   const size_t first_size = MarkerSize(0, 0, kMarkerValueSize);
-  if (!SolveMarker(size - kBatchHeaderSize, 0, &tsd, &v)) {
+  if (size < kMinMarkerFillerBytes) {
+    records = 0;  // short filler
+  } else if (!SolveMarker(size - kBatchHeaderSize, 0, &tsd, &v)) {
     records = 2;
     if (size - kBatchHeaderSize < first_size ||
         !SolveMarker(size - kBatchHeaderSize - first_size, 1, &tsd, &v)) {
@@ -426,8 +457,13 @@ Status WriteFillerBatch(std::span<std::byte> out, Offset base_offset, TimestampM
   std::byte* r = p + kBatchHeaderSize;
   // The records' timestamps (base + delta) and the batch's max timestamp are all `timestamp`.
   const int64_t base_ts = timestamp.value() - tsd;
-  if (records == 2) r = PutMarker(r, tsd, 0, kMarkerValueSize);
-  r = PutMarker(r, tsd, records - 1, v);
+  if (records == 0) {
+    r = PutShortFillerRecord(r, size);
+    records = 1;
+  } else {
+    if (records == 2) r = PutMarker(r, tsd, 0, kMarkerValueSize);
+    r = PutMarker(r, tsd, records - 1, v);
+  }
   if (static_cast<size_t>(r - p) != size) {
     return Status(Errc::kInternal, "filler encoding came out at " + std::to_string(r - p) + " bytes, not " +
                                        std::to_string(size));

@@ -198,6 +198,7 @@ Segment::ScanResult Segment::RecoverActive() {
   if (ckpt) max_ts = std::max(max_ts, ckpt->max_timestamp.value());
 
   // CRC-checked scan past the checkpoint.
+  out.start = start;
   pos = start;
   next = start_next;
   while (capacity() - pos >= kBatchHeaderSize) {

@@ -83,6 +83,7 @@ class Segment {
   // a header that does not fit marks corrupt_at (reads there report it) but is not fatal.
   void LoadSealed(const format::SealRecord& seal);
   struct ScanResult {
+    uint64_t start = 0;  // the checkpointed position the CRC-checked scan started from
     uint64_t batches_scanned = 0;
     uint64_t bytes_scanned = 0;
   };

@@ -194,7 +194,9 @@ class FaultInjectionEnv : public MemEnv {
 
   explicit FaultInjectionEnv(uint64_t capacity_bytes = 0) : MemEnv(capacity_bytes) {}
 
-  // -1: unlimited (the default).
+  // -1: unlimited (the default). Also clears an earlier failure without any loss: continuing
+  // after a failure without SimulatePowerLoss() models a process crash (the page cache, i.e. the
+  // live images, survives; durability events that failed simply did not happen).
   void SetPersistBudget(int64_t events);
   // True once the budget ran out (a durability event failed).
   bool PowerFailed();

@@ -145,6 +145,9 @@ struct CommitOutcome {
   // Every range completed by this call, in position order. Valid until the next call that
   // writes (Commit, Append, ExpireReservations, Roll).
   std::span<const CompletedRange> completed;
+  // Committed ranges this call gave up on (their bytes changed after validation, or a roll
+  // sealed the segment before them); offsets kNoOffset. Their producers must retry.
+  std::span<const CompletedRange> dropped;
 };
 
 struct AppendResult {
@@ -163,11 +166,13 @@ struct Reservation {
 };
 
 struct ExpireOutcome {
-  uint64_t fillers = 0;        // filler batches written
+  uint64_t fillers = 0;  // filler batches written
   uint64_t filled_bytes = 0;
-  uint64_t dropped_ranges = 0;  // committed-but-incomplete ranges discarded by a seal
   bool rolled = false;
-  std::span<const CompletedRange> completed;
+  std::span<const CompletedRange> completed;  // as in CommitOutcome
+  // Committed but incomplete ranges given up on: swallowed by a filler because a hole before
+  // them was too small for one, or cut off by the seal. Their producers must retry.
+  std::span<const CompletedRange> dropped;
 };
 
 struct ReadResult {

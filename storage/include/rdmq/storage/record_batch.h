@@ -245,15 +245,19 @@ class BatchBuilder {
 // Encodes `records` (at least one) as one batch into a new string. For tests and tools.
 std::string EncodeBatch(const BatchOptions& options, std::span<const RecordInput> records);
 
-// Filler batches: a control batch (attributes: transactional | control) of control records
-// shaped as Kafka's abort marker (key: version 0, type 0; value: version 0, coordinator epoch
-// -1, then zero padding), producer id -1, occupying exactly out.size() bytes. One record, so one
-// offset, except at the few sizes one record cannot take (126, 8255, ... bytes: where the record
-// length varint grows) where a second minimal marker record makes it two. Kafka clients skip
-// control batches. kMinFillerBytes <= size <= kMaxBatchBytes.
-inline constexpr size_t kMinFillerBytes = 78;
+// Filler batches: a control batch (attributes: transactional | control), producer id -1,
+// occupying exactly out.size() bytes. From kMinMarkerFillerBytes on, its records are shaped as
+// Kafka's abort marker (key: version 0, type 0; value: version 0, coordinator epoch -1, then zero
+// padding): one record, so one offset, except at the few sizes one record cannot take (126, 8255,
+// ... bytes: where the record length varint grows) where a second minimal marker makes it two.
+// Below that (68..77 bytes, the sizes of the smallest real batches) the one record is too short
+// for a whole marker (null or 4-byte key, 0..5 zero value bytes). Kafka clients skip control
+// batches without a producer id unparsed. kMinFillerBytes <= size <= kMaxBatchBytes; 68 is also
+// the size of the smallest possible batch (one record with null key and value).
+inline constexpr size_t kMinFillerBytes = 68;
+inline constexpr size_t kMinMarkerFillerBytes = 78;
 Status WriteFillerBatch(std::span<std::byte> out, Offset base_offset, TimestampMs timestamp);
-// True if the batch looks like a filler (control batch, producer id -1, one abort marker).
+// True if the batch looks like a filler (control batch, producer id -1, one or two records).
 bool IsFillerBatch(const BatchHeader& h) noexcept;
 
 // Writes `offset` into the baseOffset field of the batch at `batch` (the CRC does not cover it).
