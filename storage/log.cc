@@ -64,6 +64,8 @@ class PartitionLog::Impl {
   void Publish();
   Status MaybeCheckpoint(Segment& seg);
   Result<std::shared_ptr<Segment>> CreateSegment(Offset base);
+  // kSegmentTooLarge / kNoSpace when a new segment would not fit the device.
+  Status CheckSpace(Offset base);
   Status EnsureActive();
   Status RollLocked();
   void Drop(const Segment& seg, uint64_t pos, uint64_t len) {
@@ -128,7 +130,7 @@ Status PartitionLog::Impl::OpenLocked() {
     Offset base;
     if (format::ParseSegmentFileName(n, &base)) {
       seg_names.emplace_back(base, n);
-    } else if (EndsWith(n, ".seg.tmp")) {
+    } else if (EndsWith(n, ".seg.tmp") || n == std::string(kSlotName) + ".tmp") {
       tmps.push_back(n);
     } else if (EndsWith(n, ".seg")) {
       return Status(StorageErrc::kSegmentMismatch,
@@ -276,14 +278,21 @@ Status PartitionLog::Impl::OpenLocked() {
   }
   stats_.segments = segments_.size();
 
-  // The partition slot (volatile: rebuilt here from the recovered state).
+  // The partition slot (volatile: rebuilt here from the recovered state). A new one is created
+  // under a temporary name and renamed, so a crash never leaves a half-made slot file.
   if (have_slot) {
     RDMQ_ASSIGN_OR_RETURN(auto rw, env_->OpenMapped(slot_path, Env::Access::kReadWrite));
     slot_file_ = std::move(rw);
   } else {
-    RDMQ_ASSIGN_OR_RETURN(auto rw, env_->CreateMapped(slot_path, format::kSlotFileSize));
-    slot_file_ = std::move(rw);
+    const std::string tmp = slot_path + ".tmp";
+    if (env_->FileExists(tmp)) RDMQ_RETURN_IF_ERROR(env_->DeleteFile(tmp));
+    RDMQ_ASSIGN_OR_RETURN(auto rw, env_->CreateMapped(tmp, format::kSlotFileSize));
+    format::PartitionSlot initial;
+    format::EncodePartitionSlot(initial, rw->data());
+    RDMQ_RETURN_IF_ERROR(rw->Persist(rw->data(), format::kSlotSize));
+    RDMQ_RETURN_IF_ERROR(env_->RenameFile(tmp, slot_path));
     RDMQ_RETURN_IF_ERROR(env_->SyncDir(dir_));
+    slot_file_ = std::move(rw);
   }
   slot_.generation = prev_generation;
   RDMQ_RETURN_IF_ERROR(EnsureActive());
@@ -308,10 +317,7 @@ Status PartitionLog::Impl::OpenLocked() {
   return Status::Ok();
 }
 
-Result<std::shared_ptr<Segment>> PartitionLog::Impl::CreateSegment(Offset base) {
-  if (segments_.count(base.value())) {
-    return Status(Errc::kInternal, "segment with base offset " + Num(base.value()) + " already exists in " + dir_);
-  }
+Status PartitionLog::Impl::CheckSpace(Offset base) {
   // Check the device before creating anything (the directory may not exist yet: ask its parent).
   auto space = env_->Space(dir_);
   if (!space.ok()) space = env_->Space(ParentDir(dir_));
@@ -330,6 +336,14 @@ Result<std::shared_ptr<Segment>> PartitionLog::Impl::CreateSegment(Offset base) 
     return Status(StorageErrc::kNoSpace, dir_ + "/" + name + ": a segment needs " + Num(opt_.segment_bytes) +
                                              " bytes, the device has " + Num(space->free_bytes) + " free");
   }
+  return Status::Ok();
+}
+
+Result<std::shared_ptr<Segment>> PartitionLog::Impl::CreateSegment(Offset base) {
+  if (segments_.count(base.value())) {
+    return Status(Errc::kInternal, "segment with base offset " + Num(base.value()) + " already exists in " + dir_);
+  }
+  RDMQ_RETURN_IF_ERROR(CheckSpace(base));
   RDMQ_RETURN_IF_ERROR(env_->CreateDir(dir_));
   format::SegmentHeader h;
   h.topic = opt_.topic;
@@ -388,6 +402,9 @@ Status PartitionLog::Impl::RollLocked() {
       return Status(StorageErrc::kReservationConflict,
                     "cannot seal the empty " + seg.Where(0) + " while reservations are outstanding");
     }
+    // Make sure the next segment fits before sealing this one: a full device then leaves the
+    // log exactly as it was (and writable for what still fits).
+    RDMQ_RETURN_IF_ERROR(CheckSpace(seg.next_offset));
     for (const auto& [p, r] : seg.pending) Drop(seg, p, r.length);
     if (Status s = seg.Seal(); !s.ok()) return Fail(s);
     Publish();
