@@ -181,7 +181,9 @@ Status PartitionLog::Impl::OpenLocked() {
                                                      Num(f.header.capacity));
     }
     f.sealed = format::DecodeSealRecord(f.ro->data() + format::kSealRecord, &f.seal);
-    if (f.sealed && (f.seal.end.value() > f.header.capacity || f.seal.next_offset < f.header.base_offset)) {
+    // A seal closes a non-empty segment (empty segments are never sealed).
+    if (f.sealed && (f.seal.end.value() > f.header.capacity || f.seal.end.value() == 0 ||
+                     f.seal.next_offset <= f.header.base_offset)) {
       return Status(StorageErrc::kCorruptHeader, f.path + ": seal record end " + Num(f.seal.end.value()) +
                                                      " / next offset " + Num(f.seal.next_offset.value()) +
                                                      " is impossible");
@@ -297,6 +299,16 @@ Status PartitionLog::Impl::OpenLocked() {
   slot_.generation = prev_generation;
   RDMQ_RETURN_IF_ERROR(EnsureActive());
   Publish();
+  if (last_rw && last_rw->corrupt_at != kNoPosition && active_ == last_rw) {
+    // Damage below the checkpoint (media corruption): what lies past it cannot be found by a
+    // header walk after the next restart. Seal the segment at its end and continue in a new one,
+    // so that nothing written from now on shares a segment with the damage.
+    const Status s = RollLocked();
+    if (!s.ok()) {
+      if (!s.is(Errc::kNoSpace)) return s;
+      RDMQ_LOG(kWarn, "storage", "could not move past a damaged segment").kv("error", s);
+    }
+  }
   // Updates of the slot are not persisted (it is rebuilt by recovery), but its magic must be: then
   // whatever mix of old and new 8-byte words a power loss leaves, the file is still recognisably
   // a slot.
@@ -919,8 +931,18 @@ Result<ReadResult> PartitionLog::Read(Offset from, size_t max_bytes) const {
   while (from >= it->second->next_offset) ++it;  // from < hwm, so a later segment holds it
   const std::shared_ptr<Segment>& seg = it->second;
   const uint64_t end = seg->committed;
-  uint64_t pos = seg->IndexLookupOffset(from);
+  // Walk batch headers from the closest index entry (a position recovery verified) to the batch
+  // holding `from`, checking that offsets continue.
+  const internal::IndexEntry* entry = seg->IndexFloor(from);
+  uint64_t pos = entry ? entry->position : 0;
+  Offset expect = entry ? Offset(entry->offset) : seg->base();
+  auto damaged = [&](uint64_t p) {
+    return Status(StorageErrc::kCorruptBatch, seg->Where(p) + ": offset " + Num(from.value()) +
+                                                  " lies in a damaged part of the segment (from position " +
+                                                  Num(seg->corrupt_at) + ")");
+  };
   while (true) {
+    if (seg->Damaged(pos)) return damaged(pos);
     if (pos >= end) {
       return Status(StorageErrc::kCorruptBatch, seg->Where(pos) + ": offset " + Num(from.value()) +
                                                     " not found before the committed end " + Num(end));
@@ -929,14 +951,23 @@ Result<ReadResult> PartitionLog::Read(Offset from, size_t max_bytes) const {
     if (Status s = DecodeBatchHeader({seg->data() + pos, end - pos}, &h); !s.ok()) {
       return Status(StorageErrc::kCorruptBatch, seg->Where(pos) + ": " + std::string(s.context()));
     }
+    if (h.base_offset != expect) {
+      return Status(StorageErrc::kCorruptBatch, seg->Where(pos) + ": batch base offset " +
+                                                    Num(h.base_offset.value()) + ", expected " + Num(expect.value()));
+    }
     if (h.next_offset() > from) break;
     pos += h.total_size();
+    expect = h.next_offset();
   }
   const uint64_t first = pos;
   Offset next = from;
-  while (pos < end) {
+  while (pos < end && !seg->Damaged(pos)) {
     BatchHeader h;
-    const Status s = ValidateBatch({seg->data() + pos, end - pos}, Validation::kCrc, &h);
+    Status s = ValidateBatch({seg->data() + pos, end - pos}, Validation::kCrc, &h);
+    if (s.ok() && h.base_offset != expect) {
+      s = Status(StorageErrc::kCorruptBatch, "batch base offset " + Num(h.base_offset.value()) + ", expected " +
+                                                 Num(expect.value()));
+    }
     if (!s.ok()) {
       if (pos == first) {
         return Status(StorageErrc::kCorruptBatch, seg->Where(pos) + ": " + std::string(s.context()));
@@ -946,6 +977,7 @@ Result<ReadResult> PartitionLog::Read(Offset from, size_t max_bytes) const {
     if (pos > first && pos - first + h.total_size() > max_bytes) break;
     pos += h.total_size();
     next = h.next_offset();
+    expect = next;
   }
   out.bytes = {seg->data() + first, pos - first};
   out.segment = seg->base();
@@ -963,6 +995,10 @@ Result<Offset> PartitionLog::OffsetForTimestamp(TimestampMs ts) const {
     if (seg->max_ts < ts.value()) continue;
     uint64_t pos = seg->IndexLookupTime(ts.value());
     while (pos < seg->committed) {
+      if (seg->Damaged(pos)) {
+        return Status(StorageErrc::kCorruptBatch, seg->Where(pos) + ": a damaged part of the segment (from position " +
+                                                      Num(seg->corrupt_at) + ") hides the timestamps");
+      }
       BatchHeader h;
       if (Status s = ValidateBatch({seg->data() + pos, seg->committed - pos}, Validation::kCrc, &h); !s.ok()) {
         return Status(StorageErrc::kCorruptBatch, seg->Where(pos) + ": " + std::string(s.context()));

@@ -85,10 +85,10 @@ void Segment::NoteBatch(uint64_t pos, const BatchHeader& h) {
   max_ts = std::max(max_ts, h.max_timestamp.value());
 }
 
-uint64_t Segment::IndexLookupOffset(Offset offset) const {
+const IndexEntry* Segment::IndexFloor(Offset offset) const {
   auto it = std::upper_bound(index.begin(), index.end(), offset.value(),
                              [](int64_t o, const IndexEntry& e) { return o < e.offset; });
-  return it == index.begin() ? 0 : std::prev(it)->position;
+  return it == index.begin() ? nullptr : &*std::prev(it);
 }
 
 uint64_t Segment::IndexLookupTime(int64_t ts) const {
@@ -141,6 +141,7 @@ void Segment::LoadSealed(const format::SealRecord& seal) {
   }
   if (pos != end || next != seal.next_offset) {
     corrupt_at = pos;
+    damaged_end = end;
     RDMQ_LOG(kError, "storage", "sealed segment is damaged; reads past the damage will fail")
         .kv("segment", path_)
         .kv("position", pos)
@@ -155,8 +156,10 @@ Segment::ScanResult Segment::RecoverActive() {
   ScanResult out;
   const std::byte* h = file_->data();
   format::Checkpoint a, b;
+  // Every committed batch holds at least one offset: a checkpoint past position 0 is past base.
   auto plausible = [&](const format::Checkpoint& c) {
-    return c.committed.value() <= capacity() && c.next_offset >= base();
+    return c.committed.value() <= capacity() &&
+           (c.committed.value() == 0 ? c.next_offset == base() : c.next_offset > base());
   };
   const bool va = format::DecodeCheckpoint(h + format::kCheckpointA, &a) && plausible(a);
   const bool vb = format::DecodeCheckpoint(h + format::kCheckpointB, &b) && plausible(b);
@@ -185,6 +188,7 @@ Segment::ScanResult Segment::RecoverActive() {
   }
   if (pos != start || next != start_next) {
     corrupt_at = pos;
+    damaged_end = start;
     RDMQ_LOG(kError, "storage", "checkpointed data is damaged; reads of it will fail")
         .kv("segment", path_)
         .kv("position", pos)

@@ -67,8 +67,10 @@ class Segment {
 
   // Records a committed batch: index entry every interval, max timestamp.
   void NoteBatch(uint64_t pos, const BatchHeader& h);
-  // Start position for a scan towards `offset` (the last index entry at or before it).
-  uint64_t IndexLookupOffset(Offset offset) const;
+  // The last index entry at or before `offset` (nullptr: start at position 0, offset base()).
+  const IndexEntry* IndexFloor(Offset offset) const;
+  // True when `position` lies in a part of the segment that recovery could not walk.
+  bool Damaged(uint64_t position) const { return position >= corrupt_at && position < damaged_end; }
   // Start position for a scan towards the first batch with max timestamp >= ts.
   uint64_t IndexLookupTime(int64_t ts) const;
 
@@ -103,7 +105,8 @@ class Segment {
   Offset next_offset{0};
   int64_t max_ts = kNoTimestamp;
   bool sealed = false;
-  uint64_t corrupt_at = kNoPosition;
+  uint64_t corrupt_at = kNoPosition;  // [corrupt_at, damaged_end): batches recovery could not walk
+  uint64_t damaged_end = 0;
   uint64_t checkpoint_seq = 0;
   uint32_t commits_since_checkpoint = 0;
   uint64_t last_checkpoint_ns = 0;
