@@ -4,14 +4,16 @@
 // at a random moment, recovers the log, and checks that every acknowledged record is present
 // with its exact bytes and that nothing invalid is readable. Two or three kills per directory, so
 // bytes truncated by one recovery get the chance to come back (they must not).
-#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
+#include <atomic>
 #include <random>
+#include <thread>
+#include <vector>
 
 #include "rdmq/common/clock.h"
 #include "rdmq/common/log.h"
@@ -70,44 +72,38 @@ Kill CrashOnce(const std::string& dir, const LogOptions& options, uint32_t round
   }
   ::close(fds[1]);
   Kill k;
-  // Sometimes kill during the child's own recovery, usually some time into the stream.
-  const bool early = rng() % 5 == 0;
-  const uint64_t delay_ns = early ? rng() % 3'000'000 : rng() % 25'000'000;
-  uint64_t deadline = early ? MonoNanos() + delay_ns : 0;
-  Ack a;
-  size_t have = 0;
-  auto* buf = reinterpret_cast<char*>(&a);
-  while (true) {
-    const uint64_t now = MonoNanos();
-    if (deadline != 0 && now >= deadline) break;
-    pollfd p{fds[0], POLLIN, 0};
-    const int timeout_ms = deadline == 0 ? 2000 : static_cast<int>((deadline - now) / 1'000'000) + 1;
-    const int r = ::poll(&p, 1, timeout_ms);
-    if (r == 0 && deadline == 0) break;  // no ack for 2 s: the child is stuck or dead
-    if (r <= 0) continue;
-    const ssize_t n = ::read(fds[0], buf + have, sizeof a - have);
-    if (n <= 0) break;  // child exited on its own
-    have += static_cast<size_t>(n);
-    if (have == sizeof a) {
-      checker.OnAck(a);
-      ++k.acks;
-      have = 0;
-      if (deadline == 0) deadline = MonoNanos() + delay_ns;  // first ack: start the clock
+  // A reader thread collects the acknowledgements, so that the moment of the kill is unrelated to
+  // where the writer is in its loop.
+  std::vector<Ack> acks;
+  std::atomic<uint64_t> count{0};
+  std::thread reader([&] {
+    Ack a;
+    size_t have = 0;
+    auto* buf = reinterpret_cast<char*>(&a);
+    while (true) {
+      const ssize_t n = ::read(fds[0], buf + have, sizeof a - have);
+      if (n <= 0) break;  // EOF: the writer is gone
+      have += static_cast<size_t>(n);
+      if (have == sizeof a) {
+        acks.push_back(a);
+        count.fetch_add(1);
+        have = 0;
+      }
     }
+  });
+  // Sometimes kill during the child's own recovery, usually some time into the stream.
+  if (rng() % 5 == 0) {
+    std::this_thread::sleep_for(std::chrono::nanoseconds(rng() % 3'000'000));
+  } else {
+    const uint64_t give_up = MonoNanos() + 5'000'000'000ULL;
+    while (count.load() == 0 && MonoNanos() < give_up) std::this_thread::sleep_for(std::chrono::microseconds(100));
+    std::this_thread::sleep_for(std::chrono::nanoseconds(rng() % 25'000'000));
   }
   ::kill(pid, SIGKILL);
   REQUIRE(::waitpid(pid, &k.status, 0) == pid);
-  // Acknowledgements written before the kill are still in the pipe.
-  while (true) {
-    const ssize_t n = ::read(fds[0], buf + have, sizeof a - have);
-    if (n <= 0) break;
-    have += static_cast<size_t>(n);
-    if (have == sizeof a) {
-      checker.OnAck(a);
-      ++k.acks;
-      have = 0;
-    }
-  }
+  reader.join();
+  for (const Ack& a : acks) checker.OnAck(a);
+  k.acks = acks.size();
   ::close(fds[0]);
   return k;
 }
