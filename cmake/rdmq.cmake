@@ -1,15 +1,29 @@
 # Helpers that make every module a library target with explicit dependencies and the
 # project's warning flags, and every test binary a set of labelled CTest tests.
 
-set(RDMQ_WARNINGS -Wall -Wextra -Werror -Wpedantic -Wshadow=local -Wnon-virtual-dtor
+set(RDMQ_WARNINGS -Wall -Wextra -Werror -Wpedantic -Wnon-virtual-dtor
     -Wcast-align -Wnull-dereference -Wimplicit-fallthrough)
+# GCC-only spellings (the fuzz preset builds with clang, which rejects unknown warnings).
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  list(APPEND RDMQ_WARNINGS -Wshadow=local)
+else()
+  list(APPEND RDMQ_WARNINGS -Wshadow-uncaptured-local)
+endif()
 
 if(RDMQ_SANITIZE)
   # GCC's -Wmaybe-uninitialized misfires under -fsanitize at -O1 (e.g. in libstdc++'s <regex>,
   # which catch.hpp includes), so it cannot be an error in sanitizer builds.
-  list(APPEND RDMQ_WARNINGS -Wno-maybe-uninitialized)
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    list(APPEND RDMQ_WARNINGS -Wno-maybe-uninitialized)
+  endif()
   add_compile_options(-fsanitize=${RDMQ_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
   add_link_options(-fsanitize=${RDMQ_SANITIZE})
+endif()
+
+if(RDMQ_FUZZ)
+  # Coverage instrumentation for the libraries the fuzz targets exercise (the targets themselves
+  # add -fsanitize=fuzzer); without it libFuzzer sees only the target's own file.
+  add_compile_options(-fsanitize=fuzzer-no-link)
 endif()
 
 # rdmq_set_warnings(<target>)
