@@ -13,10 +13,10 @@
 //   rdmq-storage-bench [--dir DIR] [--seconds S] [--batch-bytes N] [--segment-mib N]
 //                      [--modes none,msync,pmem] [--sizes 100,1024]
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -152,7 +152,8 @@ Measurement RunAppend(const Args& a, PersistMode mode, size_t size, bool write_c
   std::filesystem::remove_all(dir);
   auto log = PartitionLog::Open(DefaultEnv(), dir, Options(a, mode));
   if (!log.ok()) {
-    r.note = log.status().is(StorageErrc::kNotPmem) ? "not pmem here (no DAX mapping)" : log.status().ToString();
+    r.note =
+        log.status().is(StorageErrc::kNotPmem) ? "not pmem here (no DAX mapping)" : log.status().ToString();
     return r;
   }
   PartitionLog& l = **log;
@@ -290,10 +291,11 @@ void RecoveryBench(const Args& a) {
   uint64_t bytes = 0;
   for (const auto& seg : (*log)->Segments()) bytes += seg.committed.value();
   const double gib = static_cast<double>(bytes) / (1ull << 30);
-  std::printf("\nrecovery after SIGKILL: %.2f GiB in %llu segments (page cache warm), %.1f ms = %.3f s/GiB;\n"
-              "  CRC-scanned %.1f MiB after the last checkpoint, %llu pages zeroed\n",
-              gib, static_cast<unsigned long long>(rs.segments), s * 1000, s / gib,
-              static_cast<double>(rs.bytes_scanned) / (1 << 20), static_cast<unsigned long long>(rs.zeroed_pages));
+  std::printf(
+      "\nrecovery after SIGKILL: %.2f GiB in %llu segments (page cache warm), %.1f ms = %.3f s/GiB;\n"
+      "  CRC-scanned %.1f MiB after the last checkpoint, %llu pages zeroed\n",
+      gib, static_cast<unsigned long long>(rs.segments), s * 1000, s / gib,
+      static_cast<double>(rs.bytes_scanned) / (1 << 20), static_cast<unsigned long long>(rs.zeroed_pages));
   (void)(*log)->Close();
   std::filesystem::remove_all(dir);
 }
@@ -333,9 +335,11 @@ int main(int argc, char** argv) {
   std::filesystem::remove_all(a.dir);
   std::filesystem::create_directories(a.dir);
   std::printf("rdmq-storage-bench: %s\n", Machine().c_str());
-  std::printf("  logs in %s, %llu MiB segments, batches of ~%zu bytes of records, %.1f s per row\n", a.dir.c_str(),
-              static_cast<unsigned long long>(a.segment_mib), a.batch_bytes, a.seconds);
-  std::printf("  MB/s = 10^6 bytes/s of record values; log MB/s counts the encoded batches; ratio = log MB/s / memcpy\n\n");
+  std::printf("  logs in %s, %llu MiB segments, batches of ~%zu bytes of records, %.1f s per row\n",
+              a.dir.c_str(), static_cast<unsigned long long>(a.segment_mib), a.batch_bytes, a.seconds);
+  std::printf(
+      "  MB/s = 10^6 bytes/s of record values; log MB/s counts the encoded batches; ratio = log MB/s / "
+      "memcpy\n\n");
   std::printf("%-7s %-6s %-13s %12s %10s %10s %12s %7s %12s %7s\n", "record", "mode", "path", "records/s",
               "MB/s", "log MB/s", "memcpy MB/s", "ratio", "fresh-map", "ratio");
   const char* forced = std::getenv("PMEM_IS_PMEM_FORCE");
@@ -356,20 +360,23 @@ int main(int argc, char** argv) {
           continue;
         }
         const double warm = MemcpyWarm(r.log_bytes, a.batch_bytes);
-        const double fresh = MemcpyFreshFile(a.dir, std::min<uint64_t>(r.log_bytes, 1ull << 30), a.batch_bytes);
-        std::printf("%-7zu %-6s %-13s %12s %10.0f %10.0f %12.0f %7.2f %12.0f %7.2f\n", size, label.c_str(), path,
-                    Si(r.recs_per_s()).c_str(), r.payload_mbps(), r.log_mbps(), warm, r.log_mbps() / warm, fresh,
-                    fresh > 0 ? r.log_mbps() / fresh : 0.0);
+        const double fresh =
+            MemcpyFreshFile(a.dir, std::min<uint64_t>(r.log_bytes, 1ull << 30), a.batch_bytes);
+        std::printf("%-7zu %-6s %-13s %12s %10.0f %10.0f %12.0f %7.2f %12.0f %7.2f\n", size, label.c_str(),
+                    path, Si(r.recs_per_s()).c_str(), r.payload_mbps(), r.log_mbps(), warm,
+                    r.log_mbps() / warm, fresh, fresh > 0 ? r.log_mbps() / fresh : 0.0);
         std::fflush(stdout);
       }
     }
   }
   if (a.recovery_gib > 0) RecoveryBench(a);
   if (pmem_forced) {
-    std::printf("\n* PMEM_IS_PMEM_FORCE=1: libpmem treats this non-DAX file as persistent memory, so pmem mode\n"
-                "  runs its cache-line flush path (pmem_persist) on the page cache: the cost, not durability.\n");
+    std::printf(
+        "\n* PMEM_IS_PMEM_FORCE=1: libpmem treats this non-DAX file as persistent memory, so pmem mode\n"
+        "  runs its cache-line flush path (pmem_persist) on the page cache: the cost, not durability.\n");
   } else {
-    std::printf("\nWithout a DAX device, run again with PMEM_IS_PMEM_FORCE=1 to measure pmem mode's flush path.\n");
+    std::printf(
+        "\nWithout a DAX device, run again with PMEM_IS_PMEM_FORCE=1 to measure pmem mode's flush path.\n");
   }
   std::filesystem::remove_all(a.dir);
   return 0;

@@ -57,8 +57,8 @@ Status DecodeSegmentHeader(std::span<const std::byte> file, SegmentHeader* out) 
   SegmentHeader h;
   h.version = LoadLE<uint32_t>(p + kHdrVersion);
   if (h.version != kSegmentVersion) {
-    return Status(StorageErrc::kBadVersion, "segment format version " + std::to_string(h.version) +
-                                                " (this build reads version 1)");
+    return Status(StorageErrc::kBadVersion,
+                  "segment format version " + std::to_string(h.version) + " (this build reads version 1)");
   }
   if (LoadLE<uint32_t>(p + kHdrHeaderSize) != kSegmentHeaderSize) {
     return Status(StorageErrc::kCorruptHeader,
@@ -77,7 +77,8 @@ Status DecodeSegmentHeader(std::span<const std::byte> file, SegmentHeader* out) 
   h.capacity = LoadLE<uint64_t>(p + kHdrCapacity);
   h.created = TimestampMs(LoadLE<int64_t>(p + kHdrCreated));
   if (h.base_offset.value() < 0) {
-    return Status(StorageErrc::kCorruptHeader, "negative base offset " + std::to_string(h.base_offset.value()));
+    return Status(StorageErrc::kCorruptHeader,
+                  "negative base offset " + std::to_string(h.base_offset.value()));
   }
   *out = h;
   return Status::Ok();

@@ -37,7 +37,8 @@ std::string ParentDir(const std::string& path) {
 
 class PartitionLog::Impl {
  public:
-  Impl(Env* env, std::string dir, const LogOptions& options) : env_(env), dir_(std::move(dir)), opt_(options) {}
+  Impl(Env* env, std::string dir, const LogOptions& options)
+      : env_(env), dir_(std::move(dir)), opt_(options) {}
 
   Status OpenLocked();
 
@@ -106,8 +107,9 @@ class PartitionLog::Impl {
 Status PartitionLog::Impl::OpenLocked() {
   const uint64_t t0 = MonoNanos();
   if (opt_.segment_bytes < format::kSegmentHeaderSize + 4096 || opt_.segment_bytes > (uint64_t{1} << 40)) {
-    return Status(StorageErrc::kInvalidOptions, "segment_bytes " + Num(opt_.segment_bytes) +
-                                                    " must be between 8192 and 1 TiB (4 KiB header included)");
+    return Status(StorageErrc::kInvalidOptions,
+                  "segment_bytes " + Num(opt_.segment_bytes) +
+                      " must be between 8192 and 1 TiB (4 KiB header included)");
   }
   if (opt_.index_interval_bytes == 0) {
     return Status(StorageErrc::kInvalidOptions, "index_interval_bytes must be positive");
@@ -157,8 +159,8 @@ Status PartitionLog::Impl::OpenLocked() {
     f.path = dir_ + "/" + name;
     RDMQ_ASSIGN_OR_RETURN(uint64_t size, env_->FileSize(f.path));
     if (size < format::kSegmentHeaderSize) {
-      return Status(StorageErrc::kTruncatedFile, f.path + ": " + Num(size) +
-                                                     " bytes, shorter than the 4096-byte segment header");
+      return Status(StorageErrc::kTruncatedFile,
+                    f.path + ": " + Num(size) + " bytes, shorter than the 4096-byte segment header");
     }
     RDMQ_ASSIGN_OR_RETURN(f.ro, env_->OpenMapped(f.path, Env::Access::kReadOnly));
     if (Status s = format::DecodeSegmentHeader({f.ro->data(), f.ro->size()}, &f.header); !s.ok()) {
@@ -166,19 +168,19 @@ Status PartitionLog::Impl::OpenLocked() {
     }
     if (f.header.base_offset != base) {
       return Status(StorageErrc::kSegmentMismatch, f.path + ": header says base offset " +
-                                                       Num(f.header.base_offset.value()) + ", the name says " +
-                                                       Num(base.value()));
+                                                       Num(f.header.base_offset.value()) +
+                                                       ", the name says " + Num(base.value()));
     }
     if (f.header.topic != opt_.topic || f.header.partition != opt_.partition) {
       return Status(StorageErrc::kSegmentMismatch,
                     f.path + ": belongs to topic " + Num(f.header.topic.value()) + " partition " +
-                        std::to_string(f.header.partition.value()) + ", not topic " + Num(opt_.topic.value()) +
-                        " partition " + std::to_string(opt_.partition.value()));
+                        std::to_string(f.header.partition.value()) + ", not topic " +
+                        Num(opt_.topic.value()) + " partition " + std::to_string(opt_.partition.value()));
     }
     if (size != format::kSegmentHeaderSize + f.header.capacity) {
-      return Status(StorageErrc::kTruncatedFile, f.path + ": file is " + Num(size) +
-                                                     " bytes but its header says 4096 + " +
-                                                     Num(f.header.capacity));
+      return Status(
+          StorageErrc::kTruncatedFile,
+          f.path + ": file is " + Num(size) + " bytes but its header says 4096 + " + Num(f.header.capacity));
     }
     f.sealed = format::DecodeSealRecord(f.ro->data() + format::kSealRecord, &f.seal);
     // A seal closes a non-empty segment (empty segments are never sealed).
@@ -243,7 +245,8 @@ Status PartitionLog::Impl::OpenLocked() {
     } else {
       m = std::move(f.ro);
     }
-    auto seg = std::make_shared<Segment>(dir_, f.header, std::move(m), opt_.persist, opt_.index_interval_bytes);
+    auto seg =
+        std::make_shared<Segment>(dir_, f.header, std::move(m), opt_.persist, opt_.index_interval_bytes);
     if (f.sealed) {
       seg->LoadSealed(f.seal);
     } else {
@@ -340,9 +343,9 @@ Status PartitionLog::Impl::CheckSpace(Offset base) {
   }
   const std::string name = format::SegmentFileName(base);
   if (opt_.segment_bytes > space->capacity_bytes) {
-    return Status(StorageErrc::kSegmentTooLarge, dir_ + "/" + name + ": a segment of " + Num(opt_.segment_bytes) +
-                                                     " bytes is larger than the device (" +
-                                                     Num(space->capacity_bytes) + " bytes)");
+    return Status(StorageErrc::kSegmentTooLarge,
+                  dir_ + "/" + name + ": a segment of " + Num(opt_.segment_bytes) +
+                      " bytes is larger than the device (" + Num(space->capacity_bytes) + " bytes)");
   }
   if (opt_.segment_bytes > space->free_bytes) {
     return Status(StorageErrc::kNoSpace, dir_ + "/" + name + ": a segment needs " + Num(opt_.segment_bytes) +
@@ -353,7 +356,8 @@ Status PartitionLog::Impl::CheckSpace(Offset base) {
 
 Result<std::shared_ptr<Segment>> PartitionLog::Impl::CreateSegment(Offset base) {
   if (segments_.count(base.value())) {
-    return Status(Errc::kInternal, "segment with base offset " + Num(base.value()) + " already exists in " + dir_);
+    return Status(Errc::kInternal,
+                  "segment with base offset " + Num(base.value()) + " already exists in " + dir_);
   }
   RDMQ_RETURN_IF_ERROR(CheckSpace(base));
   RDMQ_RETURN_IF_ERROR(env_->CreateDir(dir_));
@@ -368,8 +372,9 @@ Result<std::shared_ptr<Segment>> PartitionLog::Impl::CreateSegment(Offset base) 
     const std::string path = seg->path();
     seg.reset();
     (void)env_->DeleteFile(path);
-    return Status(StorageErrc::kNotPmem,
-                  path + " is not on persistent memory (not a DAX mapping); use persistence mode msync or none");
+    return Status(
+        StorageErrc::kNotPmem,
+        path + " is not on persistent memory (not a DAX mapping); use persistence mode msync or none");
   }
   seg->last_checkpoint_ns = MonoNanos();
   return std::shared_ptr<Segment>(std::move(seg));
@@ -386,7 +391,8 @@ Status PartitionLog::Impl::EnsureActive() {
 
 void PartitionLog::Impl::Publish() {
   ++slot_.generation;
-  slot_.flags = static_cast<uint16_t>((active_->sealed ? format::kSlotSealed : 0) | (closed_ ? format::kSlotClosed : 0));
+  slot_.flags = static_cast<uint16_t>((active_->sealed ? format::kSlotSealed : 0) |
+                                      (closed_ ? format::kSlotClosed : 0));
   slot_.active_segment = active_->base();
   slot_.committed_position = Position(active_->committed);
   slot_.high_watermark = active_->next_offset;
@@ -410,7 +416,8 @@ Status PartitionLog::Impl::RollLocked() {
   Segment& seg = *active_;
   if (!seg.sealed) {
     if (seg.committed == 0) {
-      if (seg.reservation().load(std::memory_order_acquire) == 0) return Status::Ok();  // empty: nothing to do
+      if (seg.reservation().load(std::memory_order_acquire) == 0)
+        return Status::Ok();  // empty: nothing to do
       return Status(StorageErrc::kReservationConflict,
                     "cannot seal the empty " + seg.Where(0) + " while reservations are outstanding");
     }
@@ -428,7 +435,8 @@ Status PartitionLog::Impl::RollLocked() {
 Result<std::shared_ptr<Segment>> PartitionLog::Impl::SegmentForCommit(Offset base) {
   auto it = segments_.find(base.value());
   if (it == segments_.end()) {
-    return Status(StorageErrc::kUnknownSegment, "no segment with base offset " + Num(base.value()) + " in " + dir_);
+    return Status(StorageErrc::kUnknownSegment,
+                  "no segment with base offset " + Num(base.value()) + " in " + dir_);
   }
   if (it->second->sealed) {
     return Status(StorageErrc::kSegmentSealed, it->second->Where(it->second->committed) +
@@ -462,7 +470,8 @@ Status PartitionLog::Impl::Validate(Segment& seg, uint64_t pos, uint64_t len, Co
       *next = h.next_offset();
     } else if (h.base_offset != kNoOffset) {
       return Status(StorageErrc::kOffsetMismatch, seg.Where(p) + ": shared-mode batch has base offset " +
-                                                      Num(h.base_offset.value()) + "; shared producers write -1");
+                                                      Num(h.base_offset.value()) +
+                                                      "; shared producers write -1");
     }
     count += h.offset_count();
     p += h.total_size();
@@ -471,7 +480,8 @@ Status PartitionLog::Impl::Validate(Segment& seg, uint64_t pos, uint64_t len, Co
   return Status::Ok();
 }
 
-Status PartitionLog::Impl::CommitExclusiveLocked(uint64_t pos, uint64_t len, Offset expected_next, bool validated) {
+Status PartitionLog::Impl::CommitExclusiveLocked(uint64_t pos, uint64_t len, Offset expected_next,
+                                                 bool validated) {
   Segment& seg = *active_;
   Offset next = seg.next_offset;
   if (!validated) {
@@ -485,7 +495,8 @@ Status PartitionLog::Impl::CommitExclusiveLocked(uint64_t pos, uint64_t len, Off
   uint64_t expected_word = pos;
   if (!seg.reservation().compare_exchange_strong(expected_word, pos + len, std::memory_order_acq_rel)) {
     return Status(StorageErrc::kReservationConflict, seg.Where(pos) + ": the reservation word moved to " +
-                                                         Num(expected_word) + " (a shared producer reserved)");
+                                                         Num(expected_word) +
+                                                         " (a shared producer reserved)");
   }
   if (Status s = seg.PersistData(pos, len); !s.ok()) return Fail(s);
   uint64_t p = pos;
@@ -551,7 +562,8 @@ Status PartitionLog::Impl::AdvancePrefix(Segment& seg, bool fresh_valid, uint64_
   return MaybeCheckpoint(seg);
 }
 
-Status PartitionLog::Impl::FillGap(Segment& seg, uint64_t from, uint64_t to, uint64_t* fillers, uint64_t* bytes) {
+Status PartitionLog::Impl::FillGap(Segment& seg, uint64_t from, uint64_t to, uint64_t* fillers,
+                                   uint64_t* bytes) {
   const TimestampMs ts = seg.max_ts != kNoTimestamp ? TimestampMs(seg.max_ts) : WallMillis();
   PendingRange r;
   r.length = to - from;
@@ -630,15 +642,17 @@ Result<AppendResult> PartitionLog::Append(std::span<const RecordInput> records, 
   RDMQ_RETURN_IF_ERROR(m.CheckWritable());
   if (records.empty()) return Status(Errc::kInvalidArgument, "append of zero records to " + m.dir_);
   if ((batch.attributes & kAttrCompressionMask) != 0) {
-    return Status(StorageErrc::kUnsupportedBatch, "Append does not compress; attributes ask for codec " +
-                                                      std::to_string(batch.attributes & kAttrCompressionMask));
+    return Status(StorageErrc::kUnsupportedBatch,
+                  "Append does not compress; attributes ask for codec " +
+                      std::to_string(batch.attributes & kAttrCompressionMask));
   }
   RDMQ_RETURN_IF_ERROR(m.EnsureActive());
   for (int attempt = 0; attempt < 2; ++attempt) {
     Segment& seg = *m.active_;
     if (!seg.pending.empty() || seg.reservation().load(std::memory_order_acquire) != seg.committed) {
-      return Status(StorageErrc::kReservationConflict,
-                    seg.Where(seg.committed) + ": shared-mode reservations are outstanding; Append is exclusive");
+      return Status(
+          StorageErrc::kReservationConflict,
+          seg.Where(seg.committed) + ": shared-mode reservations are outstanding; Append is exclusive");
     }
     const uint64_t pos = seg.committed;
     BatchOptions o = batch;
@@ -681,21 +695,24 @@ Result<AppendResult> PartitionLog::AppendBatch(std::span<const std::byte> batch)
                                                     " bytes follow it");
   }
   if (h.record_count <= 0 || h.last_offset_delta != h.record_count - 1) {
-    return Status(StorageErrc::kMalformedBatch, std::to_string(h.record_count) + " records but lastOffsetDelta " +
+    return Status(StorageErrc::kMalformedBatch, std::to_string(h.record_count) +
+                                                    " records but lastOffsetDelta " +
                                                     std::to_string(h.last_offset_delta));
   }
   RDMQ_RETURN_IF_ERROR(m.EnsureActive());
   if (m.active_->capacity() - m.active_->committed < batch.size()) {
     if (m.active_->capacity() < batch.size()) {
       return Status(Errc::kInvalidArgument, "a batch of " + Num(uint64_t{batch.size()}) +
-                                                " bytes does not fit a segment of " + Num(m.active_->capacity()));
+                                                " bytes does not fit a segment of " +
+                                                Num(m.active_->capacity()));
     }
     RDMQ_RETURN_IF_ERROR(m.RollLocked());
   }
   Segment& seg = *m.active_;
   if (!seg.pending.empty() || seg.reservation().load(std::memory_order_acquire) != seg.committed) {
-    return Status(StorageErrc::kReservationConflict,
-                  seg.Where(seg.committed) + ": shared-mode reservations are outstanding; AppendBatch is exclusive");
+    return Status(
+        StorageErrc::kReservationConflict,
+        seg.Where(seg.committed) + ": shared-mode reservations are outstanding; AppendBatch is exclusive");
   }
   const uint64_t pos = seg.committed;
   std::memcpy(seg.data() + pos, batch.data(), batch.size());
@@ -724,8 +741,9 @@ Result<CommitOutcome> PartitionLog::Commit(const CommitRequest& req) {
                                                           " bytes runs past the segment end " + Num(cap));
     }
     if (pos != seg.committed) {
-      return Status(StorageErrc::kRangeConflict, seg.Where(pos) + ": exclusive commit must start at the committed end " +
-                                                     Num(seg.committed));
+      return Status(
+          StorageErrc::kRangeConflict,
+          seg.Where(pos) + ": exclusive commit must start at the committed end " + Num(seg.committed));
     }
     if (!seg.pending.empty()) {
       return Status(StorageErrc::kReservationConflict,
@@ -733,8 +751,9 @@ Result<CommitOutcome> PartitionLog::Commit(const CommitRequest& req) {
     }
     const uint64_t word = seg.reservation().load(std::memory_order_acquire);
     if (word != pos) {
-      return Status(StorageErrc::kReservationConflict, seg.Where(pos) + ": the reservation word is " + Num(word) +
-                                                           ", shared producers hold reservations");
+      return Status(
+          StorageErrc::kReservationConflict,
+          seg.Where(pos) + ": the reservation word is " + Num(word) + ", shared producers hold reservations");
     }
     const Offset first = seg.next_offset;
     RDMQ_RETURN_IF_ERROR(m.CommitExclusiveLocked(pos, len, req.expected_next_offset, false));
@@ -746,8 +765,8 @@ Result<CommitOutcome> PartitionLog::Commit(const CommitRequest& req) {
                                                    Num(cap) + "; retry on the next segment");
     }
     if (pos < seg.committed) {
-      return Status(StorageErrc::kRangeConflict, seg.Where(pos) + ": already committed (up to " +
-                                                     Num(seg.committed) + ")");
+      return Status(StorageErrc::kRangeConflict,
+                    seg.Where(pos) + ": already committed (up to " + Num(seg.committed) + ")");
     }
     auto overlaps = [&](uint64_t a, uint64_t b) {
       auto it = seg.pending.lower_bound(a);
@@ -761,7 +780,8 @@ Result<CommitOutcome> PartitionLog::Commit(const CommitRequest& req) {
     if (len > cap - pos) {
       // The reservation that crossed the end: the segment will be sealed at its start.
       if (overlaps(pos, cap) || (seg.crossing != kNoPosition && seg.crossing != pos)) {
-        return Status(StorageErrc::kRangeConflict, seg.Where(pos) + ": crossing reservation overlaps other ranges");
+        return Status(StorageErrc::kRangeConflict,
+                      seg.Where(pos) + ": crossing reservation overlaps other ranges");
       }
       seg.crossing = pos;
       bool rolled = false;
@@ -773,14 +793,15 @@ Result<CommitOutcome> PartitionLog::Commit(const CommitRequest& req) {
     const uint64_t word = seg.reservation().load(std::memory_order_acquire);
     if (pos + len > word) {
       return Status(StorageErrc::kRangeConflict, seg.Where(pos) + ": range of " + Num(len) +
-                                                     " bytes was not reserved (reservation word " + Num(word) + ")");
+                                                     " bytes was not reserved (reservation word " +
+                                                     Num(word) + ")");
     }
     if (overlaps(pos, pos + len)) {
       return Status(StorageErrc::kRangeConflict, seg.Where(pos) + ": overlaps a range already committed");
     }
     if (seg.crossing != kNoPosition && pos + len > seg.crossing) {
-      return Status(StorageErrc::kRangeConflict, seg.Where(pos) + ": beyond the end " + Num(seg.crossing) +
-                                                     " of this segment");
+      return Status(StorageErrc::kRangeConflict,
+                    seg.Where(pos) + ": beyond the end " + Num(seg.crossing) + " of this segment");
     }
     Offset unused;
     int64_t offsets = 0;
@@ -811,7 +832,8 @@ Result<Reservation> PartitionLog::Reserve(uint64_t length) {
   RDMQ_RETURN_IF_ERROR(m.EnsureActive());
   Segment& seg = *m.active_;
   const uint64_t old = seg.reservation().fetch_add(length, std::memory_order_acq_rel);
-  return Reservation{seg.base(), Position(old), length, old <= seg.capacity() && length <= seg.capacity() - old};
+  return Reservation{seg.base(), Position(old), length,
+                     old <= seg.capacity() && length <= seg.capacity() - old};
 }
 
 Result<ExpireOutcome> PartitionLog::ExpireReservations(uint64_t now_ns) {
@@ -847,7 +869,8 @@ Result<ExpireOutcome> PartitionLog::ExpireReservations(uint64_t now_ns) {
       pos += it->second.length;
       continue;
     }
-    uint64_t hole_end = (it != seg.pending.end() && it->first < limit) ? it->first : (horizon <= cap ? horizon : pos);
+    uint64_t hole_end =
+        (it != seg.pending.end() && it->first < limit) ? it->first : (horizon <= cap ? horizon : pos);
     if (hole_end <= pos) break;
     while (hole_end - pos < kMinFillerBytes) {
       auto next = seg.pending.find(hole_end);
@@ -916,8 +939,9 @@ Result<ReadResult> PartitionLog::Read(Offset from, size_t max_bytes) const {
                                                       Num(start.value()) + " of " + m.dir_);
   }
   if (from > hwm) {
-    return Status(StorageErrc::kOffsetOutOfRange, "offset " + Num(from.value()) + " is beyond the high watermark " +
-                                                      Num(hwm.value()) + " of " + m.dir_);
+    return Status(StorageErrc::kOffsetOutOfRange, "offset " + Num(from.value()) +
+                                                      " is beyond the high watermark " + Num(hwm.value()) +
+                                                      " of " + m.dir_);
   }
   ReadResult out;
   out.high_watermark = hwm;
@@ -953,7 +977,8 @@ Result<ReadResult> PartitionLog::Read(Offset from, size_t max_bytes) const {
     }
     if (h.base_offset != expect) {
       return Status(StorageErrc::kCorruptBatch, seg->Where(pos) + ": batch base offset " +
-                                                    Num(h.base_offset.value()) + ", expected " + Num(expect.value()));
+                                                    Num(h.base_offset.value()) + ", expected " +
+                                                    Num(expect.value()));
     }
     if (h.next_offset() > from) break;
     pos += h.total_size();
@@ -965,8 +990,8 @@ Result<ReadResult> PartitionLog::Read(Offset from, size_t max_bytes) const {
     BatchHeader h;
     Status s = ValidateBatch({seg->data() + pos, end - pos}, Validation::kCrc, &h);
     if (s.ok() && h.base_offset != expect) {
-      s = Status(StorageErrc::kCorruptBatch, "batch base offset " + Num(h.base_offset.value()) + ", expected " +
-                                                 Num(expect.value()));
+      s = Status(StorageErrc::kCorruptBatch,
+                 "batch base offset " + Num(h.base_offset.value()) + ", expected " + Num(expect.value()));
     }
     if (!s.ok()) {
       if (pos == first) {
@@ -996,18 +1021,21 @@ Result<Offset> PartitionLog::OffsetForTimestamp(TimestampMs ts) const {
     uint64_t pos = seg->IndexLookupTime(ts.value());
     while (pos < seg->committed) {
       if (seg->Damaged(pos)) {
-        return Status(StorageErrc::kCorruptBatch, seg->Where(pos) + ": a damaged part of the segment (from position " +
+        return Status(StorageErrc::kCorruptBatch, seg->Where(pos) +
+                                                      ": a damaged part of the segment (from position " +
                                                       Num(seg->corrupt_at) + ") hides the timestamps");
       }
       BatchHeader h;
-      if (Status s = ValidateBatch({seg->data() + pos, seg->committed - pos}, Validation::kCrc, &h); !s.ok()) {
+      if (Status s = ValidateBatch({seg->data() + pos, seg->committed - pos}, Validation::kCrc, &h);
+          !s.ok()) {
         return Status(StorageErrc::kCorruptBatch, seg->Where(pos) + ": " + std::string(s.context()));
       }
       if (h.max_timestamp >= ts) {
         RecordIterator it(h, {seg->data() + pos, h.total_size()});
         RecordView r;
         while (it.Next(&r)) {
-          if (h.base_timestamp.value() + r.timestamp_delta >= ts.value()) return h.base_offset + r.offset_delta;
+          if (h.base_timestamp.value() + r.timestamp_delta >= ts.value())
+            return h.base_offset + r.offset_delta;
         }
         if (!it.status().ok()) return it.status().WithContext(seg->Where(pos));
       }

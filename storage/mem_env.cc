@@ -192,7 +192,8 @@ Result<std::unique_ptr<MappedFile>> MemEnv::OpenMapped(const std::string& path, 
     }
     data = static_cast<std::byte*>(p);
   }
-  return std::unique_ptr<MappedFile>(new MemMappedFile(this, f, path, fd, data, f->size, rw, TracksDurability()));
+  return std::unique_ptr<MappedFile>(
+      new MemMappedFile(this, f, path, fd, data, f->size, rw, TracksDurability()));
 }
 
 Status MemEnv::WriteFile(const std::string& path, std::string_view content) {
@@ -243,8 +244,8 @@ uint64_t FaultInjectionEnv::persist_events() {
 Status FaultInjectionEnv::Spend(std::string_view what) {
   if (failed_ || budget_ == 0) {
     failed_ = true;
-    return Status(StorageErrc::kPowerLoss, std::string(what) + " after " + std::to_string(events_) +
-                                               " durability events");
+    return Status(StorageErrc::kPowerLoss,
+                  std::string(what) + " after " + std::to_string(events_) + " durability events");
   }
   if (budget_ > 0) --budget_;
   ++events_;

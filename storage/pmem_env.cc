@@ -17,9 +17,12 @@ namespace rdmq::storage {
 
 std::string_view PersistModeName(PersistMode m) noexcept {
   switch (m) {
-    case PersistMode::kPmem: return "pmem";
-    case PersistMode::kMsync: return "msync";
-    case PersistMode::kNone: return "none";
+    case PersistMode::kPmem:
+      return "pmem";
+    case PersistMode::kMsync:
+      return "msync";
+    case PersistMode::kNone:
+      return "none";
   }
   return "?";
 }

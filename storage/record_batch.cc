@@ -49,8 +49,8 @@ inline size_t BodySize(const RecordInput& r, int64_t ts_delta, int32_t offset_de
 
 Status DecodeBatchHeader(std::span<const std::byte> bytes, BatchHeader* out) {
   if (bytes.size() < kBatchHeaderSize) {
-    return Status(StorageErrc::kMalformedBatch, "batch header needs 61 bytes, only " +
-                                                    std::to_string(bytes.size()) + " available");
+    return Status(StorageErrc::kMalformedBatch,
+                  "batch header needs 61 bytes, only " + std::to_string(bytes.size()) + " available");
   }
   const std::byte* p = bytes.data();
   BatchHeader h;
@@ -69,12 +69,12 @@ Status DecodeBatchHeader(std::span<const std::byte> bytes, BatchHeader* out) {
   h.record_count = LoadBE<int32_t>(p + bf::kRecordCount);
 
   if (h.magic != kBatchMagic) {
-    return Status(StorageErrc::kMalformedBatch,
-                  "magic byte is " + std::to_string(h.magic) + ", only RecordBatch v2 (magic 2) is supported");
+    return Status(StorageErrc::kMalformedBatch, "magic byte is " + std::to_string(h.magic) +
+                                                    ", only RecordBatch v2 (magic 2) is supported");
   }
   if (h.batch_length < static_cast<int32_t>(kBatchHeaderSize - kBatchLengthOverhead)) {
-    return Status(StorageErrc::kMalformedBatch,
-                  "batchLength " + std::to_string(h.batch_length) + " is shorter than the 49 header bytes it must cover");
+    return Status(StorageErrc::kMalformedBatch, "batchLength " + std::to_string(h.batch_length) +
+                                                    " is shorter than the 49 header bytes it must cover");
   }
   if (h.total_size() > kMaxBatchBytes) {
     return Status(StorageErrc::kMalformedBatch,
@@ -183,14 +183,16 @@ bool RecordIterator::Next(RecordView* out) {
   if (key_len < -1) return (void)Fail("key length " + std::to_string(key_len)), false;
   if (key_len >= 0) {
     v.key = r.Bytes(static_cast<size_t>(key_len));
-    if (!r.ok()) return (void)Fail("key of " + std::to_string(key_len) + " bytes runs past the record"), false;
+    if (!r.ok())
+      return (void)Fail("key of " + std::to_string(key_len) + " bytes runs past the record"), false;
   }
   const int32_t value_len = r.VarintSigned32();
   if (!r.ok()) return (void)Fail("value length varint runs past the record"), false;
   if (value_len < -1) return (void)Fail("value length " + std::to_string(value_len)), false;
   if (value_len >= 0) {
     v.value = r.Bytes(static_cast<size_t>(value_len));
-    if (!r.ok()) return (void)Fail("value of " + std::to_string(value_len) + " bytes runs past the record"), false;
+    if (!r.ok())
+      return (void)Fail("value of " + std::to_string(value_len) + " bytes runs past the record"), false;
   }
   v.header_count = r.VarintSigned32();
   if (!r.ok()) return (void)Fail("header count varint runs past the record"), false;
@@ -374,9 +376,9 @@ std::byte* PutMarker(std::byte* r, int64_t ts_delta, int32_t offset_delta, size_
   r += kMarkerKeySize;
   r = coding::PutVarintSigned(r, static_cast<int64_t>(value_len));
   std::memset(r, 0, value_len);
-  StoreBE<int16_t>(r, 0);       // marker value version
-  StoreBE<int32_t>(r + 2, -1);  // coordinator epoch
-  r += value_len;               // zero padding after the 6 meaningful bytes
+  StoreBE<int16_t>(r, 0);                // marker value version
+  StoreBE<int32_t>(r + 2, -1);           // coordinator epoch
+  r += value_len;                        // zero padding after the 6 meaningful bytes
   return coding::PutVarintSigned(r, 0);  // no headers
 }
 
@@ -437,8 +439,8 @@ std::byte* PutShortFillerRecord(std::byte* r, size_t size) {
 Status WriteFillerBatch(std::span<std::byte> out, Offset base_offset, TimestampMs timestamp) {
   const size_t size = out.size();
   if (size < kMinFillerBytes || size > kMaxBatchBytes) {
-    return Status(StorageErrc::kMalformedBatch, "a filler batch must be between 68 bytes and 1 GiB, not " +
-                                                    std::to_string(size));
+    return Status(StorageErrc::kMalformedBatch,
+                  "a filler batch must be between 68 bytes and 1 GiB, not " + std::to_string(size));
   }
   int64_t tsd = 0;
   size_t v = 0;
@@ -450,7 +452,8 @@ Status WriteFillerBatch(std::span<std::byte> out, Offset base_offset, TimestampM
     records = 2;
     if (size - kBatchHeaderSize < first_size ||
         !SolveMarker(size - kBatchHeaderSize - first_size, 1, &tsd, &v)) {
-      return Status(StorageErrc::kMalformedBatch, "no filler encoding of exactly " + std::to_string(size) + " bytes");
+      return Status(StorageErrc::kMalformedBatch,
+                    "no filler encoding of exactly " + std::to_string(size) + " bytes");
     }
   }
   std::byte* p = out.data();

@@ -24,7 +24,7 @@ inline constexpr int64_t kNoTimestamp = std::numeric_limits<int64_t>::min();
 inline constexpr uint64_t kNoPosition = std::numeric_limits<uint64_t>::max();
 
 struct IndexEntry {
-  int64_t offset;         // base offset of the batch at `position`
+  int64_t offset;  // base offset of the batch at `position`
   uint64_t position;
   int64_t max_ts_before;  // max timestamp of every batch before `position` in this segment
 };
@@ -115,7 +115,7 @@ class Segment {
   std::map<uint64_t, PendingRange> pending;
   uint64_t crossing = kNoPosition;  // start of the reservation that crossed the end, if known
   std::deque<std::pair<uint64_t, uint64_t>> samples;  // (time ns, reservation word)
-  uint64_t boundary_in_capacity = 0;  // largest sampled word value <= capacity
+  uint64_t boundary_in_capacity = 0;                  // largest sampled word value <= capacity
 
  private:
   std::string dir_;

@@ -13,11 +13,11 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
-#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "rdmq/common/clock.h"
@@ -163,7 +163,8 @@ int main(int argc, char** argv) {
     Writer(a, fds[1]);
   }
   ::close(fds[1]);
-  std::printf("\n1. a writer process (pid %d) appends and commits; every acknowledged batch is reported\n", pid);
+  std::printf("\n1. a writer process (pid %d) appends and commits; every acknowledged batch is reported\n",
+              pid);
   // A reader thread drains the acknowledgements, so that the moment of the kill below is
   // unrelated to where the writer is in its loop.
   std::atomic<int64_t> acked_live{0};
@@ -184,8 +185,9 @@ int main(int argc, char** argv) {
     std::printf("   the writer exited on its own (status %d): see its message above\n", st);
     return 1;
   }
-  std::printf("2. killed it with SIGKILL after %.0f ms, mid-stream: %lld records acknowledged (%.1f M records/s)\n",
-              ran * 1000, static_cast<long long>(acked), static_cast<double>(acked) / ran / 1e6);
+  std::printf(
+      "2. killed it with SIGKILL after %.0f ms, mid-stream: %lld records acknowledged (%.1f M records/s)\n",
+      ran * 1000, static_cast<long long>(acked), static_cast<double>(acked) / ran / 1e6);
 
   auto log = PartitionLog::Open(DefaultEnv(), a.dir, Options(a));
   if (!log.ok()) {
@@ -194,9 +196,11 @@ int main(int argc, char** argv) {
   }
   const RecoveryStats& rs = (*log)->recovery();
   const int64_t hwm = (*log)->HighWatermark().value();
-  std::printf("3. recovered in %.2f ms: %llu segments, CRC-checked %llu batches (%.1f MiB) after the last checkpoint\n",
-              rs.seconds * 1000, static_cast<unsigned long long>(rs.segments),
-              static_cast<unsigned long long>(rs.batches_scanned), static_cast<double>(rs.bytes_scanned) / (1 << 20));
+  std::printf(
+      "3. recovered in %.2f ms: %llu segments, CRC-checked %llu batches (%.1f MiB) after the last "
+      "checkpoint\n",
+      rs.seconds * 1000, static_cast<unsigned long long>(rs.segments),
+      static_cast<unsigned long long>(rs.batches_scanned), static_cast<double>(rs.bytes_scanned) / (1 << 20));
   std::printf("   records acknowledged   %lld\n", static_cast<long long>(acked));
   std::printf("   records recovered      %lld%s\n", static_cast<long long>(hwm),
               hwm > acked ? "  (the batch in flight was complete: kept)" : "");
@@ -210,7 +214,8 @@ int main(int argc, char** argv) {
   for (Offset at = (*log)->LogStartOffset(); ok && at.value() < hwm;) {
     auto r = (*log)->Read(at, 4 << 20);
     if (!r.ok()) {
-      std::printf("   read at offset %lld failed: %s\n", static_cast<long long>(at.value()), r.status().ToString().c_str());
+      std::printf("   read at offset %lld failed: %s\n", static_cast<long long>(at.value()),
+                  r.status().ToString().c_str());
       ok = false;
       break;
     }
@@ -253,6 +258,7 @@ int main(int argc, char** argv) {
     std::printf("5. append after recovery FAILED: %s\n", more.status().ToString().c_str());
     return 1;
   }
-  std::printf("5. the log accepts appends again (next offset %lld)\n", static_cast<long long>(more->base_offset.value()));
+  std::printf("5. the log accepts appends again (next offset %lld)\n",
+              static_cast<long long>(more->base_offset.value()));
   return (*log)->Close().ok() ? 0 : 1;
 }

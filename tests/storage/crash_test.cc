@@ -8,9 +8,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
-#include <atomic>
 #include <random>
 #include <thread>
 #include <vector>
@@ -96,7 +96,8 @@ Kill CrashOnce(const std::string& dir, const LogOptions& options, uint32_t round
     std::this_thread::sleep_for(std::chrono::nanoseconds(rng() % 3'000'000));
   } else {
     const uint64_t give_up = MonoNanos() + 5'000'000'000ULL;
-    while (count.load() == 0 && MonoNanos() < give_up) std::this_thread::sleep_for(std::chrono::microseconds(100));
+    while (count.load() == 0 && MonoNanos() < give_up)
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
     std::this_thread::sleep_for(std::chrono::nanoseconds(rng() % 25'000'000));
   }
   ::kill(pid, SIGKILL);

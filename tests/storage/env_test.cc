@@ -7,8 +7,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 
 #include "rdmq/common/coding.h"
 #include "support/test_util.h"
@@ -96,7 +96,8 @@ TEST_CASE("PmemEnv reports a full disk as kNoSpace and leaves no file behind", "
     rlimit lim{1 << 20, 1 << 20};
     ::setrlimit(RLIMIT_FSIZE, &lim);
     auto m = DefaultEnv()->CreateMapped(dir.str() + "/big", 4 << 20);
-    const bool ok = !m.ok() && m.status().is(Errc::kNoSpace) && !DefaultEnv()->FileExists(dir.str() + "/big") &&
+    const bool ok = !m.ok() && m.status().is(Errc::kNoSpace) &&
+                    !DefaultEnv()->FileExists(dir.str() + "/big") &&
                     m.status().ToString().find(dir.str() + "/big") != std::string::npos;
     std::_Exit(ok ? 0 : 1);
   }
@@ -115,7 +116,7 @@ TEST_CASE("MemEnv behaves like a file system in memory and enforces read-only vi
   const pid_t pid = ::fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {
-    ::signal(SIGSEGV, SIG_DFL);  // Catch2's handler would report instead of dying
+    ::signal(SIGSEGV, SIG_DFL);       // Catch2's handler would report instead of dying
     (*ro)->data()[0] = std::byte{1};  // must SIGSEGV
     std::_Exit(0);
   }

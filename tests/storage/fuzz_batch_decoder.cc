@@ -76,12 +76,14 @@ void Reencode(const BatchHeader& h, std::span<const std::byte> batch) {
   RecordIterator it2(h2, coding::AsBytes(again));
   size_t i = 0;
   while (it2.Next(&r)) {
-    const auto same = [](const std::optional<std::span<const std::byte>>& a, const std::optional<std::string>& b) {
+    const auto same = [](const std::optional<std::span<const std::byte>>& a,
+                         const std::optional<std::string>& b) {
       if (!a || !b) return !a && !b;
       return coding::AsChars(*a) == *b;
     };
     if (!same(r.key, owned[i].key) || !same(r.value, owned[i].value)) Violation("re-encoded record differs");
-    if (h2.base_timestamp.value() + r.timestamp_delta != owned[i].ts) Violation("re-encoded timestamp differs");
+    if (h2.base_timestamp.value() + r.timestamp_delta != owned[i].ts)
+      Violation("re-encoded timestamp differs");
     ++i;
   }
 }
@@ -129,7 +131,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::vector<std::byte> buf(want);
     if (!WriteFillerBatch(buf, Offset(7), TimestampMs(1)).ok()) Violation("filler encoding failed");
     BatchHeader fh;
-    if (!ValidateBatch(buf, Validation::kRecords, &fh).ok() || fh.total_size() != want || !IsFillerBatch(fh)) {
+    if (!ValidateBatch(buf, Validation::kRecords, &fh).ok() || fh.total_size() != want ||
+        !IsFillerBatch(fh)) {
       Violation("filler batch is not exactly the requested valid control batch");
     }
   }

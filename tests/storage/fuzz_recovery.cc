@@ -67,7 +67,8 @@ std::string TemplateSegment(Input in) {
     c.committed = Position(in.Take(2) % (kCapacity + 16));
     c.next_offset = Offset(static_cast<int64_t>(in.Take(1)));
     c.max_timestamp = TimestampMs(static_cast<int64_t>(in.Take(1)));
-    if (flags & (1u << slot)) format::EncodeCheckpoint(c, f + (slot ? format::kCheckpointB : format::kCheckpointA));
+    if (flags & (1u << slot))
+      format::EncodeCheckpoint(c, f + (slot ? format::kCheckpointB : format::kCheckpointA));
   }
   if (flags & 4) {
     format::SealRecord s;

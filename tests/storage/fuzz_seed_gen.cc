@@ -58,10 +58,12 @@ int main(int argc, char** argv) {
   const auto bd = root / "batch_decoder";
   Put(bd, "one-record", Batch(Offset(0), 1, false, 5));
   Put(bd, "many-records-headers", Batch(Offset(100), 12, true, 20));
-  Put(bd, "back-to-back", Batch(Offset(0), 3, false, 10) + Batch(Offset(3), 2, true, 1) + Batch(kNoOffset, 4, false, 0));
+  Put(bd, "back-to-back",
+      Batch(Offset(0), 3, false, 10) + Batch(Offset(3), 2, true, 1) + Batch(kNoOffset, 4, false, 0));
   for (size_t n : {size_t{68}, size_t{77}, size_t{78}, size_t{126}, size_t{300}}) {
     std::string f(n, '\0');
-    if (!WriteFillerBatch({reinterpret_cast<std::byte*>(f.data()), n}, Offset(9), TimestampMs(5)).ok()) return 1;
+    if (!WriteFillerBatch({reinterpret_cast<std::byte*>(f.data()), n}, Offset(9), TimestampMs(5)).ok())
+      return 1;
     Put(bd, "filler-" + std::to_string(n), f);
   }
   {

@@ -332,8 +332,9 @@ TEST_CASE("expired reservations are filled with control batches so the watermark
   CHECK(e->completed[1].base_offset == Offset(1));
   CHECK(log->HighWatermark() == Offset(4));
   // The late producer's commit is refused.
-  CHECK(log->Commit({CommitMode::kShared, ra->segment, ra->position, a.size(), kNoOffset}).status().is(
-      StorageErrc::kRangeConflict));
+  CHECK(log->Commit({CommitMode::kShared, ra->segment, ra->position, a.size(), kNoOffset})
+            .status()
+            .is(StorageErrc::kRangeConflict));
   const auto all = ReadAll(*log);
   REQUIRE(all.size() == 4);
   CHECK(all[0].control);
@@ -372,7 +373,8 @@ TEST_CASE("a reservation crossing the segment end seals the segment at its start
   rs.pop_back();
   auto seg = log->ActiveSegment();
   // The crossing producer reports its reservation; the segment cannot roll yet (others pending).
-  auto cx = log->Commit({CommitMode::kShared, crossing.segment, crossing.position, crossing.length, kNoOffset});
+  auto cx =
+      log->Commit({CommitMode::kShared, crossing.segment, crossing.position, crossing.length, kNoOffset});
   CHECK(cx.status().is(StorageErrc::kSegmentFull));
   CHECK(log->Segments().size() == 1);
   for (size_t i = 0; i < rs.size(); ++i) {
@@ -392,8 +394,9 @@ TEST_CASE("a reservation crossing the segment end seals the segment at its start
   CHECK(seal.next_offset == Offset(static_cast<int64_t>(8 * rs.size())));
   CHECK(segs[1].base_offset == seal.next_offset);
   // Commits aimed at the sealed segment are refused; the producer retries on the new one.
-  CHECK(log->Commit({CommitMode::kShared, crossing.segment, crossing.position, 100, kNoOffset}).status().is(
-      StorageErrc::kSegmentSealed));
+  CHECK(log->Commit({CommitMode::kShared, crossing.segment, crossing.position, 100, kNoOffset})
+            .status()
+            .is(StorageErrc::kSegmentSealed));
   auto r = log->Reserve(b.size());
   REQUIRE_OK(r.status());
   CHECK(r->segment == segs[1].base_offset);
@@ -420,7 +423,8 @@ TEST_CASE("when the producer that crossed the end dies, lease expiry seals the s
   for (size_t i = 0; i < rs.size(); ++i) {
     if (i == 1) continue;
     std::memcpy(seg.data() + rs[i].position.value(), b.data(), b.size());
-    REQUIRE_OK(log->Commit({CommitMode::kShared, rs[i].segment, rs[i].position, b.size(), kNoOffset}).status());
+    REQUIRE_OK(
+        log->Commit({CommitMode::kShared, rs[i].segment, rs[i].position, b.size(), kNoOffset}).status());
   }
   CHECK(log->HighWatermark() == Offset(8));
   REQUIRE_OK(log->ExpireReservations(1000).status());

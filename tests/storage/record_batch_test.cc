@@ -197,7 +197,8 @@ TEST_CASE("the CRC covers attributes to the end but not baseOffset, length, epoc
     INFO("flipped byte " << at);
     REQUIRE_FALSE(s.ok());
     CHECK((s.is(StorageErrc::kCorruptBatch) || s.is(StorageErrc::kMalformedBatch)));
-    if (at >= 22 && s.is(StorageErrc::kCorruptBatch)) CHECK(s.ToString().find("CRC mismatch") != std::string::npos);
+    if (at >= 22 && s.is(StorageErrc::kCorruptBatch))
+      CHECK(s.ToString().find("CRC mismatch") != std::string::npos);
   }
   // A flipped CRC byte is reported as a mismatch too.
   std::string bad = good;

@@ -216,8 +216,9 @@ class Checker {
       // this) ended the log was truncated then: finding it now means stale bytes came back.
       for (uint32_t s = rd; s < round; ++s) {
         if (recovered_hwm_.count(s) && r.offset >= recovered_hwm_[s]) {
-          return "offset " + std::to_string(r.offset) + " (" + *r.key + ") resurrected: recovery after round " +
-                 std::to_string(s) + " ended the log at " + std::to_string(recovered_hwm_[s]);
+          return "offset " + std::to_string(r.offset) + " (" + *r.key +
+                 ") resurrected: recovery after round " + std::to_string(s) + " ended the log at " +
+                 std::to_string(recovered_hwm_[s]);
         }
       }
       seen[r.offset] = Ack{r.offset, rd, id, kind};

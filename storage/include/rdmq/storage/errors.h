@@ -6,7 +6,7 @@
 
 #include "rdmq/common/errors.h"
 
-#define RDMQ_STORAGE_ERRORS(X)                                                                   \
+#define RDMQ_STORAGE_ERRORS(X)                                                                    \
   X(kBadMagic, kCorruption, "not an rdmq file (bad magic)")                                       \
   X(kBadVersion, kUnsupported, "unsupported format version")                                      \
   X(kCorruptHeader, kCorruption, "file header is corrupt (CRC mismatch or impossible field)")     \
@@ -20,7 +20,7 @@
   X(kSegmentTooLarge, kNoSpace, "segment is larger than the device")                              \
   X(kNoSpace, kNoSpace, "not enough free space on the device")                                    \
   X(kSegmentSealed, kFailedPrecondition, "segment is sealed")                                     \
-  X(kSegmentFull, kResourceExhausted, "segment is full; retry on the next segment")              \
+  X(kSegmentFull, kResourceExhausted, "segment is full; retry on the next segment")               \
   X(kUnknownSegment, kNotFound, "no such segment")                                                \
   X(kOffsetMismatch, kInvalidArgument, "batch offsets do not continue the log")                   \
   X(kRangeConflict, kInvalidArgument, "range overlaps bytes already committed or pending")        \

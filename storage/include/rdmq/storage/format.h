@@ -72,8 +72,8 @@ inline constexpr size_t kReservationWord = 64;
 inline constexpr size_t kSealRecord = 128;
 inline constexpr size_t kCheckpointA = 192;
 inline constexpr size_t kCheckpointB = 256;
-inline constexpr size_t kRecordSize = 64;        // seal record and checkpoint slots
-inline constexpr size_t kRecordCrc = 60;         // CRC position in a 64-byte record
+inline constexpr size_t kRecordSize = 64;  // seal record and checkpoint slots
+inline constexpr size_t kRecordCrc = 60;   // CRC position in a 64-byte record
 inline constexpr uint32_t kSealedFlag = 1;
 
 inline constexpr uint32_t kSlotMagic = 0x544c5352;  // "RSLT" on media

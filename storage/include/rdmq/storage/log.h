@@ -92,14 +92,14 @@ struct SegmentInfo {
   std::string path;
   std::byte* mapping = nullptr;  // the whole file, MAP_SHARED
   size_t mapping_size = 0;
-  int fd = -1;                   // descriptor of the mapped file (owned by the log)
-  uint64_t file_offset = 0;      // file offset of mapping[0]
-  uint64_t data_offset = format::kSegmentHeaderSize;   // file offset of position 0
-  uint64_t capacity = 0;                                // bytes of the data area
+  int fd = -1;                                        // descriptor of the mapped file (owned by the log)
+  uint64_t file_offset = 0;                           // file offset of mapping[0]
+  uint64_t data_offset = format::kSegmentHeaderSize;  // file offset of position 0
+  uint64_t capacity = 0;                              // bytes of the data area
   uint64_t reservation_word_offset = format::kReservationWord;  // file offset, 8-byte aligned
   bool sealed = false;
-  Position committed{0};   // end of the committed batches
-  Offset next_offset{0};   // offset after the last committed record
+  Position committed{0};  // end of the committed batches
+  Offset next_offset{0};  // offset after the last committed record
   std::shared_ptr<const void> pin;
   std::byte* data() const { return mapping + data_offset; }
 };
@@ -117,7 +117,7 @@ enum class CommitMode { kExclusive, kShared };
 
 struct CommitRequest {
   CommitMode mode = CommitMode::kExclusive;
-  Offset segment{0};   // base offset of the segment the bytes were written to
+  Offset segment{0};  // base offset of the segment the bytes were written to
   Position position{0};
   uint64_t length = 0;
   // Exclusive mode: the offset after the range's last record, as the producer computed it
@@ -181,7 +181,7 @@ struct ReadResult {
   std::span<const std::byte> bytes;
   Offset segment{0};
   Position position{0};
-  Offset next_offset{0};     // where the next read continues
+  Offset next_offset{0};  // where the next read continues
   Offset high_watermark{0};
   std::shared_ptr<const void> pin;  // keeps `bytes` mapped
 };
@@ -194,13 +194,13 @@ struct RetentionOutcome {
 
 struct RecoveryStats {
   uint64_t segments = 0;
-  uint64_t batches_scanned = 0;   // CRC-checked batches after the checkpoint
+  uint64_t batches_scanned = 0;  // CRC-checked batches after the checkpoint
   uint64_t bytes_scanned = 0;
-  uint64_t truncated_bytes = 0;   // nonzero bytes found past the recovery point (torn/stale)
+  uint64_t truncated_bytes = 0;  // nonzero bytes found past the recovery point (torn/stale)
   uint64_t zeroed_pages = 0;
-  Position recovered_position{0}; // committed end of the active segment
+  Position recovered_position{0};  // committed end of the active segment
   Offset next_offset{0};
-  bool created = false;           // the directory held no log: a new one was created
+  bool created = false;  // the directory held no log: a new one was created
   double seconds = 0;
 };
 
@@ -208,7 +208,8 @@ class PartitionLog {
  public:
   // Opens (recovering) or creates the log in `dir`. Validation is read-only: when the directory
   // holds something invalid, Open fails and changes no byte on media.
-  static Result<std::unique_ptr<PartitionLog>> Open(Env* env, const std::string& dir, const LogOptions& options);
+  static Result<std::unique_ptr<PartitionLog>> Open(Env* env, const std::string& dir,
+                                                    const LogOptions& options);
   // Closes if Close() was not called (errors are logged).
   ~PartitionLog();
   PartitionLog(const PartitionLog&) = delete;

@@ -108,9 +108,9 @@ uint32_t ComputeBatchCrc(std::span<const std::byte> batch) noexcept;
 Status VerifyBatchCrc(const BatchHeader& h, std::span<const std::byte> batch);
 
 enum class Validation {
-  kHeader,    // header fields only
-  kCrc,       // header + CRC (what commit and readers do)
-  kRecords,   // header + CRC + every record parses and the count matches (what tools do)
+  kHeader,   // header fields only
+  kCrc,      // header + CRC (what commit and readers do)
+  kRecords,  // header + CRC + every record parses and the count matches (what tools do)
 };
 // DecodeBatchHeader, then the checks selected by `level`. `bytes` may extend past the batch.
 Status ValidateBatch(std::span<const std::byte> bytes, Validation level, BatchHeader* out);
