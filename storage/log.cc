@@ -306,7 +306,7 @@ Status PartitionLog::Impl::OpenLocked() {
     // Damage below the checkpoint (media corruption): what lies past it cannot be found by a
     // header walk after the next restart. Seal the segment at its end and continue in a new one,
     // so that nothing written from now on shares a segment with the damage.
-    const Status s = RollLocked();
+    Status s = RollLocked();
     if (!s.ok()) {
       if (!s.is(Errc::kNoSpace)) return s;
       RDMQ_LOG(kWarn, "storage", "could not move past a damaged segment").kv("error", s);

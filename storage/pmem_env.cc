@@ -128,11 +128,16 @@ class PmemEnv final : public Env {
     DIR* d = ::opendir(dir.c_str());
     if (d == nullptr) return Status::FromErrno(errno, "open directory " + dir);
     std::vector<std::string> names;
-    while (dirent* e = ::readdir(d)) {
+    std::string path = dir + "/";
+    const size_t prefix = path.size();
+    // readdir on a stream only this call uses is safe (concurrency-mt-unsafe flags every call).
+    while (dirent* e = ::readdir(d)) {  // NOLINT(concurrency-mt-unsafe)
       const std::string name = e->d_name;
       if (name == "." || name == "..") continue;
+      path.resize(prefix);
+      path += name;
       struct stat st;
-      if (::stat((dir + "/" + name).c_str(), &st) == 0 && S_ISREG(st.st_mode)) names.push_back(name);
+      if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) names.push_back(name);
     }
     ::closedir(d);
     std::sort(names.begin(), names.end());

@@ -150,7 +150,7 @@ RecordIterator::RecordIterator(const BatchHeader& header, std::span<const std::b
   }
 }
 
-Status RecordIterator::Fail(std::string what) {
+Status RecordIterator::Fail(const std::string& what) {
   status_ = Status(StorageErrc::kMalformedBatch,
                    "record " + std::to_string(index_) + " at byte " + std::to_string(pos_) + ": " + what);
   count_ = index_;

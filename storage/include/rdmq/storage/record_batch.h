@@ -146,7 +146,7 @@ class RecordIterator {
   int32_t index() const noexcept { return index_; }
 
  private:
-  Status Fail(std::string what);
+  Status Fail(const std::string& what);
   std::span<const std::byte> batch_;
   size_t pos_ = kBatchHeaderSize;
   int32_t count_ = 0;
