@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -56,7 +57,8 @@ Args Parse(int argc, char** argv) {
       std::printf(
           "Appends to a partition log in a child process, kills it with SIGKILL mid-stream,\n"
           "recovers the log and checks every acknowledged record.\n\n"
-          "  --dir DIR            log directory (default /tmp/rdmq-storage-demo; wiped first)\n"
+          "  --dir DIR            log directory (default /tmp/rdmq-storage-demo; a log there is\n"
+          "                       wiped first; any other non-empty directory is refused)\n"
           "  --mode M             persistence: msync (default), none, pmem\n"
           "  --kill-after-ms MS   how long the writer runs before the kill (default 400)\n"
           "  --record-bytes N     value size (default 100)\n"
@@ -143,9 +145,18 @@ LogOptions Options(const Args& a) {
 int main(int argc, char** argv) {
   const Args a = Parse(argc, argv);
   log::SetLevel(log::Level::kWarn);
-  std::string rm = "rm -rf '" + a.dir + "'";
-  if (std::system(rm.c_str()) != 0) {
-    std::fprintf(stderr, "cannot clear %s\n", a.dir.c_str());
+  std::error_code ec;
+  if (std::filesystem::exists(a.dir, ec) &&
+      !std::filesystem::exists(std::filesystem::path(a.dir) / "partition.slot", ec)) {
+    // Only ever wipe a directory that holds a partition log (or nothing).
+    if (!std::filesystem::is_empty(a.dir, ec)) {
+      std::fprintf(stderr, "%s exists and is not a partition log; refusing to clear it\n", a.dir.c_str());
+      return 2;
+    }
+  }
+  std::filesystem::remove_all(a.dir, ec);
+  if (ec) {
+    std::fprintf(stderr, "cannot clear %s: %s\n", a.dir.c_str(), ec.message().c_str());
     return 1;
   }
   std::printf("rdmq storage demo\n");
