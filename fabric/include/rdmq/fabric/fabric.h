@@ -34,8 +34,10 @@
 // Errors (rdmq::fabric::FabricErrc, mapped onto rdmq::Errc): kBadKey (PermissionDenied),
 // kAccessDenied (PermissionDenied), kOutOfBounds (OutOfRange), kUnaligned (InvalidArgument),
 // kPeerGone (Unavailable), kQueueFull (ResourceExhausted), kRevoked (PermissionDenied),
-// kNoDevice (Unsupported), kRegistration (Unsupported), kProtocol (Corruption).
-// A failed operation changes no byte of its target.
+// kNoDevice (Unsupported), kRegistration (Unsupported), kProtocol (Corruption), kBadDescriptor,
+// kWrongProvider (InvalidArgument), kRnr (ResourceExhausted), kFlushed (Unavailable), kTooLong
+// (InvalidArgument). A failed operation changes no byte of its target.
+// Provider guarantees, limits and byte formats: docs/fabric.md.
 #pragma once
 
 #include <chrono>
@@ -62,12 +64,18 @@
   X(kProtocol, kCorruption, "malformed message from the peer")                             \
   X(kBadDescriptor, kInvalidArgument, "malformed region descriptor")                       \
   X(kWrongProvider, kInvalidArgument, "descriptor or address belongs to another provider") \
-  X(kRnr, kResourceExhausted, "no receive buffer posted at the peer")
+  X(kRnr, kResourceExhausted, "no receive buffer posted at the peer")                        \
+  X(kFlushed, kUnavailable, "not executed: the connection failed earlier")                   \
+  X(kTooLong, kInvalidArgument, "message longer than the receive buffer or kMaxSendSize")
 RDMQ_DEFINE_ERRORS(rdmq::fabric, FabricErrc, "fabric", RDMQ_FABRIC_ERRORS)
 
 namespace rdmq::fabric {
 
 enum class Provider : uint8_t { kShm = 1, kTcp = 2, kVerbs = 3 };
+
+// Largest SEND payload on every provider (a receive buffer must be at least as long as the
+// SEND it takes; a longer SEND fails with kTooLong).
+inline constexpr size_t kMaxSendSize = 64 * 1024;
 std::string_view ProviderName(Provider p) noexcept;
 // "shm", "tcp", "verbs".
 Result<Provider> ParseProvider(std::string_view name);
@@ -169,6 +177,7 @@ struct WorkRequest {
   uint64_t tag = 0;          // returned in the completion
   bool signaled = true;      // false: no completion unless the operation fails
   LocalBuffer local;         // WRITE/SEND: source; READ: destination; atomics: 8-byte result
+                             // (atomics: addr may be null when the old value is not wanted)
   const RemoteRegion* remote = nullptr;  // not used by SEND
   uint64_t remote_offset = 0;            // relative to remote->descriptor().base
   uint32_t imm = 0;          // WRITE_IMM: delivered to the peer's receive completion
@@ -221,8 +230,12 @@ class Endpoint {
   virtual bool connected() const noexcept = 0;
 
   // Posts a batch with one doorbell. Either the whole batch is accepted (OK) or none of it (an
-  // error: kQueueFull, kPeerGone, kInvalidArgument for a malformed request). Remote failures (bad
-  // key, bounds, rights, peer death) arrive as error completions, signalled or not.
+  // error: kQueueFull, kPeerGone, kFlushed, kInvalidArgument/kTooLong for a malformed request).
+  // Remote failures (bad key, bounds, rights, peer death) arrive as error completions, signalled
+  // or not. The local buffers of a posted operation must stay valid and unchanged until it
+  // completes (verbs rule; tcp may send from them after Post returns). On verbs, an error the
+  // NIC reports ends the connection (later posts: kFlushed); bounds, rights and alignment
+  // against the attached descriptor are checked before posting, so those mistakes do not.
   virtual Status Post(std::span<const WorkRequest> wrs) = 0;
   virtual Status PostRecv(std::span<const RecvRequest> rrs) = 0;
 

@@ -1,0 +1,60 @@
+// Broker configuration: a JSON file of flat keys (Kafka's broker names where the meaning is the
+// same) with command-line overrides applied on top (`--set key=value`).
+//
+//   {
+//     "data.dir": "/var/lib/rdmq",
+//     "fabric": "shm",
+//     "num.partitions": 3,
+//     "log.retention.ms": 604800000
+//   }
+//
+// Unknown keys and bad values are errors naming the key, the value and what is accepted.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rdmq/common/status.h"
+#include "rdmq/metadata/topic.h"
+
+namespace rdmq::broker {
+
+struct BrokerConfig {
+  std::string data_dir = "./rdmq-data";  // "data.dir"
+  std::string fabric = "shm";            // "fabric": shm | tcp | verbs
+  // "listen.control" / "listen.data": shm: socket paths (default <data.dir>/rdmq.sock and
+  // <data.dir>/rdmq-data.sock); tcp/verbs: host:port (default 0.0.0.0:9092 and :9093).
+  std::string listen_control;
+  std::string listen_data;
+  std::string device;                    // "device": verbs device name, empty = first active
+  uint64_t broker_id = 0;                // "broker.id"
+  uint32_t lease_ms = 10000;             // "lease.ms": producer lease length
+  uint32_t rpc_workers = 2;              // "rpc.workers": RPC handler worker threads
+  uint32_t checkpoint_interval_ms = 1000;  // "log.checkpoint.interval.ms"
+  uint32_t retention_check_interval_ms = 5000;  // "log.retention.check.interval.ms"
+  std::string log_level = "info";        // "log.level"
+  std::string log_format = "text";       // "log.format": text | json
+  // Defaults for new topics: "num.partitions", "log.segment.bytes", "log.retention.bytes",
+  // "log.retention.ms", "log.index.interval.bytes", "message.max.bytes", "durability".
+  metadata::TopicConfig topic_defaults;
+
+  // The listeners with defaults filled in for the chosen fabric.
+  std::string ControlAddress() const;
+  std::string DataAddress() const;
+};
+
+// Applies one "key=value" (or key, value) setting. Errors name the key and the accepted values.
+Status ApplySetting(BrokerConfig* config, std::string_view key, std::string_view value);
+Status ApplySetting(BrokerConfig* config, std::string_view key_equals_value);
+// Parses a JSON config file's text: an object of key → string | integer | boolean.
+Status ApplyJson(BrokerConfig* config, std::string_view json_text, std::string_view source_name);
+// Reads and applies a JSON config file.
+Status ApplyFile(BrokerConfig* config, const std::string& path);
+// Every key with its current value, for `rdmq-broker --print-config` and the startup log.
+std::vector<std::pair<std::string, std::string>> ConfigEntries(const BrokerConfig& config);
+// Checks the whole config (fabric known, listeners parse, topic defaults valid).
+Status Validate(const BrokerConfig& config);
+
+}  // namespace rdmq::broker

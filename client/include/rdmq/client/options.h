@@ -1,0 +1,44 @@
+// Options shared by every rdmq client object (AdminClient, Producer, Consumer).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rdmq/common/status.h"
+
+namespace rdmq::client {
+
+struct ClientOptions {
+  // The broker's control address: "unix:/path/to/rdmq.sock" (shm, the embedded default),
+  // "tcp:host:port" or "verbs:host:port". Default: $RDMQ_BROKER, else
+  // "unix:./rdmq-data/rdmq.sock".
+  std::string bootstrap;
+  std::string client_name = "rdmq-client";  // "client.id" in logs and broker diagnostics
+  std::chrono::milliseconds request_timeout{30000};  // "request.timeout.ms"
+  std::string device;                       // verbs: RDMA device (empty: the first active one)
+
+  // Applies a Kafka-style key ("bootstrap.servers", "client.id", "request.timeout.ms",
+  // "rdma.device"); kInvalidArgument naming the key otherwise.
+  Status Set(std::string_view key, std::string_view value);
+  // The bootstrap address with the default applied.
+  std::string ResolvedBootstrap() const;
+};
+
+struct TopicPartition {
+  std::string topic;
+  int32_t partition = 0;
+  bool operator==(const TopicPartition&) const = default;
+  auto operator<=>(const TopicPartition&) const = default;
+};
+
+// A record header (Kafka's: a string key and a byte value).
+struct Header {
+  std::string key;
+  std::string value;
+  bool operator==(const Header&) const = default;
+};
+
+}  // namespace rdmq::client

@@ -1,0 +1,77 @@
+// Topics and their configuration.
+//
+// Config keys are Kafka's where the meaning is the same (segment.bytes, retention.ms, ...), so
+// `rdmq topic create --config retention.ms=3600000` reads like kafka-topics. Values arrive as
+// strings (CLI, JSON), are validated here, and out-of-range or unknown keys are errors that name
+// the key and the accepted range.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "rdmq/common/errors.h"
+#include "rdmq/common/status.h"
+#include "rdmq/common/types.h"
+
+#define RDMQ_METADATA_ERRORS(X)                                                      \
+  X(kBadTopicName, kInvalidArgument, "invalid topic name")                           \
+  X(kBadConfig, kInvalidArgument, "invalid configuration value")                     \
+  X(kUnknownConfig, kInvalidArgument, "unknown configuration key")                   \
+  X(kTopicExists, kAlreadyExists, "topic already exists")                            \
+  X(kNoSuchTopic, kNotFound, "no such topic")                                        \
+  X(kCorruptLog, kCorruption, "metadata log is corrupt")                             \
+  X(kCorruptCheckpoint, kCorruption, "metadata checkpoint is corrupt")
+RDMQ_DEFINE_ERRORS(rdmq::metadata, MetadataErrc, "metadata", RDMQ_METADATA_ERRORS)
+
+namespace rdmq::metadata {
+
+// How a commit is made durable before it is acknowledged.
+enum class Durability : uint8_t {
+  kVisibility = 0,  // published in memory (MAP_SHARED): survives a process crash, not power loss
+  kDurable = 1,     // persisted (pmem_persist on DAX, msync otherwise) before the ack
+};
+std::string_view DurabilityName(Durability d) noexcept;
+
+struct TopicConfig {
+  int32_t partitions = 1;                        // "partitions"        1..4096
+  uint64_t segment_bytes = 64ull << 20;          // "segment.bytes"     64 KiB..64 GiB
+  int64_t retention_bytes = -1;                  // "retention.bytes"   per partition, -1 = no limit
+  int64_t retention_ms = 7LL * 24 * 3600 * 1000; // "retention.ms"      -1 = no limit
+  uint32_t index_interval_bytes = 4096;          // "index.interval.bytes"
+  uint32_t max_message_bytes = 1u << 20;         // "max.message.bytes" largest record batch
+  Durability durability = Durability::kDurable;  // "durability"        visibility|durable
+
+  bool operator==(const TopicConfig&) const = default;
+};
+
+// Sets one key from its string form ("retention.ms", "3600000"). Errors name key and range.
+Status SetConfig(TopicConfig* config, std::string_view key, std::string_view value);
+// The config keys and their current values as strings, in a stable order.
+std::vector<std::pair<std::string, std::string>> ConfigEntries(const TopicConfig& config);
+// Validates every field (used after parsing and before persisting).
+Status ValidateConfig(const TopicConfig& config);
+
+// Kafka's rules: 1..249 characters from [a-zA-Z0-9._-], not "." or "..".
+Status ValidateTopicName(std::string_view name);
+
+struct TopicInfo {
+  std::string name;
+  TopicId id{0};
+  TopicConfig config;
+  int64_t created_ms = 0;
+
+  bool operator==(const TopicInfo&) const = default;
+};
+
+// JSON forms used by the metadata log, its checkpoint and the admin CLI's --json output.
+nlohmann::json ToJson(const TopicConfig& config);
+nlohmann::json ToJson(const TopicInfo& topic);
+// Missing keys take the values of `defaults`; unknown keys and bad values are errors.
+Result<TopicConfig> TopicConfigFromJson(const nlohmann::json& j, const TopicConfig& defaults);
+Result<TopicInfo> TopicInfoFromJson(const nlohmann::json& j);
+
+}  // namespace rdmq::metadata

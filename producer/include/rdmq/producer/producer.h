@@ -1,0 +1,115 @@
+// Producer: appends records to partition logs with one-sided WRITEs (docs/protocol.md section 4).
+//
+//   ProducerConfig cfg;                       // bootstrap from $RDMQ_BROKER or the default
+//   auto p = Producer::Create(cfg);           // Result<std::unique_ptr<Producer>>
+//   auto f = (*p)->Send({.topic = "orders", .key = "k1", .value = "hello"});
+//   Result<RecordMetadata> md = f.get();      // offset once acknowledged (acks=1)
+//   (*p)->Flush();
+//
+// Records are batched per partition into Kafka RecordBatch v2 batches, built in place in
+// registered memory, written to the partition's segment and committed. A batch is sent when it
+// reaches `batch_size` bytes or `linger` after its first record, and at Flush/Close.
+// Records with a key go to Kafka's murmur2 partition for it (so keys land where Kafka puts them);
+// records without key or partition stick to one partition per batch (sticky partitioning).
+//
+// Thread safety: Send, Flush and Close may be called from any number of threads. Callbacks run
+// on the producer's I/O thread or inside the Send/Flush call that completed them; they must not
+// block. Send copies key, value and headers before it returns.
+// Errors: Send fails immediately (or its future does) with kInvalidArgument for a record larger
+// than the broker's max.message.bytes, UNKNOWN_TOPIC / UNKNOWN_PARTITION, kTimeout when
+// `delivery_timeout` passes, kUnavailable when the broker is gone. Lost leases and segment rolls
+// are retried inside the producer.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "rdmq/client/options.h"
+#include "rdmq/common/status.h"
+
+namespace rdmq::producer {
+
+using client::Header;
+
+enum class PartitionMode : uint8_t {
+  kExclusive = 1,  // one producer per partition assigns offsets itself (the fast default)
+  kShared = 2,     // several producers reserve space with FETCH_ADD; the broker assigns offsets
+};
+
+struct ProducerConfig {
+  client::ClientOptions client;
+  uint32_t batch_size = 256 * 1024;                // "batch.size": bytes per batch
+  std::chrono::microseconds linger{0};             // "linger.ms" (fractions allowed: 0.05)
+  int acks = 1;                                    // "acks": 0, 1, or -1/"all" (= 1 on one node)
+  bool enable_idempotence = true;                  // "enable.idempotence"
+  PartitionMode mode = PartitionMode::kExclusive;  // "partition.mode": exclusive | shared
+  uint32_t max_in_flight = 16;                     // "max.in.flight.requests.per.connection"
+  uint64_t buffer_memory = 64ull << 20;            // "buffer.memory": unacknowledged bytes
+  std::chrono::milliseconds max_block{60000};      // "max.block.ms": Send waits this long for room
+  std::chrono::milliseconds delivery_timeout{120000};  // "delivery.timeout.ms"
+
+  // Kafka-named keys (above) plus the ClientOptions keys. kInvalidArgument names the key.
+  Status Set(std::string_view key, std::string_view value);
+};
+
+struct ProducerRecord {
+  std::string_view topic;
+  int32_t partition = -1;                  // -1: by key, or sticky when there is no key
+  std::optional<std::string_view> key;     // nullopt = null key
+  std::optional<std::string_view> value;   // nullopt = null value (a tombstone)
+  std::span<const Header> headers;
+  int64_t timestamp_ms = -1;               // -1: now
+};
+
+struct RecordMetadata {
+  std::string topic;
+  int32_t partition = 0;
+  int64_t offset = -1;      // -1 with acks=0
+  int64_t timestamp_ms = 0;
+  uint32_t serialized_key_size = 0;
+  uint32_t serialized_value_size = 0;
+};
+
+// The result of one Send. Cheap to copy (shares its batch's state).
+class SendFuture {
+ public:
+  SendFuture() = default;
+  // Blocks until the record is acknowledged or failed.
+  Result<RecordMetadata> get() const;
+  bool ready() const;
+  // True if ready within `timeout`.
+  bool wait_for(std::chrono::nanoseconds timeout) const;
+  bool valid() const { return state_ != nullptr; }
+
+  struct State;  // implementation detail
+  SendFuture(std::shared_ptr<State> state, uint32_t index) : state_(std::move(state)), index_(index) {}
+
+ private:
+  std::shared_ptr<State> state_;
+  uint32_t index_ = 0;
+};
+
+using SendCallback = std::function<void(const Result<RecordMetadata>&)>;
+
+class Producer {
+ public:
+  static Result<std::unique_ptr<Producer>> Create(const ProducerConfig& config);
+  virtual ~Producer() = default;  // Close()s with the delivery timeout
+
+  virtual SendFuture Send(const ProducerRecord& record) = 0;
+  // Like Send, but reports through `callback` (no future allocated): the fastest path.
+  virtual Status Send(const ProducerRecord& record, SendCallback callback) = 0;
+  // Sends every buffered record and waits until all are acknowledged or failed.
+  virtual Status Flush(std::chrono::milliseconds timeout = std::chrono::milliseconds(120000)) = 0;
+  // Flushes, releases leases, disconnects. Later calls fail with kFailedPrecondition.
+  virtual Status Close(std::chrono::milliseconds timeout = std::chrono::milliseconds(120000)) = 0;
+  virtual Result<int32_t> PartitionCount(std::string_view topic) = 0;
+};
+
+}  // namespace rdmq::producer

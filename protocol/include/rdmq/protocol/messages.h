@@ -1,0 +1,314 @@
+// The broker's RPC messages, field by field as docs/protocol.md specifies them. Each struct lists
+// its fields once in Visit(); protocol::Encode / protocol::Decode (codec.h) do the rest.
+// Descriptors are carried as opaque encoded fabric::RegionDescriptor bytes (Blob).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rdmq/common/errors.h"
+#include "rdmq/protocol/codec.h"
+
+// Wire error codes: the enum values are the codes on the wire (docs/protocol.md, section 2).
+#define RDMQ_WIRE_ERRORS(X)                                                                 \
+  X(kInvalidRequest, kInvalidArgument, "INVALID_REQUEST")                                   \
+  X(kUnknownTopic, kNotFound, "UNKNOWN_TOPIC")                                              \
+  X(kUnknownPartition, kNotFound, "UNKNOWN_PARTITION")                                      \
+  X(kTopicExists, kAlreadyExists, "TOPIC_EXISTS")                                           \
+  X(kInvalidConfig, kInvalidArgument, "INVALID_CONFIG")                                     \
+  X(kInvalidTopicName, kInvalidArgument, "INVALID_TOPIC_NAME")                              \
+  X(kOffsetOutOfRange, kOutOfRange, "OFFSET_OUT_OF_RANGE")                                  \
+  X(kLeaseExpired, kFailedPrecondition, "LEASE_EXPIRED")                                    \
+  X(kStaleLocation, kFailedPrecondition, "STALE_LOCATION")                                  \
+  X(kRecordTooLarge, kInvalidArgument, "RECORD_TOO_LARGE")                                  \
+  X(kCorruptMessage, kCorruption, "CORRUPT_MESSAGE")                                        \
+  X(kOutOfCredit, kResourceExhausted, "OUT_OF_CREDIT")                                      \
+  X(kPartitionBusy, kFailedPrecondition, "PARTITION_BUSY")                                  \
+  X(kDuplicateSequence, kAlreadyExists, "DUPLICATE_SEQUENCE")                               \
+  X(kOutOfOrderSequence, kFailedPrecondition, "OUT_OF_ORDER_SEQUENCE")                      \
+  X(kInvalidProducerEpoch, kFailedPrecondition, "INVALID_PRODUCER_EPOCH")                   \
+  X(kUnavailable, kUnavailable, "UNAVAILABLE")                                              \
+  X(kStorageError, kIoError, "STORAGE_ERROR")                                               \
+  X(kNotSupported, kUnsupported, "NOT_SUPPORTED")                                           \
+  X(kInternal, kInternal, "INTERNAL")
+RDMQ_DEFINE_ERRORS(rdmq::protocol, WireError, "rdmq", RDMQ_WIRE_ERRORS)
+
+namespace rdmq::protocol {
+
+inline constexpr uint16_t kProtocolVersion = 1;
+
+// RPC handler ids.
+enum class Api : uint16_t {
+  kHello = 1,
+  kCreateTopic = 10,
+  kDeleteTopic = 11,
+  kDescribeTopic = 12,
+  kListTopics = 13,
+  kAlterTopic = 14,
+  kInitProducerId = 20,
+  kOpenProduce = 21,
+  kRenewLease = 22,
+  kReleaseLease = 23,
+  kCommit = 24,
+  kOpenConsume = 30,
+  kGetSegment = 31,
+  kListOffsets = 32,
+  kWatch = 33,
+};
+std::string_view ApiName(Api api) noexcept;
+
+struct ResponseHeader {
+  uint16_t error = 0;
+  std::string message;
+  template <class V>
+  void Visit(V& v) { v(error); v(message); }
+};
+
+struct ConfigEntry {
+  std::string key;
+  std::string value;
+  template <class V>
+  void Visit(V& v) { v(key); v(value); }
+  bool operator==(const ConfigEntry&) const = default;
+};
+
+struct Empty {
+  template <class V>
+  void Visit(V&) {}
+};
+
+// --- Hello ---------------------------------------------------------------------------------
+struct HelloRequest {
+  std::string client_name;
+  uint16_t protocol_version = kProtocolVersion;
+  template <class V>
+  void Visit(V& v) { v(client_name); v(protocol_version); }
+};
+struct HelloResponse {
+  uint64_t client_id = 0;
+  uint64_t broker_id = 0;
+  std::string data_address;
+  uint8_t provider = 0;
+  uint32_t lease_ms = 0;
+  uint32_t max_message_bytes = 0;
+  template <class V>
+  void Visit(V& v) { v(client_id); v(broker_id); v(data_address); v(provider); v(lease_ms); v(max_message_bytes); }
+};
+
+// --- Topics --------------------------------------------------------------------------------
+struct TopicInfo {
+  std::string name;
+  uint64_t id = 0;
+  int64_t created_ms = 0;
+  std::vector<ConfigEntry> configs;
+  template <class V>
+  void Visit(V& v) { v(name); v(id); v(created_ms); v(configs); }
+};
+struct PartitionInfo {
+  int32_t partition = 0;
+  int64_t log_start_offset = 0;
+  int64_t high_watermark = 0;
+  uint32_t segments = 0;
+  uint64_t bytes = 0;
+  int64_t active_segment_base = 0;
+  uint8_t exclusive_lease = 0;
+  template <class V>
+  void Visit(V& v) {
+    v(partition); v(log_start_offset); v(high_watermark); v(segments); v(bytes); v(active_segment_base);
+    v(exclusive_lease);
+  }
+};
+struct CreateTopicRequest {
+  std::string name;
+  std::vector<ConfigEntry> configs;
+  template <class V>
+  void Visit(V& v) { v(name); v(configs); }
+};
+using AlterTopicRequest = CreateTopicRequest;
+struct TopicNameRequest {  // DeleteTopic, DescribeTopic
+  std::string name;
+  template <class V>
+  void Visit(V& v) { v(name); }
+};
+struct TopicResponse {  // CreateTopic, AlterTopic
+  TopicInfo topic;
+  template <class V>
+  void Visit(V& v) { v(topic); }
+};
+struct DescribeTopicResponse {
+  TopicInfo topic;
+  std::vector<PartitionInfo> partitions;
+  template <class V>
+  void Visit(V& v) { v(topic); v(partitions); }
+};
+struct ListTopicsResponse {
+  std::vector<TopicInfo> topics;
+  template <class V>
+  void Visit(V& v) { v(topics); }
+};
+
+// --- Producing -----------------------------------------------------------------------------
+struct InitProducerIdResponse {
+  int64_t producer_id = -1;
+  int16_t producer_epoch = 0;
+  template <class V>
+  void Visit(V& v) { v(producer_id); v(producer_epoch); }
+};
+
+enum class ProduceMode : uint8_t { kExclusive = 1, kShared = 2 };
+
+struct SegmentLocation {
+  int64_t base_offset = 0;
+  Blob region;                  // encoded fabric::RegionDescriptor of the whole segment file
+  uint64_t data_offset = 0;     // start of the data area within the region
+  uint64_t capacity = 0;        // data-area bytes
+  uint64_t reservation_offset = 0;
+  template <class V>
+  void Visit(V& v) { v(base_offset); v(region); v(data_offset); v(capacity); v(reservation_offset); }
+};
+
+struct OpenProduceRequest {
+  std::string topic;
+  int32_t partition = 0;
+  ProduceMode mode = ProduceMode::kExclusive;
+  int64_t producer_id = -1;
+  int16_t producer_epoch = 0;
+  Blob ack_region;
+  template <class V>
+  void Visit(V& v) { v(topic); v(partition); v(mode); v(producer_id); v(producer_epoch); v(ack_region); }
+};
+struct LeaseResponse {  // OpenProduce, RenewLease
+  uint64_t lease_id = 0;
+  uint32_t lease_index = 0;
+  uint32_t lease_ms = 0;
+  SegmentLocation segment;
+  uint64_t write_position = 0;
+  uint64_t credit_end = 0;
+  int64_t next_offset = 0;
+  int32_t last_sequence = -1;
+  Blob slot;
+  template <class V>
+  void Visit(V& v) {
+    v(lease_id); v(lease_index); v(lease_ms); v(segment); v(write_position); v(credit_end); v(next_offset);
+    v(last_sequence); v(slot);
+  }
+};
+struct LeaseRequest {  // RenewLease, ReleaseLease
+  uint64_t lease_id = 0;
+  template <class V>
+  void Visit(V& v) { v(lease_id); }
+};
+struct CommitRequest {
+  uint64_t lease_id = 0;
+  int64_t segment_base = 0;
+  uint64_t position = 0;
+  uint32_t length = 0;
+  int64_t next_offset = -1;
+  template <class V>
+  void Visit(V& v) { v(lease_id); v(segment_base); v(position); v(length); v(next_offset); }
+};
+inline constexpr uint32_t kCommitFlagSegmentFull = 1u << 0;
+struct CommitResponse {
+  int64_t base_offset = -1;
+  uint64_t committed_position = 0;
+  int64_t high_watermark = 0;
+  uint64_t credit_end = 0;
+  uint32_t flags = 0;
+  template <class V>
+  void Visit(V& v) { v(base_offset); v(committed_position); v(high_watermark); v(credit_end); v(flags); }
+};
+
+// --- Consuming -----------------------------------------------------------------------------
+struct PartitionRequest {  // OpenConsume
+  std::string topic;
+  int32_t partition = 0;
+  template <class V>
+  void Visit(V& v) { v(topic); v(partition); }
+};
+struct OpenConsumeResponse {
+  Blob slot;
+  int64_t log_start_offset = 0;
+  int64_t high_watermark = 0;
+  std::vector<SegmentLocation> segments;
+  template <class V>
+  void Visit(V& v) { v(slot); v(log_start_offset); v(high_watermark); v(segments); }
+};
+struct GetSegmentRequest {
+  std::string topic;
+  int32_t partition = 0;
+  int64_t base_offset = 0;
+  template <class V>
+  void Visit(V& v) { v(topic); v(partition); v(base_offset); }
+};
+struct GetSegmentResponse {
+  SegmentLocation segment;
+  template <class V>
+  void Visit(V& v) { v(segment); }
+};
+inline constexpr int64_t kListEarliest = -2;
+inline constexpr int64_t kListLatest = -1;
+inline constexpr int64_t kListOffset = -3;
+struct ListOffsetsRequest {
+  std::string topic;
+  int32_t partition = 0;
+  int64_t spec = kListEarliest;
+  int64_t offset = 0;
+  template <class V>
+  void Visit(V& v) { v(topic); v(partition); v(spec); v(offset); }
+};
+struct ListOffsetsResponse {
+  int64_t offset = 0;
+  int64_t segment_base = 0;
+  uint64_t position = 0;
+  int64_t high_watermark = 0;
+  template <class V>
+  void Visit(V& v) { v(offset); v(segment_base); v(position); v(high_watermark); }
+};
+struct WatchRequest {
+  std::string topic;
+  int32_t partition = 0;
+  uint64_t generation = 0;
+  template <class V>
+  void Visit(V& v) { v(topic); v(partition); v(generation); }
+};
+struct WatchResponse {
+  uint64_t generation = 0;
+  template <class V>
+  void Visit(V& v) { v(generation); }
+};
+
+// --- Responses with their header -----------------------------------------------------------
+
+// An OK response: header (error 0) then the body.
+template <class M>
+std::string EncodeOk(const M& body) {
+  std::string out;
+  EncodeTo(ResponseHeader{}, &out);
+  EncodeTo(body, &out);
+  return out;
+}
+// An error response: the header alone.
+std::string EncodeError(WireError error, std::string_view message);
+// The wire error that best describes a Status from any module (exact codes first, then the
+// generic condition), and the message to send with it.
+WireError ToWireError(const Status& status);
+std::string EncodeError(const Status& status);
+
+// Decodes a response: the body when the header says OK; otherwise a Status carrying the wire
+// error and the broker's message.
+template <class M>
+Result<M> DecodeResponse(std::span<const std::byte> bytes) {
+  coding::Reader r(bytes);
+  ResponseHeader h;
+  RDMQ_RETURN_IF_ERROR(DecodeFrom(&r, &h));
+  if (h.error != 0) return Status(static_cast<WireError>(h.error), std::move(h.message));
+  M m{};
+  RDMQ_RETURN_IF_ERROR(DecodeFrom(&r, &m));
+  if (r.remaining() != 0) return Status(CodecErrc::kMalformed, "trailing bytes after response");
+  return m;
+}
+
+}  // namespace rdmq::protocol

@@ -1,0 +1,6 @@
+// Selects the provider the conformance suite runs on in this binary.
+#include "conformance.h"
+
+namespace rdmq::fabric::test {
+const Provider kProvider = Provider::kTcp;
+}  // namespace rdmq::fabric::test

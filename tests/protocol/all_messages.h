@@ -1,0 +1,35 @@
+// Every request and response type, for tests and the fuzzer that must cover them all.
+#pragma once
+
+#include "rdmq/protocol/messages.h"
+
+namespace rdmq::protocol::testing {
+
+template <class F>
+void ForEachMessageType(F&& f) {
+  f.template operator()<HelloRequest>();
+  f.template operator()<HelloResponse>();
+  f.template operator()<TopicInfo>();
+  f.template operator()<PartitionInfo>();
+  f.template operator()<CreateTopicRequest>();
+  f.template operator()<TopicNameRequest>();
+  f.template operator()<TopicResponse>();
+  f.template operator()<DescribeTopicResponse>();
+  f.template operator()<ListTopicsResponse>();
+  f.template operator()<InitProducerIdResponse>();
+  f.template operator()<OpenProduceRequest>();
+  f.template operator()<LeaseResponse>();
+  f.template operator()<LeaseRequest>();
+  f.template operator()<CommitRequest>();
+  f.template operator()<CommitResponse>();
+  f.template operator()<PartitionRequest>();
+  f.template operator()<OpenConsumeResponse>();
+  f.template operator()<GetSegmentRequest>();
+  f.template operator()<GetSegmentResponse>();
+  f.template operator()<ListOffsetsRequest>();
+  f.template operator()<ListOffsetsResponse>();
+  f.template operator()<WatchRequest>();
+  f.template operator()<WatchResponse>();
+}
+
+}  // namespace rdmq::protocol::testing

@@ -1,0 +1,114 @@
+#include <catch2/catch.hpp>
+
+#include <random>
+
+#include "rdmq/protocol/messages.h"
+#include "support/test_util.h"
+#include "tests/protocol/all_messages.h"
+
+namespace rdmq::protocol {
+namespace {
+
+// Fills every field of a message with random values (visitor over the same field list).
+class RandomFill {
+ public:
+  explicit RandomFill(std::mt19937_64* rng) : rng_(rng) {}
+  template <class T>
+  void operator()(T& v) {
+    if constexpr (std::is_enum_v<T>) {
+      v = static_cast<T>((*rng_)() % 3);
+    } else if constexpr (std::is_integral_v<T>) {
+      v = static_cast<T>((*rng_)());
+    } else if constexpr (std::is_same_v<T, std::string>) {
+      v.assign((*rng_)() % 40, static_cast<char>('a' + (*rng_)() % 26));
+    } else if constexpr (std::is_same_v<T, Blob>) {
+      v.bytes.resize((*rng_)() % 100);
+      for (auto& c : v.bytes) c = static_cast<char>((*rng_)());
+    } else {
+      v.Visit(*this);
+    }
+  }
+  template <class T>
+  void operator()(std::vector<T>& v) {
+    v.resize((*rng_)() % 4);
+    for (auto& e : v) (*this)(e);
+  }
+
+ private:
+  std::mt19937_64* rng_;
+};
+
+struct RoundTrip {
+  std::mt19937_64* rng;
+  template <class M>
+  void operator()() {
+    for (int i = 0; i < 50; ++i) {
+      M m{};
+      RandomFill fill(rng);
+      fill(m);
+      const std::string bytes = Encode(m);
+      auto back = Decode<M>(coding::AsBytes(bytes));
+      REQUIRE_OK(back);
+      CHECK(Encode(*back) == bytes);
+      // Every strict prefix is malformed, never a crash or a partial success.
+      for (size_t cut = 0; cut < bytes.size(); cut += 1 + bytes.size() / 16) {
+        CHECK(Decode<M>(coding::AsBytes(bytes).first(cut)).status().is(CodecErrc::kMalformed));
+      }
+      // Trailing garbage is rejected.
+      CHECK(Decode<M>(coding::AsBytes(bytes + "x")).status().is(CodecErrc::kMalformed));
+    }
+  }
+};
+
+TEST_CASE("every message round-trips and rejects truncation and trailing bytes", "[protocol]") {
+  std::mt19937_64 rng(test::TestSeed());
+  testing::ForEachMessageType(RoundTrip{&rng});
+}
+
+TEST_CASE("the encoding is the documented one", "[protocol]") {
+  GetSegmentRequest r{"ab", 7, -2};
+  const std::string b = Encode(r);
+  // u32 len "ab" | i32 7 | i64 -2
+  REQUIRE(b.size() == 4 + 2 + 4 + 8);
+  CHECK(b.substr(0, 6) == std::string("\x02\x00\x00\x00" "ab", 6));
+  CHECK(b.substr(6, 4) == std::string("\x07\x00\x00\x00", 4));
+  CHECK(b.substr(10) == std::string(8, '\xfe').replace(1, 7, std::string(7, '\xff')));
+}
+
+TEST_CASE("lying lengths and counts are rejected without large allocations", "[protocol]") {
+  std::string b;
+  coding::Writer w(&b);
+  w.LE<uint32_t>(0xffffffffu);  // string length
+  CHECK(Decode<TopicNameRequest>(coding::AsBytes(b)).status().is(CodecErrc::kMalformed));
+  std::string c;
+  coding::Writer wc(&c);
+  wc.LE<uint32_t>(900000);  // array count with nothing behind it
+  CHECK(Decode<ListTopicsResponse>(coding::AsBytes(c)).status().is(CodecErrc::kMalformed));
+}
+
+TEST_CASE("error responses carry the wire code and the broker's message", "[protocol]") {
+  const std::string e = EncodeError(WireError::kUnknownTopic, "no topic 'orders'");
+  auto r = DecodeResponse<TopicResponse>(coding::AsBytes(e));
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().is(WireError::kUnknownTopic));
+  CHECK(r.status().is(Errc::kNotFound));
+  CHECK(r.status().ToString() == "no topic 'orders': UNKNOWN_TOPIC [rdmq:2]");
+
+  WatchResponse w{42};
+  auto ok = DecodeResponse<WatchResponse>(coding::AsBytes(EncodeOk(w)));
+  REQUIRE_OK(ok);
+  CHECK(ok->generation == 42);
+}
+
+TEST_CASE("statuses from other modules map onto wire errors", "[protocol]") {
+  CHECK(ToWireError(Status(WireError::kPartitionBusy)) == WireError::kPartitionBusy);
+  CHECK(ToWireError(Status(Errc::kOutOfRange, "offset 3")) == WireError::kOffsetOutOfRange);
+  CHECK(ToWireError(Status::FromErrno(ENOSPC, "append")) == WireError::kStorageError);
+  CHECK(ToWireError(Status(Errc::kCorruption)) == WireError::kCorruptMessage);
+  auto r = DecodeResponse<Empty>(coding::AsBytes(EncodeError(Status(Errc::kOutOfRange, "offset 3 < 10"))));
+  CHECK(r.status().is(WireError::kOffsetOutOfRange));
+  CHECK(r.status().context() == "offset 3 < 10");
+}
+
+}  // namespace
+}  // namespace rdmq::protocol
