@@ -37,7 +37,10 @@ using fabric::Opcode;
 using fabric::WorkRequest;
 
 constexpr size_t kMaxBatch = 64;
+constexpr auto kCombiningWindow = std::chrono::microseconds(30);
 std::atomic<uint64_t> g_client_serial{1};
+
+struct ThreadState;
 
 struct PendingCall {
   uint32_t seq = 0;
@@ -45,7 +48,7 @@ struct PendingCall {
   uint16_t handler = 0;
   bool async = false;
   Clock::time_point deadline;
-  Signal done{0};
+  std::atomic<uint32_t> done{0};  // 1 once status/payload are final (set under the owner's mu)
   Status status;
   std::string payload;
   Client::Callback callback;
@@ -57,6 +60,8 @@ struct ThreadState {
   std::atomic<uint32_t> assigned{0};  // written by the thread scheduler
   std::atomic<uint32_t> current{0};   // written by the owner thread only
   uint32_t next_seq = 1;              // owner only
+  EventCount park;                    // every wake-up meant for this thread goes through it
+  std::atomic<bool> woken{false};     // woken by a completion, not yet back in Call
   std::mutex mu;                      // guards pending
   std::vector<PendingCall*> pending;
   SpinLock stats_mu;                  // guards the load statistics below
@@ -172,7 +177,9 @@ class ClientImpl final : public Client {
   void PublishParked(uint64_t v) {
     if (!imm_mode_) SetParked(*wake_region_, v);
   }
-  size_t TryPoll();
+  // Polls the response rings if nobody else is; returns messages consumed, and through `woke`
+  // how many sleeping callers were woken.
+  size_t TryPoll(size_t* woke = nullptr);
   void WakeDispatcher() { WakeLocal(*wake_region_); }
 
  private:
@@ -182,9 +189,16 @@ class ClientImpl final : public Client {
   Status Submit(ThreadState& ts, PendingCall& call, std::span<const std::byte> request, Presence& presence,
                 bool* taken);
   Result<std::string> Await(ThreadState& ts, PendingCall& call, Presence& presence);
+  // Spins while present (polling responses), then sleeps on the thread's park word, until
+  // `ready()` or `deadline`. Returns whether ready.
+  template <class Ready>
+  bool WaitFor(ThreadState& ts, Presence& presence, Ready ready, Clock::time_point deadline);
+  // A completion is about to wake `ts` (notify after the call is final).
+  void WakeOwner(ThreadState& ts);
   // The channel for the thread's next request (`call`, which is not waited for when draining).
   uint32_t PickChannel(ThreadState& ts, const PendingCall* call, Presence& presence);
-  Outcome SendCoalesced(Channel& ch, Item& item, Clock::time_point deadline, Presence& presence);
+  Outcome SendCoalesced(Channel& ch, Item& item, ThreadState& ts, bool quiet, Clock::time_point deadline,
+                        Presence& presence);
   Outcome SendLocked(Channel& ch, Item& item, Clock::time_point deadline, Presence& presence);
   // The leader's turn: `me` is its queue node (nullptr under Sharing::kSpinlock).
   Outcome Lead(Channel& ch, CombiningQueue::Node* me, Item& my_item, Clock::time_point deadline, Presence& presence);
@@ -194,8 +208,8 @@ class ClientImpl final : public Client {
   bool Unregister(ThreadState& ts, PendingCall& call);
   void HelpWhileWaiting(Presence& presence, int round);
 
-  size_t PollOnce(std::vector<PendingCall*>* async_done);
-  void Complete(const Entry& e, std::vector<PendingCall*>* async_done);
+  size_t PollOnce(std::vector<PendingCall*>* async_done, std::vector<ThreadState*>* to_wake);
+  void Complete(const Entry& e, std::vector<PendingCall*>* async_done, std::vector<ThreadState*>* to_wake);
   static void RunCallback(PendingCall* p);
   void Break(Status why);
   void FailAll(const Status& why);
@@ -227,6 +241,7 @@ class ClientImpl final : public Client {
 
   std::atomic<bool> poll_lock_{false};
   std::atomic<int64_t> outstanding_{0};
+  std::atomic<int32_t> woken_{0};  // callers woken by completions and not yet back (combining window)
 
   mutable std::mutex broken_mu_;
   Status broken_status_;
@@ -235,11 +250,12 @@ class ClientImpl final : public Client {
   std::thread dispatcher_;
   std::thread scheduler_;
   EventCount sched_event_;
+  std::vector<uint32_t> last_active_;  // scheduler thread only
 
   struct Counters {
     std::atomic<uint64_t> calls{0}, messages{0}, requests{0}, responses{0}, response_messages{0}, renewals{0},
         refusals{0}, activations{0}, head_reads{0}, credit_waits{0}, migrations{0}, schedules{0}, timeouts{0},
-        late_responses{0};
+        late_responses{0}, windows{0};
   };
   mutable Counters n_;
 };
@@ -420,11 +436,10 @@ Result<std::string> ClientImpl::Call(uint16_t handler, std::span<const std::byte
   Presence presence(this);
   bool taken = false;
   Status st = Submit(*ts, call, request, presence, &taken);
-  if (!st.ok()) {
-    if (taken) call.done.WaitWhile(0, Clock::time_point::max(), 100);  // FailAll is filling it in
-    return st;
-  }
-  return Await(*ts, call, presence);
+  Result<std::string> r = st.ok() ? Await(*ts, call, presence) : Result<std::string>(st);
+  // (taken: FailAll completed the call under the thread's lock; its status is `st` as well.)
+  if (ts->woken.exchange(false, std::memory_order_acq_rel)) woken_.fetch_sub(1, std::memory_order_acq_rel);
+  return r;
 }
 
 Status ClientImpl::CallAsync(uint16_t handler, std::span<const std::byte> request, std::chrono::nanoseconds timeout,
@@ -489,7 +504,7 @@ Status ClientImpl::Submit(ThreadState& ts, PendingCall& call, std::span<const st
     Item item{call.handler, ts.id, call.seq, request};
     const Outcome o = opts_.sharing == ClientOptions::Sharing::kSpinlock
                           ? SendLocked(ch, item, call.deadline, presence)
-                          : SendCoalesced(ch, item, call.deadline, presence);
+                          : SendCoalesced(ch, item, ts, !call.async, call.deadline, presence);
     switch (o) {
       case Outcome::kServed: {
         std::lock_guard<SpinLock> g(ts.stats_mu);
@@ -563,37 +578,56 @@ uint32_t ClientImpl::PickChannel(ThreadState& ts, const PendingCall* call, Prese
   return want;
 }
 
-Outcome ClientImpl::SendCoalesced(Channel& ch, Item& item, Clock::time_point deadline, Presence& presence) {
+Outcome ClientImpl::SendCoalesced(Channel& ch, Item& item, ThreadState& ts, bool quiet, Clock::time_point deadline,
+                                  Presence& presence) {
   CombiningQueue::Node node;
   node.item = &item;
+  node.park = &ts.park;
+  node.quiet_served = quiet;  // a synchronous caller sleeps on until its response
   if (!ch.tcq.Enqueue(&node)) {
-    // A follower: wait for the leader to take our request or to hand us the lead.
-    // Spin while present among the pollers (and poll: a present thread must, or responses and
-    // credit grants would wait for nobody), then sleep out of their count.
-    uint32_t s = node.state.value();
-    if (presence.in()) {
-      const auto until = Clock::now() + opts_.spin;
-      for (uint32_t i = 0; s == CombiningQueue::kWaiting; ++i, s = node.state.value()) {
-        if ((i & 7) == 7) {
-          TryPoll();
-          if (Clock::now() >= until) break;
-        }
-        CpuRelax();
-      }
-    }
-    if (s == CombiningQueue::kWaiting) {
-      presence.Leave();
-      s = node.state.WaitWhile(CombiningQueue::kWaiting, Clock::time_point::max(), 0);
-      presence.Enter();
-    }
-    switch (s) {
+    // A follower: wait for the leader to take our request or to hand us the lead. Followers
+    // do not time out: the leader always gets to them (or hands over).
+    WaitFor(ts, presence, [&] { return node.state.load(std::memory_order_acquire) != CombiningQueue::kWaiting; },
+            Clock::time_point::max());
+    switch (node.state.load(std::memory_order_acquire)) {
       case CombiningQueue::kServed: return Outcome::kServed;
       case CombiningQueue::kRetry: return Outcome::kRetry;
       case CombiningQueue::kFailed: return Outcome::kFailed;
       default: break;  // kLeader
     }
+    presence.Enter();
   }
   return Lead(ch, &node, item, deadline, presence);
+}
+
+template <class Ready>
+bool ClientImpl::WaitFor(ThreadState& ts, Presence& presence, Ready ready, Clock::time_point deadline) {
+  if (presence.in()) {
+    const auto until = std::min(deadline, Clock::now() + opts_.spin);
+    for (uint32_t i = 0;; ++i) {
+      if (ready()) return true;
+      if ((i & 7) == 7) {
+        TryPoll();  // a present thread must poll, or responses would wait for nobody
+        if (Clock::now() >= until) break;
+      }
+      CpuRelax();
+    }
+  }
+  presence.Leave();
+  for (;;) {
+    const uint32_t seen = ts.park.Read();
+    if (ready()) return true;
+    const auto now = Clock::now();
+    if (now >= deadline) return false;
+    const auto slice = deadline - now < opts_.park_timeout ? deadline - now : Clock::duration(opts_.park_timeout);
+    ts.park.Wait(seen, std::chrono::duration_cast<std::chrono::nanoseconds>(slice));
+  }
+}
+
+void ClientImpl::WakeOwner(ThreadState& ts) {
+  if (ts.park.Notify() && !ts.woken.exchange(true, std::memory_order_acq_rel)) {
+    woken_.fetch_add(1, std::memory_order_acq_rel);
+  }
 }
 
 Outcome ClientImpl::SendLocked(Channel& ch, Item& item, Clock::time_point deadline, Presence& presence) {
@@ -676,6 +710,17 @@ Outcome ClientImpl::Lead(Channel& ch, CombiningQueue::Node* me, Item& my_item, C
       presence.Enter();
     }
   }
+  // 1b. Combining window: callers that a completion just woke are runnable but, with fewer cores
+  // than threads, have not had a core yet to queue their next request. Stepping aside for
+  // them (a bounded number of yields) lets them queue behind us, so one message carries their
+  // requests too, instead of each becoming a leader with a queue of one.
+  if (me != nullptr && opts_.max_coalesce > 1 && woken_.load(std::memory_order_acquire) > 0) {
+    const auto window_end = Clock::now() + kCombiningWindow;
+    for (int i = 0; i < 32 && woken_.load(std::memory_order_acquire) > 0 && Clock::now() < window_end; ++i) {
+      std::this_thread::yield();
+    }
+    n_.windows.fetch_add(1, std::memory_order_relaxed);
+  }
   // 2. Gather followers: bounded by max_coalesce, the credits left and the largest message.
   const uint64_t max_msg = ch.prod->max_message();
   uint64_t bytes = EntryBytes(my_item.data.size());
@@ -730,10 +775,13 @@ Outcome ClientImpl::Lead(Channel& ch, CombiningQueue::Node* me, Item& my_item, C
   const bool renewal = RenewalDue(ch, &wrs[nw]);
   if (renewal) ++nw;
   Status st;
+  bool woke = false;
   {
     std::lock_guard<SpinLock> g(ch.post_mu);
     st = ch.sq->Post(std::span<WorkRequest>(wrs, nw));
-    if (st.ok() && !imm_mode_) st = RingDoorbellIfParked(*ch.sq, *ch.server_wake, *ch.staging, ch.scratch() + kScratchAtomic);
+    if (st.ok() && !imm_mode_) {
+      st = RingDoorbellIfParked(*ch.sq, *ch.server_wake, *ch.staging, ch.scratch() + kScratchAtomic, &woke);
+    }
   }
   if (!st.ok()) {
     Break(st.WithContext("rpc: sending on channel " + std::to_string(ch.index)));
@@ -744,6 +792,7 @@ Outcome ClientImpl::Lead(Channel& ch, CombiningQueue::Node* me, Item& my_item, C
   n_.messages.fetch_add(1, std::memory_order_relaxed);
   n_.requests.fetch_add(n, std::memory_order_relaxed);
   finish(n, CombiningQueue::kServed);
+  if (woke) std::this_thread::yield();  // let the server's dispatcher have this core if it landed here
   return Outcome::kServed;
 }
 
@@ -809,50 +858,34 @@ Result<std::string> ClientImpl::Await(ThreadState& ts, PendingCall& call, Presen
     if (call.status.ok()) return std::move(call.payload);
     return call.status;
   };
-  if (presence.in()) {
-    const auto spin_until = Clock::now() + opts_.spin;
-    for (uint32_t i = 0;; ++i) {
-      if (call.done.value() != 0) return take();
-      TryPoll();
-      if ((i & 15) == 15 && Clock::now() >= spin_until) break;
-      CpuRelax();
-    }
+  if (WaitFor(ts, presence, [&] { return call.done.load(std::memory_order_acquire) != 0; }, call.deadline)) {
+    return take();
   }
-  presence.Leave();
-  for (;;) {
-    if (call.done.value() != 0) return take();
-    const auto now = Clock::now();
-    if (now >= call.deadline) {
-      bool removed = false;
-      {
-        std::lock_guard<std::mutex> g(ts.mu);
-        auto it = std::find(ts.pending.begin(), ts.pending.end(), &call);
-        if (it != ts.pending.end()) {
-          *it = ts.pending.back();
-          ts.pending.pop_back();
-          removed = true;
-        }
-      }
-      if (removed) {
-        outstanding_.fetch_sub(1, std::memory_order_acq_rel);
-        n_.timeouts.fetch_add(1, std::memory_order_relaxed);
-        return Status(RpcErrc::kTimedOut, "handler " + std::to_string(call.handler) + " on channel " +
-                                              std::to_string(call.channel) + ": no response before the deadline");
-      }
-      // A completer has taken it and is filling it in.
-      call.done.WaitWhile(0, Clock::time_point::max(), 100);
+  {
+    std::lock_guard<std::mutex> g(ts.mu);
+    auto it = std::find(ts.pending.begin(), ts.pending.end(), &call);
+    if (it == ts.pending.end()) {
+      // A completer took it first; it finished it under this lock, so it is final now.
       return take();
     }
-    call.done.WaitWhile(0, std::min(call.deadline, now + opts_.park_timeout), 0);
+    *it = ts.pending.back();
+    ts.pending.pop_back();
   }
+  outstanding_.fetch_sub(1, std::memory_order_acq_rel);
+  n_.timeouts.fetch_add(1, std::memory_order_relaxed);
+  return Status(RpcErrc::kTimedOut, "handler " + std::to_string(call.handler) + " on channel " +
+                                        std::to_string(call.channel) + ": no response before the deadline");
 }
 
-size_t ClientImpl::TryPoll() {
+size_t ClientImpl::TryPoll(size_t* woke) {
   if (poll_lock_.load(std::memory_order_relaxed) || poll_lock_.exchange(true, std::memory_order_acquire)) return 0;
   std::vector<PendingCall*> async_done;
-  const size_t n = PollOnce(&async_done);
+  std::vector<ThreadState*> to_wake;
+  const size_t n = PollOnce(&async_done, &to_wake);
   poll_lock_.store(false, std::memory_order_release);
+  for (ThreadState* ts : to_wake) WakeOwner(*ts);
   for (PendingCall* p : async_done) RunCallback(p);
+  if (woke != nullptr) *woke = to_wake.size();
   return n;
 }
 
@@ -867,7 +900,7 @@ void ClientImpl::RunCallback(PendingCall* p) {
   delete p;
 }
 
-size_t ClientImpl::PollOnce(std::vector<PendingCall*>* async_done) {
+size_t ClientImpl::PollOnce(std::vector<PendingCall*>* async_done, std::vector<ThreadState*>* to_wake) {
   size_t messages = 0;
   for (auto& chp : ch_) {
     Channel& ch = *chp;
@@ -927,7 +960,7 @@ size_t ClientImpl::PollOnce(std::vector<PendingCall*>* async_done) {
         }
       }
       auto cur = v->entries();
-      for (Entry e; cur.Next(&e);) Complete(e, async_done);
+      for (Entry e; cur.Next(&e);) Complete(e, async_done, to_wake);
       ch.reader->Release(pr.length);
       const uint64_t head = ch.reader->head();
       StoreRelease64(ch.resp_region->data() + kHeadOffset, head);
@@ -962,7 +995,7 @@ size_t ClientImpl::PollOnce(std::vector<PendingCall*>* async_done) {
   return messages;
 }
 
-void ClientImpl::Complete(const Entry& e, std::vector<PendingCall*>* async_done) {
+void ClientImpl::Complete(const Entry& e, std::vector<PendingCall*>* async_done, std::vector<ThreadState*>* to_wake) {
   n_.responses.fetch_add(1, std::memory_order_relaxed);
   if (e.meta.thread >= nthreads_.load(std::memory_order_acquire)) {
     n_.late_responses.fetch_add(1, std::memory_order_relaxed);
@@ -1010,7 +1043,9 @@ void ClientImpl::Complete(const Entry& e, std::vector<PendingCall*>* async_done)
     g.unlock();
     async_done->push_back(p);
   } else {
-    p->done.Set(1);  // under the lock: a timing-out caller either finds it pending or sees this
+    p->done.store(1, std::memory_order_release);  // under the lock: see Await's timeout path
+    g.unlock();
+    if (std::find(to_wake->begin(), to_wake->end(), ts) == to_wake->end()) to_wake->push_back(ts);
   }
 }
 
@@ -1041,9 +1076,10 @@ void ClientImpl::FailAll(const Status& why) {
       outstanding_.fetch_sub(static_cast<int64_t>(taken.size()), std::memory_order_acq_rel);
       for (PendingCall* p : taken) {
         p->status = why;
-        if (!p->async) p->done.Set(1);
+        if (!p->async) p->done.store(1, std::memory_order_release);
       }
     }
+    ts->park.Notify();
     for (PendingCall* p : taken) {
       if (p->async) RunCallback(p);
     }
@@ -1114,11 +1150,14 @@ void ClientImpl::DispatcherLoop() {
       (void)wake_region_->WaitWhileEqual(kDoorbellOffset, Doorbell(*wake_region_), opts_.park_timeout);
       continue;
     }
-    if (TryPoll() > 0) {
+    size_t woke = 0;
+    if (TryPoll(&woke) > 0) {
       last_work = Clock::now();
+      // Callers we just woke need a core more than we need to spin.
+      if (woke > 0) std::this_thread::yield();
       continue;
     }
-    if (outstanding_.load(std::memory_order_acquire) > 0 && now - last_work < opts_.spin) {
+    if (outstanding_.load(std::memory_order_acquire) > 0 && now - last_work < opts_.dispatcher_spin) {
       CpuRelax();
       continue;
     }
@@ -1172,6 +1211,10 @@ void ClientImpl::RunSchedule() {
     ts->requests = 0;
     ts->bytes = 0;
   }
+  // Algorithm 1 when the active set changed or the placement is lopsided; otherwise threads
+  // stay where they are (a move costs a drain of the thread's outstanding responses).
+  if (active == last_active_ && PlacementBalanced(loads, active, 1.5)) return;
+  last_active_ = active;
   const auto out = AssignThreads(loads, active);
   for (uint32_t i = 0; i < n; ++i) {
     if (tss[i] != nullptr) tss[i]->assigned.store(out[i], std::memory_order_release);

@@ -91,10 +91,17 @@ std::vector<uint32_t> AssignThreads(std::span<const ThreadLoad> threads, std::sp
       out[i] = active[idle_rr++ % active.size()];
     }
   }
-  // Sorted by median request size, then by request count (stable: ties keep input order).
+  // Sorted by median request size, then by request count, each compared by its power-of-two
+  // class: statistics of threads doing the same work differ a little every interval, and exact
+  // keys would reshuffle them (every move costs a drain of the thread's responses). Ties keep
+  // threads on their current channel first, then input order.
+  auto cls = [](uint64_t v) { return v == 0 ? 0 : 64 - __builtin_clzll(v); };
   std::stable_sort(busy.begin(), busy.end(), [&](size_t a, size_t b) {
-    if (threads[a].median_size != threads[b].median_size) return threads[a].median_size < threads[b].median_size;
-    return threads[a].requests < threads[b].requests;
+    const int sa = cls(threads[a].median_size), sb = cls(threads[b].median_size);
+    if (sa != sb) return sa < sb;
+    const int ra = cls(threads[a].requests), rb = cls(threads[b].requests);
+    if (ra != rb) return ra < rb;
+    return threads[a].current < threads[b].current;
   });
   const uint64_t quota = std::max<uint64_t>(1, total_bytes / active.size());
   size_t qp = 0;
@@ -108,6 +115,24 @@ std::vector<uint32_t> AssignThreads(std::span<const ThreadLoad> threads, std::sp
     }
   }
   return out;
+}
+
+bool PlacementBalanced(std::span<const ThreadLoad> threads, std::span<const uint32_t> active, double tolerance) {
+  if (active.empty()) return false;
+  std::vector<uint64_t> load(active.size(), 0);
+  uint64_t total = 0;
+  for (const auto& t : threads) {
+    if (t.requests == 0) continue;
+    const auto it = std::find(active.begin(), active.end(), t.current);
+    if (it == active.end()) return false;
+    load[static_cast<size_t>(it - active.begin())] += t.bytes;
+    total += t.bytes;
+  }
+  const double quota = static_cast<double>(total) / static_cast<double>(active.size());
+  for (uint64_t l : load) {
+    if (static_cast<double>(l) > tolerance * quota) return false;
+  }
+  return true;
 }
 
 }  // namespace rdmq::rpc

@@ -173,6 +173,10 @@ class ServerImpl final : public Server {
   std::condition_variable wq_cv_;
   std::deque<Task> wq_;
 
+  // Set when a response woke a parked client poller; the dispatcher then yields its core once
+  // (the woken thread is often placed on it). Only meaningful on the dispatcher thread.
+  static thread_local bool woke_client_;
+
   std::atomic<bool> started_{false};
   std::atomic<bool> stop_{false};
   std::thread acceptor_, dispatcher_, scheduler_;
@@ -442,6 +446,10 @@ void ServerImpl::DispatchLoop() {
       if (ch->closed.load(std::memory_order_acquire)) continue;
       work += ServeChannel(*ch, ch);
     }
+    if (woke_client_) {
+      woke_client_ = false;
+      std::this_thread::yield();
+    }
     if (work > 0) {
       last_work = Clock::now();
       continue;
@@ -665,7 +673,11 @@ ServerImpl::WriteResult ServerImpl::WriteMessage(SChannel& ch, OutResponse* r, s
   const size_t nw =
       MessageWrites(pl, ch.resp_ring, mb.used(), static_cast<uint32_t>(len), *ch.staging, *ch.resp_remote, kControlPage, imm, wrs);
   *err = ch.sq->Post(std::span<WorkRequest>(wrs, nw));
-  if (err->ok() && !imm) *err = RingDoorbellIfParked(*ch.sq, *ch.client_wake, *ch.staging, ch.scratch() + kScratchAtomic);
+  if (err->ok() && !imm) {
+    bool woke = false;
+    *err = RingDoorbellIfParked(*ch.sq, *ch.client_wake, *ch.staging, ch.scratch() + kScratchAtomic, &woke);
+    if (woke) woke_client_ = true;
+  }
   if (!err->ok()) return WriteResult::kError;
   if (control) {
     ch.control_pending = false;
@@ -953,6 +965,8 @@ void ServerImpl::WorkerLoop() {
     if (!st.ok()) CloseConn(t.ch->client_id, "writing a response failed: " + st.ToString(), false);
   }
 }
+
+thread_local bool ServerImpl::woke_client_ = false;
 
 Server::Stats ServerImpl::stats() const {
   Stats s;

@@ -123,7 +123,7 @@ size_t MessageWrites(const RingProducer::Placement& p, uint64_t capacity, uint32
 }
 
 Status RingDoorbellIfParked(SendQueue& sq, fabric::RemoteRegion& wake, const fabric::Region& scratch_region,
-                            std::byte* scratch) {
+                            std::byte* scratch, bool* woke) {
   const std::byte* m = wake.mapped();
   if (m == nullptr) return Status();
   std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -137,6 +137,7 @@ Status RingDoorbellIfParked(SendQueue& sq, fabric::RemoteRegion& wake, const fab
   fa.remote_offset = kDoorbellOffset;
   fa.operand = 1;
   RDMQ_RETURN_IF_ERROR(sq.Post(std::span<fabric::WorkRequest>(&fa, 1)));
+  *woke = true;
   return wake.Wake(kDoorbellOffset);
 }
 

@@ -100,8 +100,10 @@ size_t MessageWrites(const RingProducer::Placement& p, uint64_t capacity, uint32
 // if the peer's poller has published "parked", bump its doorbell word (FETCH_ADD) and futex-wake
 // it. The parking side does: publish parked, full fence, recheck its rings, sleep on the doorbell.
 // No-op where the peer's wake region is not mapped (tcp/verbs use WRITE_WITH_IMM instead).
+// `*woke` says whether a wake-up was sent: the caller should then yield its core soon (the
+// woken thread is often placed on the waker's core, and would wait behind a spinner).
 Status RingDoorbellIfParked(SendQueue& sq, fabric::RemoteRegion& wake, const fabric::Region& scratch_region,
-                            std::byte* scratch);
+                            std::byte* scratch, bool* woke);
 
 // The parked flag of a local wake region.
 inline void SetParked(fabric::Region& wake, uint64_t v) noexcept {

@@ -30,9 +30,9 @@ TEST_CASE("TCQ: the first thread leads, the batch is bounded, the first left out
   CHECK(batch[1] == &b);
   CHECK(batch[2] == &c);
   q.Finish(batch, n, CombiningQueue::kServed);
-  CHECK(b.state.value() == CombiningQueue::kServed);
-  CHECK(c.state.value() == CombiningQueue::kServed);
-  CHECK(d.state.value() == CombiningQueue::kLeader);
+  CHECK(b.state.load() == CombiningQueue::kServed);
+  CHECK(c.state.load() == CombiningQueue::kServed);
+  CHECK(d.state.load() == CombiningQueue::kLeader);
   // d leads alone and leaves the queue empty.
   const size_t m = q.Gather(&d, 3, [](Node*) { return true; }, batch);
   CHECK(m == 1);
@@ -65,8 +65,8 @@ TEST_CASE("TCQ: a follower whose request does not fit ends the batch and leads n
                             batch);
   CHECK(n == 1);
   q.Finish(batch, n, CombiningQueue::kServed);
-  CHECK(b.state.value() == CombiningQueue::kLeader);
-  CHECK(c.state.value() == CombiningQueue::kWaiting);
+  CHECK(b.state.load() == CombiningQueue::kLeader);
+  CHECK(c.state.load() == CombiningQueue::kWaiting);
 }
 
 TEST_CASE("TCQ: retry outcome goes to the whole batch", "[rpc][tcq]") {
@@ -77,7 +77,7 @@ TEST_CASE("TCQ: retry outcome goes to the whole batch", "[rpc][tcq]") {
   Node* batch[4];
   const size_t n = q.Gather(&a, 4, [](Node*) { return true; }, batch);
   q.Finish(batch, n, CombiningQueue::kRetry);
-  CHECK(b.state.value() == CombiningQueue::kRetry);
+  CHECK(b.state.load() == CombiningQueue::kRetry);
   CHECK(q.empty());
 }
 
@@ -111,16 +111,23 @@ TEST_CASE("TCQ under contention: every item served exactly once, one leader at a
   std::vector<std::thread> ts;
   for (int t = 0; t < threads; ++t) {
     ts.emplace_back([&, t] {
+      EventCount park;
       for (int i = 0; i < per_thread; ++i) {
         int item = t * per_thread + i;
         Node node;
         node.item = &item;
+        node.park = &park;
         if (q.Enqueue(&node)) {
           lead(&node);
           continue;
         }
-        const uint32_t s = node.state.WaitWhile(CombiningQueue::kWaiting,
-                                                std::chrono::steady_clock::now() + std::chrono::hours(1), 200);
+        uint32_t s;
+        for (;;) {
+          const uint32_t seen = park.Read();
+          s = node.state.load(std::memory_order_acquire);
+          if (s != CombiningQueue::kWaiting) break;
+          park.Wait(seen, std::chrono::milliseconds(100));
+        }
         if (s == CombiningQueue::kLeader) {
           lead(&node);
         } else if (s != CombiningQueue::kServed) {

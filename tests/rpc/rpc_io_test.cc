@@ -291,19 +291,24 @@ RPC_TEST_BOTH(Deactivation, "MAX_AQP deactivates channels, threads migrate, call
   rig.server->SetMaxActiveChannels(3);
   for (int i = 0; i < 500 && count_active() != 3; ++i) std::this_thread::sleep_for(2ms);
   CHECK(count_active() == 3);
+  // The thread scheduler spreads the busy threads over the new channels.
+  for (int i = 0; i < 1000 && client->stats().migrations == 0; ++i) std::this_thread::sleep_for(2ms);
+  const uint64_t spread = client->stats().migrations;
+  CHECK(spread > 0);
   rig.server->SetMaxActiveChannels(1);
   for (int i = 0; i < 500 && count_active() != 1; ++i) std::this_thread::sleep_for(2ms);
   CHECK(count_active() == 1);
+  // Calls keep flowing on the one channel left (threads on deactivated channels move to it;
+  // whether any were there depends on where Algorithm 1 put them, so it is not asserted).
   const uint64_t before = calls.load();
   std::this_thread::sleep_for(50ms);
-  CHECK(calls.load() > before);  // still serving on the one channel left
+  CHECK(calls.load() > before);
   stop = true;
   for (auto& t : ts) t.join();
   CHECK(bad.load() == 0);
   const auto ss = rig.server->stats();
   CHECK(ss.deactivations >= 2);
   CHECK(ss.activations >= 2);
-  CHECK(client->stats().migrations > 0);
   CHECK(client->stats().refusals >= 2);
 }
 

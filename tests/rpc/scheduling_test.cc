@@ -161,5 +161,24 @@ TEST_CASE("Algorithm 1: idle threads stay put or leave inactive channels", "[rpc
   }
 }
 
+TEST_CASE("placement balance decides whether Algorithm 1 runs again", "[rpc][sched]") {
+  const std::vector<uint32_t> active = {0, 1};
+  // 4 equal threads, 2 per channel: balanced.
+  std::vector<ThreadLoad> t = {{64, 10, 640, 0}, {64, 10, 640, 0}, {64, 10, 640, 1}, {64, 10, 640, 1}};
+  CHECK(PlacementBalanced(t, active, 1.5));
+  // 3 on one channel: 1920 of 2560 bytes = 1.5 times the share of 1280: still within 1.5.
+  t[2].current = 0;
+  CHECK(PlacementBalanced(t, active, 1.5));
+  // All on one channel: twice its share.
+  t[3].current = 0;
+  CHECK_FALSE(PlacementBalanced(t, active, 1.5));
+  // A busy thread on an inactive channel always triggers a new placement.
+  t = {{64, 10, 640, 0}, {64, 10, 640, 7}};
+  CHECK_FALSE(PlacementBalanced(t, active, 1.5));
+  // Idle threads do not count.
+  t = {{64, 10, 640, 0}, {64, 10, 640, 1}, {0, 0, 0, 7}};
+  CHECK(PlacementBalanced(t, active, 1.5));
+}
+
 }  // namespace
 }  // namespace rdmq::rpc

@@ -59,6 +59,10 @@ struct ClientOptions {
   Placement placement = Placement::kScheduler;
   std::chrono::milliseconds schedule_interval{5};
   std::chrono::microseconds spin{20};          // how long a waiter spins before it sleeps
+  // How long the dispatcher thread spins for responses nobody waits on (async calls) before it
+  // parks. 0 suits machines with few cores: a spinning dispatcher takes the core the calling
+  // threads need; the server's doorbell wakes it instead.
+  std::chrono::microseconds dispatcher_spin{0};
   std::chrono::milliseconds park_timeout{2};   // bounded sleep: safety net for lost wake-ups
   std::chrono::milliseconds connect_timeout{5000};
   std::chrono::milliseconds incomplete_message_timeout{1000};

@@ -4,9 +4,11 @@
 // message, and then hands leadership to the first follower it left out. Followers wait on their
 // own node (no shared cache line is spun on).
 //
-// Usage (every thread, with a Node on its stack):
+// Usage (every thread, with a Node on its stack and an EventCount it sleeps on):
+//   node.park = &my_park;
 //   if (!q.Enqueue(&node)) {
-//     switch (node.state.WaitWhile(kWaiting, deadline, spins)) {   // a follower
+//     // a follower: wait (spin, then my_park.Wait) while node.state == kWaiting
+//     switch (node.state) {
 //       case kServed: ...  // the leader sent my request
 //       case kLeader: ...  // I lead now: fall through to leading
 //       case kRetry: ...   // the leader could not send (e.g. channel deactivated): start over
@@ -17,8 +19,14 @@
 //   ... send batch ...
 //   q.Finish(batch, n, kServed);   // hands over, then releases the followers in batch[1..n)
 //
+// Every state change is followed by park->Notify(), except kServed for a node marked
+// quiet_served: a synchronous caller whose request is on its way has nothing to do until its
+// response arrives, so it sleeps on through (its response wakes it), saving two context
+// switches per call when threads outnumber cores.
+//
 // Threading: Enqueue from any thread; Gather/Finish only by the current leader. Node memory must
-// stay valid until the node's state leaves kWaiting (or, for the leader, until Finish returns).
+// stay valid until the node's state leaves kWaiting (or, for the leader, until Finish returns);
+// the EventCount must outlive every Finish that may notify it.
 #pragma once
 
 #include <atomic>
@@ -36,14 +44,16 @@ class CombiningQueue {
 
   struct Node {
     std::atomic<Node*> next{nullptr};
-    Signal state{kWaiting};
-    void* item = nullptr;  // what the leader combines; opaque to the queue
+    std::atomic<uint32_t> state{kWaiting};
+    EventCount* park = nullptr;  // notified when the state changes (may be null: spin)
+    bool quiet_served = false;   // kServed without a notification
+    void* item = nullptr;        // what the leader combines; opaque to the queue
   };
 
   // Appends `n` (state kWaiting, next null). True when `n` is at the head: its thread leads now.
   bool Enqueue(Node* n) noexcept {
     n->next.store(nullptr, std::memory_order_relaxed);
-    n->state.Reset(kWaiting);
+    n->state.store(kWaiting, std::memory_order_relaxed);
     Node* prev = tail_.exchange(n, std::memory_order_acq_rel);
     if (prev == nullptr) return true;
     prev->next.store(n, std::memory_order_release);
@@ -86,9 +96,17 @@ class CombiningQueue {
         }
       }
     }
-    // Every next pointer this leader needs has been read: the batch nodes may go now.
-    if (successor != nullptr) successor->state.Set(kLeader);
-    for (size_t i = 1; i < n; ++i) batch[i]->state.Set(outcome);
+    // Every next pointer this leader needs has been read: the batch nodes may go now. A node
+    // may vanish the moment its state changes, so what is needed from it is read first.
+    if (successor != nullptr) SetState(successor, kLeader);
+    for (size_t i = 1; i < n; ++i) SetState(batch[i], outcome);
+  }
+
+  static void SetState(Node* node, uint32_t s) noexcept {
+    EventCount* park = node->park;
+    const bool quiet = s == kServed && node->quiet_served;
+    node->state.store(s, std::memory_order_release);
+    if (park != nullptr && !quiet) park->Notify();
   }
 
   bool empty() const noexcept { return tail_.load(std::memory_order_acquire) == nullptr; }

@@ -46,9 +46,17 @@ struct ThreadLoad {
 
 // Algorithm 1: the threads that sent requests are sorted by median request size, then by
 // request count, and handed out in that order to the active channels, moving to the next channel
-// once a channel's load reaches quota = total bytes / number of active channels. Threads that
-// sent nothing keep their channel if it is active, else they are spread round-robin. Returns the
+// once a channel's load reaches quota = total bytes / number of active channels. Sizes and
+// counts are compared by power-of-two class (so that threads doing the same work keep their
+// order between intervals), ties by current channel, then input order. Threads that sent
+// nothing keep their channel if it is active, else they are spread round-robin. Returns the
 // channel for each thread, in input order. `active` must not be empty.
 std::vector<uint32_t> AssignThreads(std::span<const ThreadLoad> threads, std::span<const uint32_t> active);
+
+// Whether the current placement is good enough to keep: every thread that sent requests is on
+// an active channel, and no active channel carries more than `tolerance` times its share of
+// the bytes (total / active channels). The client's scheduler runs Algorithm 1 only when the
+// active set changed or this is false, since every move makes a thread drain its responses.
+bool PlacementBalanced(std::span<const ThreadLoad> threads, std::span<const uint32_t> active, double tolerance);
 
 }  // namespace rdmq::rpc

@@ -52,9 +52,12 @@ class Signal {
 class EventCount {
  public:
   uint32_t Read() const noexcept { return seq_.load(std::memory_order_acquire); }
-  void Notify() noexcept {
-    seq_.fetch_add(1, std::memory_order_acq_rel);
-    if (waiters_.load(std::memory_order_seq_cst) != 0) FutexWake(&seq_, 1 << 30);
+  // Returns true when a sleeper was woken (a system call was made).
+  bool Notify() noexcept {
+    seq_.fetch_add(1, std::memory_order_seq_cst);
+    if (waiters_.load(std::memory_order_seq_cst) == 0) return false;
+    FutexWake(&seq_, 1 << 30);
+    return true;
   }
   // Sleeps while the count is still `seen`, up to `timeout`.
   void Wait(uint32_t seen, std::chrono::nanoseconds timeout) noexcept {
