@@ -51,6 +51,7 @@ struct Args {
   int outstanding = 1;
   int duration_ms = 1000;
   int repeat = 1;  // runs per point; the median run (by calls/s) is reported
+  int quiet_wait_s = 0;  // wait up to this long for an idle machine before each run
   std::string tsv, json, png;
 };
 
@@ -96,6 +97,8 @@ Args Parse(int argc, char** argv) {
       a.outstanding = std::max(1, std::atoi(v.c_str()));
     } else if (k == "--duration-ms") {
       a.duration_ms = std::max(50, std::atoi(v.c_str()));
+    } else if (k == "--quiet-wait") {
+      a.quiet_wait_s = std::max(0, std::atoi(v.c_str()));
     } else if (k == "--repeat") {
       a.repeat = std::max(1, std::atoi(v.c_str()));
     } else if (k == "--tsv") {
@@ -109,7 +112,8 @@ Args Parse(int argc, char** argv) {
     }
   }
   for (const auto& m : a.modes) {
-    if (m != "coalescing" && m != "no-coalescing" && m != "spinlock" && m != "per-thread") {
+    if (m != "coalescing" && m != "coalescing-nowindow" && m != "no-coalescing" && m != "spinlock" &&
+        m != "per-thread") {
       Usage(("unknown mode " + m).c_str());
     }
   }
@@ -147,6 +151,55 @@ Args Parse(int argc, char** argv) {
   for (;;) ::pause();
 }
 
+// CPU time (all processes) from /proc/stat, in clock ticks: busy and total.
+struct CpuSample {
+  uint64_t busy = 0, total = 0;
+};
+CpuSample ReadCpu() {
+  std::ifstream in("/proc/stat");
+  std::string cpu;
+  uint64_t v[10] = {};
+  in >> cpu;
+  for (auto& x : v) in >> x;
+  CpuSample s;
+  for (int i = 0; i < 10; ++i) s.total += v[i];
+  s.busy = s.total - v[3] - v[4];  // minus idle and iowait
+  return s;
+}
+// CPU ticks used by this process and its children so far (the server child is reaped only at
+// the end, so its ticks are read from /proc/<pid>/stat).
+uint64_t ProcTicks(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(in, line);
+  const auto rp = line.rfind(')');
+  if (rp == std::string::npos) return 0;
+  std::istringstream ss(line.substr(rp + 2));
+  std::string field;
+  uint64_t utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && ss >> field; ++i) {
+    if (i == 14) utime = std::stoull(field);
+    if (i == 15) stime = std::stoull(field);
+  }
+  return utime + stime;
+}
+pid_t g_server_pid = 0;
+
+// Waits (up to `limit`) until the machine is nearly idle: less than 10% of the CPUs busy over
+// 300 ms. The machine may be shared; a busy core skews every figure.
+double WaitQuiet(std::chrono::seconds limit) {
+  const auto end = Clock::now() + limit;
+  double busy = 1.0;
+  while (Clock::now() < end) {
+    const CpuSample a = ReadCpu();
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const CpuSample b = ReadCpu();
+    busy = b.total > a.total ? static_cast<double>(b.busy - a.busy) / static_cast<double>(b.total - a.total) : 1.0;
+    if (busy < 0.10) break;
+  }
+  return busy;
+}
+
 struct Row {
   std::string mode;
   int threads = 0;
@@ -156,6 +209,7 @@ struct Row {
   double p99_us = 0;
   double degree = 0;  // requests per request message
   uint64_t migrations = 0;
+  double others_cpu = 0;  // share of all CPUs used by other processes during the run
   std::string error;
 };
 
@@ -166,6 +220,7 @@ Row RunOne(fabric::Fabric& fab, const std::string& address, const Args& a, const
   rpc::ClientOptions co;
   co.channels = a.channels;
   if (mode == "no-coalescing") co.max_coalesce = 1;
+  if (mode == "coalescing-nowindow") co.combining_window = std::chrono::microseconds(0);
   if (mode == "spinlock") {
     co.sharing = rpc::ClientOptions::Sharing::kSpinlock;
     co.placement = rpc::ClientOptions::Placement::kPinned;
@@ -246,12 +301,20 @@ Row RunOne(fabric::Fabric& fab, const std::string& address, const Args& a, const
   while (ready.load() < nthreads) std::this_thread::yield();
   std::this_thread::sleep_for(std::chrono::milliseconds(std::min(200, a.duration_ms / 4)));
   const auto s0 = client->stats();
+  const CpuSample c0 = ReadCpu();
+  const uint64_t own0 = ProcTicks(::getpid()) + ProcTicks(g_server_pid);
   const auto t0 = Clock::now();
   phase.store(1);
   std::this_thread::sleep_for(std::chrono::milliseconds(a.duration_ms));
   phase.store(2);
   const auto t1 = Clock::now();
   const auto s1 = client->stats();
+  const CpuSample c1 = ReadCpu();
+  const uint64_t own1 = ProcTicks(::getpid()) + ProcTicks(g_server_pid);
+  if (c1.total > c0.total) {
+    const double others = static_cast<double>(c1.busy - c0.busy) - static_cast<double>(own1 - own0);
+    row.others_cpu = std::max(0.0, others / static_cast<double>(c1.total - c0.total));
+  }
   for (auto& th : ts) th.join();
   uint64_t total = 0;
   std::vector<uint32_t> all;
@@ -342,6 +405,7 @@ int main(int argc, char** argv) {
     ::close(fds[0]);
     RunServer(a.provider, sock, fds[1]);
   }
+  g_server_pid = pid;
   ::close(fds[1]);
   std::string address;
   char ch;
@@ -370,18 +434,21 @@ int main(int argc, char** argv) {
               "%u cores\n",
               std::string(fabric::ProviderName(a.provider)).c_str(), a.payload, a.outstanding, a.duration_ms,
               std::thread::hardware_concurrency());
-  std::printf("%-14s %7s %8s %12s %9s %9s %9s %10s\n", "mode", "threads", "channels", "calls/s", "p50 us", "p99 us",
-              "degree", "migrations");
+  std::printf("%-19s %7s %8s %12s %9s %9s %7s %10s %7s\n", "mode", "threads", "channels", "calls/s", "p50 us",
+              "p99 us", "degree", "migrations", "others");
   std::vector<Row> rows;
   for (int t : a.threads) {
     for (const auto& m : a.modes) {
       std::vector<Row> runs;
-      for (int k = 0; k < a.repeat; ++k) runs.push_back(RunOne(**fab, address, a, m, t));
+      for (int k = 0; k < a.repeat; ++k) {
+        if (a.quiet_wait_s > 0) WaitQuiet(std::chrono::seconds(a.quiet_wait_s));
+        runs.push_back(RunOne(**fab, address, a, m, t));
+      }
       std::sort(runs.begin(), runs.end(), [](const Row& x, const Row& y) { return x.calls_per_s < y.calls_per_s; });
       Row r = runs[runs.size() / 2];
-      std::printf("%-14s %7d %8u %12.0f %9.2f %9.2f %9.2f %10lu%s%s\n", r.mode.c_str(), r.threads, r.channels,
-                  r.calls_per_s, r.p50_us, r.p99_us, r.degree, static_cast<unsigned long>(r.migrations),
-                  r.error.empty() ? "" : "  ERROR: ", r.error.c_str());
+      std::printf("%-19s %7d %8u %12.0f %9.2f %9.2f %7.2f %10lu %6.0f%%%s%s\n", r.mode.c_str(), r.threads,
+                  r.channels, r.calls_per_s, r.p50_us, r.p99_us, r.degree, static_cast<unsigned long>(r.migrations),
+                  100 * r.others_cpu, r.error.empty() ? "" : "  ERROR: ", r.error.c_str());
       std::fflush(stdout);
       rows.push_back(r);
     }
@@ -400,10 +467,10 @@ int main(int argc, char** argv) {
   }
   if (!a.tsv.empty()) {
     std::ofstream out(a.tsv);
-    out << "mode\tthreads\tchannels\tcalls_per_s\tp50_us\tp99_us\tdegree\n";
+    out << "mode\tthreads\tchannels\tcalls_per_s\tp50_us\tp99_us\tdegree\tothers_cpu\n";
     for (const auto& r : rows) {
       out << r.mode << "\t" << r.threads << "\t" << r.channels << "\t" << r.calls_per_s << "\t" << r.p50_us << "\t"
-          << r.p99_us << "\t" << r.degree << "\n";
+          << r.p99_us << "\t" << r.degree << "\t" << r.others_cpu << "\n";
     }
   }
   if (!a.json.empty()) {
@@ -414,7 +481,7 @@ int main(int argc, char** argv) {
       const auto& r = rows[i];
       out << (i ? "," : "") << "{\"mode\":\"" << r.mode << "\",\"threads\":" << r.threads << ",\"channels\":" << r.channels
           << ",\"calls_per_s\":" << r.calls_per_s << ",\"p50_us\":" << r.p50_us << ",\"p99_us\":" << r.p99_us
-          << ",\"degree\":" << r.degree << "}";
+          << ",\"degree\":" << r.degree << ",\"others_cpu\":" << r.others_cpu << "}";
     }
     out << "]}\n";
   }

@@ -37,7 +37,6 @@ using fabric::Opcode;
 using fabric::WorkRequest;
 
 constexpr size_t kMaxBatch = 64;
-constexpr auto kCombiningWindow = std::chrono::microseconds(30);
 std::atomic<uint64_t> g_client_serial{1};
 
 struct ThreadState;
@@ -714,8 +713,9 @@ Outcome ClientImpl::Lead(Channel& ch, CombiningQueue::Node* me, Item& my_item, C
   // than threads, have not had a core yet to queue their next request. Stepping aside for
   // them (a bounded number of yields) lets them queue behind us, so one message carries their
   // requests too, instead of each becoming a leader with a queue of one.
-  if (me != nullptr && opts_.max_coalesce > 1 && woken_.load(std::memory_order_acquire) > 0) {
-    const auto window_end = Clock::now() + kCombiningWindow;
+  if (me != nullptr && opts_.max_coalesce > 1 && opts_.combining_window.count() > 0 &&
+      woken_.load(std::memory_order_acquire) > 0) {
+    const auto window_end = Clock::now() + opts_.combining_window;
     for (int i = 0; i < 32 && woken_.load(std::memory_order_acquire) > 0 && Clock::now() < window_end; ++i) {
       std::this_thread::yield();
     }

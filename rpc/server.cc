@@ -852,14 +852,12 @@ void ServerImpl::Redistribute() {
   for (size_t i = 0; i < conns.size(); ++i) {
     Conn& c = *conns[i];
     uint64_t u = 0;
-    uint32_t active = 0;
     for (const auto& ch : c.channels) {
       masks[i].push_back(false);
       if (!ch) continue;
       std::lock_guard<SpinLock> g(ch->mu);
       u += ch->credit.TakeUsage().utilization_x16;
       masks[i].back() = ch->credit.active();
-      active += ch->credit.active() ? 1 : 0;
     }
     usage[i] = ClientUsage{c.nchannels, u, c.joined_this_interval, c.allotment};
     c.last_utilization = u;

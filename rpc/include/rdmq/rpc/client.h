@@ -49,6 +49,10 @@ struct ClientOptions {
   uint64_t response_ring_bytes = 256 << 10;  // per channel, in client memory
   // Requests per message (1: no coalescing). Also bounded by the credits left.
   uint32_t max_coalesce = 16;
+  // Combining window: a leader yields (up to this long) while callers that a completion just
+  // woke have not queued their next request yet, so that they join its message. Helps when
+  // threads outnumber cores; 0 turns it off.
+  std::chrono::microseconds combining_window{30};
   // How threads share a channel: FLOCK coalescing, or one request per message under a
   // spinlock (the "FaRM-like" baseline of the thesis's Figure 4.4).
   enum class Sharing { kCoalescing, kSpinlock };
