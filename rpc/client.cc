@@ -37,6 +37,8 @@ using fabric::Opcode;
 using fabric::WorkRequest;
 
 constexpr size_t kMaxBatch = 64;
+// How long a waiter spins with pause instructions before it spins with sched_yield.
+constexpr auto kPureSpin = std::chrono::microseconds(3);
 std::atomic<uint64_t> g_client_serial{1};
 
 struct ThreadState;
@@ -602,14 +604,25 @@ Outcome ClientImpl::SendCoalesced(Channel& ch, Item& item, ThreadState& ts, bool
 template <class Ready>
 bool ClientImpl::WaitFor(ThreadState& ts, Presence& presence, Ready ready, Clock::time_point deadline) {
   if (presence.in()) {
-    const auto until = std::min(deadline, Clock::now() + opts_.spin);
+    // Spin briefly, then spin with yields: if the peer we wait for shares our core (the machine
+    // is busy), a pure spin would hold the core until the scheduler's next tick.
+    const auto start = Clock::now();
+    const auto until = std::min(deadline, start + opts_.spin);
+    const auto pure_until = start + kPureSpin;
+    bool yielding = false;
     for (uint32_t i = 0;; ++i) {
       if (ready()) return true;
       if ((i & 7) == 7) {
         TryPoll();  // a present thread must poll, or responses would wait for nobody
-        if (Clock::now() >= until) break;
+        const auto now = Clock::now();
+        if (now >= until) break;
+        yielding = now >= pure_until;
       }
-      CpuRelax();
+      if (yielding) {
+        std::this_thread::yield();
+      } else {
+        CpuRelax();
+      }
     }
   }
   presence.Leave();

@@ -454,8 +454,14 @@ void ServerImpl::DispatchLoop() {
       last_work = Clock::now();
       continue;
     }
-    if (Clock::now() - last_work < opts_.spin_before_park) {
-      CpuRelax();
+    const auto idle = Clock::now() - last_work;
+    if (idle < opts_.spin_before_park) {
+      // Spin, then spin with yields: a client thread sharing this core gets it at once.
+      if (idle < std::chrono::microseconds(5)) {
+        CpuRelax();
+      } else {
+        std::this_thread::yield();
+      }
       continue;
     }
     // Park (Dekker): publish "parked", fence, recheck every ring, sleep on the doorbell.
