@@ -923,12 +923,7 @@ void ServerImpl::CloseConn(uint64_t client_id, const std::string& why, bool prot
     }
     version_.fetch_add(1, std::memory_order_acq_rel);
   }
-  for (const auto& ch : conn->channels) {
-    if (!ch) continue;
-    ch->closed.store(true, std::memory_order_release);
-    std::lock_guard<SpinLock> g(ch->mu);
-    ch->ep->Close();
-  }
+  // Count and log first: the peer may observe the close right away.
   n_.connections_closed.fetch_add(1);
   if (protocol_error) {
     n_.protocol_errors.fetch_add(1);
@@ -938,6 +933,12 @@ void ServerImpl::CloseConn(uint64_t client_id, const std::string& why, bool prot
         .kv("why", why);
   } else {
     RDMQ_LOG(kInfo, "rpc", "connection closed").kv("client_id", client_id).kv("peer", conn->peer).kv("why", why);
+  }
+  for (const auto& ch : conn->channels) {
+    if (!ch) continue;
+    ch->closed.store(true, std::memory_order_release);
+    std::lock_guard<SpinLock> g(ch->mu);
+    ch->ep->Close();
   }
   if (on_disconnect_) on_disconnect_(client_id);
 }
