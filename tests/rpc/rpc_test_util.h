@@ -33,7 +33,20 @@ inline Result<std::unique_ptr<fabric::Fabric>> OpenListening(fabric::Provider p,
                                                              const std::string& name = "rpc.sock") {
   fabric::FabricOptions o;
   o.provider = p;
-  o.listen = p == fabric::Provider::kShm ? (dir / name).string() : std::string("127.0.0.1:0");
+  switch (p) {
+    case fabric::Provider::kShm:
+      o.listen = (dir / name).string();
+      break;
+    case fabric::Provider::kTcp:
+      o.listen = "127.0.0.1:0";
+      break;
+    case fabric::Provider::kVerbs: {
+      // The Soft-RoCE VM sets the address of its rxe device; elsewhere the first one found.
+      const char* e = std::getenv("RDMQ_VERBS_LISTEN");
+      o.listen = e != nullptr ? e : ":0";
+      break;
+    }
+  }
   return fabric::Fabric::Open(o);
 }
 
@@ -67,17 +80,25 @@ inline Handler EchoTransform() {
   };
 }
 
-inline const char* ProviderTag(fabric::Provider p) { return p == fabric::Provider::kShm ? "shm" : "tcp"; }
+inline std::string ProviderTag(fabric::Provider p) { return std::string(fabric::ProviderName(p)); }
 
 }  // namespace rdmq::rpc::test
 
 // Defines `void name(fabric::Provider)` and one test case per provider, so that CTest lists and
-// skips them separately.
+// skips them separately: shm and tcp in rpc_io_tests, verbs in rpc_verbs_tests (the same
+// sources built with RDMQ_RPC_TEST_VERBS, labelled `verbs` so the Soft-RoCE VM runs them).
+#ifdef RDMQ_RPC_TEST_VERBS
+#define RPC_TEST_BOTH(name, title, tags)                                                        \
+  static void name(::rdmq::fabric::Provider provider);                                          \
+  TEST_CASE(title " (verbs)", tags "[verbs]") { name(::rdmq::fabric::Provider::kVerbs); }       \
+  static void name(::rdmq::fabric::Provider provider)
+#else
 #define RPC_TEST_BOTH(name, title, tags)                                                        \
   static void name(::rdmq::fabric::Provider provider);                                          \
   TEST_CASE(title " (shm)", tags "[shm]") { name(::rdmq::fabric::Provider::kShm); }             \
   TEST_CASE(title " (tcp)", tags "[tcp]") { name(::rdmq::fabric::Provider::kTcp); }             \
   static void name(::rdmq::fabric::Provider provider)
+#endif
 
 // Opens the fabric pair or skips the test when the provider is unavailable.
 #define OPEN_PAIR_OR_SKIP(var, provider, dir)                                                    \
