@@ -217,7 +217,7 @@ class ClientImpl final : public Client {
 
   void DispatcherLoop();
   void SchedulerLoop();
-  void RunSchedule();
+  bool RunSchedule();  // false when no thread sent anything since the previous run
   void Housekeeping();
   bool AnyReady();
   void Shutdown();
@@ -1182,12 +1182,14 @@ void ClientImpl::DispatcherLoop() {
       }
       continue;
     }
-    // Park (Dekker): publish "parked", fence, recheck, sleep on the doorbell.
+    // Park (Dekker): publish "parked", fence, recheck, sleep on the doorbell. With no call
+    // outstanding there are no deadlines to watch: sleep longer between safety-net checks.
     const uint64_t d = Doorbell(*wake_region_);
     SetParked(*wake_region_, 1);
     std::atomic_thread_fence(std::memory_order_seq_cst);
     if (poll_spinners_.load(std::memory_order_seq_cst) == 0 && !AnyReady()) {
-      (void)wake_region_->WaitWhileEqual(kDoorbellOffset, d, opts_.park_timeout);
+      const auto nap = outstanding_.load(std::memory_order_acquire) > 0 ? opts_.park_timeout : 10 * opts_.park_timeout;
+      (void)wake_region_->WaitWhileEqual(kDoorbellOffset, d, nap);
     }
     if (poll_spinners_.load(std::memory_order_acquire) == 0) SetParked(*wake_region_, 0);
     last_work = Clock::now();
@@ -1197,17 +1199,18 @@ void ClientImpl::DispatcherLoop() {
 void ClientImpl::SchedulerLoop() {
   while (!stop_.load(std::memory_order_acquire)) {
     const uint32_t seen = sched_event_.Read();
-    RunSchedule();
-    sched_event_.Wait(seen, opts_.schedule_interval);
+    const bool busy = RunSchedule();
+    // Nothing sent since the last run: look again less often (a channel change wakes us).
+    sched_event_.Wait(seen, busy ? opts_.schedule_interval : 10 * opts_.schedule_interval);
   }
 }
 
-void ClientImpl::RunSchedule() {
+bool ClientImpl::RunSchedule() {
   std::vector<uint32_t> active;
   for (const auto& c : ch_) {
     if (c->active.load(std::memory_order_acquire)) active.push_back(c->index);
   }
-  if (active.empty()) return;
+  if (active.empty()) return true;
   const uint32_t n = nthreads_.load(std::memory_order_acquire);
   std::vector<ThreadLoad> loads(n);
   std::vector<ThreadState*> tss(n);
@@ -1226,13 +1229,16 @@ void ClientImpl::RunSchedule() {
   }
   // Algorithm 1 when the active set changed or the placement is lopsided; otherwise threads
   // stay where they are (a move costs a drain of the thread's outstanding responses).
-  if (active == last_active_ && PlacementBalanced(loads, active, 1.5)) return;
+  bool busy = false;
+  for (const auto& l : loads) busy |= l.requests > 0;
+  if (active == last_active_ && PlacementBalanced(loads, active, 1.5)) return busy;
   last_active_ = active;
   const auto out = AssignThreads(loads, active);
   for (uint32_t i = 0; i < n; ++i) {
     if (tss[i] != nullptr) tss[i]->assigned.store(out[i], std::memory_order_release);
   }
   n_.schedules.fetch_add(1, std::memory_order_relaxed);
+  return busy;
 }
 
 void ClientImpl::Shutdown() {

@@ -2,16 +2,20 @@
 // credits, channel deactivation and thread migration, parking, and a server that goes away.
 #include <catch2/catch.hpp>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 
 #include <atomic>
+#include <filesystem>
 #include <future>
 #include <random>
 #include <thread>
 #include <vector>
 
 #include "rpc_test_util.h"
+
+extern char** environ;
 
 namespace rdmq::rpc {
 namespace {
@@ -325,8 +329,9 @@ RPC_TEST_BOTH(Parking, "an idle server and client park instead of spinning, and 
     return (r.ru_utime.tv_sec + r.ru_stime.tv_sec) * 1000000L + r.ru_utime.tv_usec + r.ru_stime.tv_usec;
   };
   // Server and client threads of this process used well under one core while idle (a spinning
-  // thread would account for the whole 300 ms).
-  CHECK(cpu_us(after) - cpu_us(before) < 100000);
+  // thread would account for the whole 300 ms; the periodic safety-net wake-ups cost more on
+  // an emulated CPU, hence half a core as the bound).
+  CHECK(cpu_us(after) - cpu_us(before) < 150000);
   CHECK(rig.server->stats().parks > 0);
   for (int i = 0; i < 20; ++i) {
     std::this_thread::sleep_for(5ms);  // long enough for both sides to park again
@@ -358,52 +363,37 @@ RPC_TEST_BOTH(ClientGoesAway, "a client that disconnects is dropped and reported
 
 RPC_TEST_BOTH(ServerGoesAway, "when the server dies every outstanding call fails with kUnavailable", "[rpc][io]") {
   rdmq::test::TempDir dir("rdmq-rpc");
+  // The server runs in its own process: rpc_test_server beside this binary, spawned (a fork of
+  // this address space would inherit verbs resources that must not be shared).
+  std::error_code ec;
+  const std::string helper = (std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / "rpc_test_server").string();
   int pipefd[2];
   REQUIRE(::pipe(pipefd) == 0);
-  const pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    // Child: the server. Reports its address (or "-" when the provider is missing).
-    ::close(pipefd[0]);
-    auto f = OpenListening(provider, dir);
-    std::string addr = "-";
-    std::unique_ptr<Server> server;
-    if (f.ok()) {
-      auto s = Server::Create(**f);
-      if (s.ok()) {
-        server = std::move(s).value();
-        (void)server->RegisterHandler(kEcho, EchoTransform());
-        (void)server->RegisterHandler(
-            kSlow,
-            [](const RequestContext&, std::span<const std::byte>, ResponseBuffer&) {
-              std::this_thread::sleep_for(std::chrono::hours(1));
-              return Status();
-            },
-            RunOn::kWorkerPool);
-        if (server->Start().ok()) addr = (*f)->address();
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, pipefd[1], 1);
+  posix_spawn_file_actions_addclose(&fa, pipefd[0]);
+  std::string prov = ProviderTag(provider), dirs = dir.str();
+  char* argv[] = {const_cast<char*>(helper.c_str()), prov.data(), dirs.data(), nullptr};
+  pid_t pid = -1;
+  const int rc = ::posix_spawn(&pid, helper.c_str(), &fa, nullptr, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  ::close(pipefd[1]);
+  REQUIRE(rc == 0);
+  struct Reaper {
+    pid_t pid;
+    ~Reaper() {
+      if (pid > 0) {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, nullptr, 0);
       }
     }
-    addr += "\n";
-    (void)!::write(pipefd[1], addr.data(), addr.size());
-    for (;;) ::pause();
-  }
-  ::close(pipefd[1]);
-  char buf[512] = {};
-  size_t got = 0;
-  while (got < sizeof buf - 1) {
-    const ssize_t r = ::read(pipefd[0], buf + got, sizeof buf - 1 - got);
-    if (r <= 0) break;
-    got += static_cast<size_t>(r);
-    if (std::memchr(buf, '\n', got)) break;
-  }
+  } reaper{pid};
+  std::string addr;
+  char c;
+  while (::read(pipefd[0], &c, 1) == 1 && c != '\n') addr.push_back(c);
   ::close(pipefd[0]);
-  std::string addr(buf, got);
-  if (!addr.empty() && addr.back() == '\n') addr.pop_back();
-  if (addr == "-" || addr.empty()) {
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, nullptr, 0);
-    RDMQ_SKIP("fabric provider unavailable");
-  }
+  if (addr.empty() || addr[0] == '-') RDMQ_SKIP("fabric provider unavailable: " + addr);
   auto cf = OpenConnecting(provider);
   REQUIRE_OK(cf);
   auto cr = Client::Connect(**cf, addr);
@@ -420,6 +410,7 @@ RPC_TEST_BOTH(ServerGoesAway, "when the server dies every outstanding call fails
   const auto t0 = std::chrono::steady_clock::now();
   ::kill(pid, SIGKILL);
   ::waitpid(pid, nullptr, 0);
+  reaper.pid = 0;
   for (auto& w : waits) {
     const Status st = w.get();
     CHECK(st.is(Errc::kUnavailable));

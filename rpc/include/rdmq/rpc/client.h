@@ -67,7 +67,7 @@ struct ClientOptions {
   // parks. 0 suits machines with few cores: a spinning dispatcher takes the core the calling
   // threads need; the server's doorbell wakes it instead.
   std::chrono::microseconds dispatcher_spin{0};
-  std::chrono::milliseconds park_timeout{2};   // bounded sleep: safety net for lost wake-ups
+  std::chrono::milliseconds park_timeout{5};   // bounded sleep: safety net for lost wake-ups
   std::chrono::milliseconds connect_timeout{5000};
   std::chrono::milliseconds incomplete_message_timeout{1000};
   uint32_t max_threads = 4096;                 // distinct threads that may call

@@ -87,7 +87,7 @@ struct ServerOptions {
   uint32_t worker_threads = 2;              // pool size when a kWorkerPool handler exists
   uint64_t max_request_ring = 64ull << 20;  // a client's wish for its request ring is capped here
   std::chrono::microseconds spin_before_park{50};
-  std::chrono::milliseconds park_timeout{2};  // bounded sleep: safety net for lost wake-ups
+  std::chrono::milliseconds park_timeout{5};  // bounded sleep: safety net for lost wake-ups
   std::chrono::milliseconds incomplete_message_timeout{1000};
   std::chrono::milliseconds handshake_timeout{5000};
   uint32_t max_send_wr = 256;
