@@ -5,7 +5,10 @@
 // usage: rpc_test_server <shm|tcp|verbs> <directory for the shm socket>
 // Prints its fabric address (or "-<why>") and a newline on stdout, then serves until killed:
 // handler 1 echoes the request transformed (see rpc_test_util.h), handler 3 never answers.
+#include <sys/prctl.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <chrono>
 #include <cstdio>
@@ -17,6 +20,7 @@
 
 int main(int argc, char** argv) {
   using namespace rdmq;  // NOLINT(google-build-using-namespace)
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the test that started us
   if (argc != 3) {
     std::fprintf(stderr, "usage: rpc_test_server <shm|tcp|verbs> <dir>\n");
     return 2;
@@ -62,7 +66,9 @@ int main(int argc, char** argv) {
       }
     }
   }
+  const bool serving = line[0] != '-';
   line += "\n";
   (void)!::write(1, line.data(), line.size());
+  if (!serving) return 1;
   for (;;) ::pause();
 }
