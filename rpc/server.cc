@@ -26,6 +26,10 @@ using namespace internal;  // NOLINT(google-build-using-namespace)
 using fabric::Opcode;
 using fabric::WorkRequest;
 
+// Receives kept posted per channel: renewals (one in flight) and, on tcp/verbs, one doorbell per
+// message, of which credits allow at most 1.5 C in flight.
+constexpr uint32_t kRecvsPerChannel = 64;
+
 // A response waiting to be written (its bytes owned).
 struct OutResponse {
   EntryMeta meta;
@@ -193,7 +197,8 @@ class ServerImpl final : public Server {
 Status ServerImpl::Init() {
   RDMQ_ASSIGN_OR_RETURN(wake_region_,
                         fabric_.Allocate(kWakeRegionBytes, fabric::kLocalWrite | fabric::kRemoteRead | fabric::kRemoteAtomic));
-  RDMQ_ASSIGN_OR_RETURN(recv_cq_, fabric_.CreateCompletionQueue(65536));
+  // Every channel keeps kRecvsPerChannel receives posted (renewals, and doorbells on tcp/verbs).
+  RDMQ_ASSIGN_OR_RETURN(recv_cq_, fabric_.CreateCompletionQueue(static_cast<size_t>(opts_.max_channels) * kRecvsPerChannel));
   return Status();
 }
 
@@ -300,11 +305,22 @@ void ServerImpl::Handshake(std::unique_ptr<fabric::Endpoint> ep, std::unique_ptr
     return;
   }
   if (hello.response_ring < kMinRingBytes || hello.response_ring % kMessageAlign != 0 ||
-      hello.response_region.length < kControlPage + hello.response_ring || hello.request_ring < kMinRingBytes) {
+      hello.response_ring > opts_.max_ring_bytes || hello.response_region.length < kControlPage + hello.response_ring ||
+      hello.request_ring < kMinRingBytes) {
     (void)Refuse(*ep, Status(RpcErrc::kHandshake, where + ": bad ring sizes (request " +
                                                       std::to_string(hello.request_ring) + ", response " +
                                                       std::to_string(hello.response_ring) + ")"));
     return;
+  }
+  {
+    size_t n = 0;
+    std::lock_guard<std::mutex> g(reg_mu_);
+    n = by_ep_.size();
+    if (n >= opts_.max_channels) {
+      (void)Refuse(*ep, Status(Errc::kResourceExhausted, where + ": the server already serves " + std::to_string(n) +
+                                                         " channels (ServerOptions::max_channels)"));
+      return;
+    }
   }
   std::shared_ptr<Conn> conn;
   if (hello.kind == HelloKind::kNew) {
@@ -340,7 +356,7 @@ void ServerImpl::Handshake(std::unique_ptr<fabric::Endpoint> ep, std::unique_ptr
   ch->client_id = conn->id;
   ch->index = hello.channel;
   ch->peer = ep->peer();
-  ch->req_ring = std::min<uint64_t>(AlignUp(hello.request_ring, 4096), AlignUp(opts_.max_request_ring, 4096));
+  ch->req_ring = std::min<uint64_t>(AlignUp(hello.request_ring, 4096), AlignUp(opts_.max_ring_bytes, 4096));
   ch->resp_ring = hello.response_ring;
   ch->send_cq = std::move(cq);
   auto fail = [&](const Status& s) {
@@ -360,7 +376,7 @@ void ServerImpl::Handshake(std::unique_ptr<fabric::Endpoint> ep, std::unique_ptr
   if (!req_desc.ok()) return fail(req_desc.status());
   auto wake_desc = wake_region_->Descriptor(fabric::kRemoteRead | fabric::kRemoteAtomic);
   if (!wake_desc.ok()) return fail(wake_desc.status());
-  std::vector<fabric::RecvRequest> recvs(opts_.max_recv_wr / 2);
+  std::vector<fabric::RecvRequest> recvs(std::min(opts_.max_recv_wr, kRecvsPerChannel));
   if (Status s = ep->PostRecv(recvs); !s.ok()) return fail(s);
   ch->ep_id = ep->id();
   ch->ep = std::move(ep);

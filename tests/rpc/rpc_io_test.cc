@@ -177,6 +177,24 @@ RPC_TEST_BOTH(TooLarge, "requests and responses larger than a ring are refused c
   CHECK(client->connected());
 }
 
+RPC_TEST_BOTH(RingLimits, "request rings are capped at the server's limit, oversized response rings refused", "[rpc][io]") {
+  ServerOptions so;
+  so.max_ring_bytes = 128 << 10;
+  START_OR_SKIP(rig, provider, so);
+  ClientOptions big;
+  big.request_ring_bytes = 1 << 20;  // capped to 128 KiB: at most a 64 KiB message
+  big.response_ring_bytes = 128 << 10;
+  auto c = Connect(rig, big);
+  CHECK(c->max_request_bytes() < 64 << 10);
+  REQUIRE_OK(c->Call(kEcho, std::string(c->max_request_bytes(), 'x'), 5s));
+  ClientOptions huge;
+  huge.response_ring_bytes = 1 << 20;  // more than the server mirrors: refused
+  auto r = Client::Connect(*rig.fabrics.client, rig.fabrics.server->address(), huge);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().ToString().find("ring sizes") != std::string::npos);
+  REQUIRE_OK(c->Call(kEcho, "still served", 5s));
+}
+
 RPC_TEST_BOTH(Timeouts, "a call times out, a late response is dropped, the next call works", "[rpc][io]") {
   START_OR_SKIP(rig, provider);
   auto client = Connect(rig);

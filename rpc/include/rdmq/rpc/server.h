@@ -85,7 +85,10 @@ struct ServerOptions {
   uint32_t max_active_channels = 256;       // MAX_AQP of Equation 3.1
   std::chrono::milliseconds schedule_interval{10};
   uint32_t worker_threads = 2;              // pool size when a kWorkerPool handler exists
-  uint64_t max_request_ring = 64ull << 20;  // a client's wish for its request ring is capped here
+  // Rings: a client's wish for its request ring (server memory) is capped here, and a response
+  // ring (client memory, mirrored in server staging) larger than this is refused.
+  uint64_t max_ring_bytes = 4ull << 20;
+  uint32_t max_channels = 1024;             // all clients together (receive CQ capacity)
   std::chrono::microseconds spin_before_park{50};
   std::chrono::milliseconds park_timeout{5};  // bounded sleep: safety net for lost wake-ups
   std::chrono::milliseconds incomplete_message_timeout{1000};
