@@ -210,6 +210,7 @@ struct Row {
   double degree = 0;  // requests per request message
   uint64_t migrations = 0;
   double others_cpu = 0;  // share of all CPUs used by other processes during the run
+  double fairness = 0;    // calls of the slowest thread / calls of the fastest
   std::string error;
 };
 
@@ -318,6 +319,8 @@ Row RunOne(fabric::Fabric& fab, const std::string& address, const Args& a, const
   for (auto& th : ts) th.join();
   uint64_t total = 0;
   std::vector<uint32_t> all;
+  const auto [lo, hi] = std::minmax_element(counts.begin(), counts.end());
+  row.fairness = *hi > 0 ? static_cast<double>(*lo) / static_cast<double>(*hi) : 0;
   for (int t = 0; t < nthreads; ++t) {
     total += counts[static_cast<size_t>(t)];
     all.insert(all.end(), lat[static_cast<size_t>(t)].begin(), lat[static_cast<size_t>(t)].end());
@@ -434,8 +437,8 @@ int main(int argc, char** argv) {
               "%u cores\n",
               std::string(fabric::ProviderName(a.provider)).c_str(), a.payload, a.outstanding, a.duration_ms,
               std::thread::hardware_concurrency());
-  std::printf("%-19s %7s %8s %12s %9s %9s %7s %10s %7s\n", "mode", "threads", "channels", "calls/s", "p50 us",
-              "p99 us", "degree", "migrations", "others");
+  std::printf("%-19s %7s %8s %12s %9s %9s %7s %6s %10s %7s\n", "mode", "threads", "channels", "calls/s", "p50 us",
+              "p99 us", "degree", "fair", "migrations", "others");
   std::vector<Row> rows;
   for (int t : a.threads) {
     for (const auto& m : a.modes) {
@@ -446,9 +449,10 @@ int main(int argc, char** argv) {
       }
       std::sort(runs.begin(), runs.end(), [](const Row& x, const Row& y) { return x.calls_per_s < y.calls_per_s; });
       Row r = runs[runs.size() / 2];
-      std::printf("%-19s %7d %8u %12.0f %9.2f %9.2f %7.2f %10lu %6.0f%%%s%s\n", r.mode.c_str(), r.threads,
-                  r.channels, r.calls_per_s, r.p50_us, r.p99_us, r.degree, static_cast<unsigned long>(r.migrations),
-                  100 * r.others_cpu, r.error.empty() ? "" : "  ERROR: ", r.error.c_str());
+      std::printf("%-19s %7d %8u %12.0f %9.2f %9.2f %7.2f %6.2f %10lu %6.0f%%%s%s\n", r.mode.c_str(), r.threads,
+                  r.channels, r.calls_per_s, r.p50_us, r.p99_us, r.degree, r.fairness,
+                  static_cast<unsigned long>(r.migrations), 100 * r.others_cpu, r.error.empty() ? "" : "  ERROR: ",
+                  r.error.c_str());
       std::fflush(stdout);
       rows.push_back(r);
     }
@@ -467,10 +471,10 @@ int main(int argc, char** argv) {
   }
   if (!a.tsv.empty()) {
     std::ofstream out(a.tsv);
-    out << "mode\tthreads\tchannels\tcalls_per_s\tp50_us\tp99_us\tdegree\tothers_cpu\n";
+    out << "mode\tthreads\tchannels\tcalls_per_s\tp50_us\tp99_us\tdegree\tfairness\tothers_cpu\n";
     for (const auto& r : rows) {
       out << r.mode << "\t" << r.threads << "\t" << r.channels << "\t" << r.calls_per_s << "\t" << r.p50_us << "\t"
-          << r.p99_us << "\t" << r.degree << "\t" << r.others_cpu << "\n";
+          << r.p99_us << "\t" << r.degree << "\t" << r.fairness << "\t" << r.others_cpu << "\n";
     }
   }
   if (!a.json.empty()) {
@@ -481,7 +485,8 @@ int main(int argc, char** argv) {
       const auto& r = rows[i];
       out << (i ? "," : "") << "{\"mode\":\"" << r.mode << "\",\"threads\":" << r.threads << ",\"channels\":" << r.channels
           << ",\"calls_per_s\":" << r.calls_per_s << ",\"p50_us\":" << r.p50_us << ",\"p99_us\":" << r.p99_us
-          << ",\"degree\":" << r.degree << ",\"others_cpu\":" << r.others_cpu << "}";
+          << ",\"degree\":" << r.degree << ",\"fairness\":" << r.fairness << ",\"others_cpu\":" << r.others_cpu
+          << "}";
     }
     out << "]}\n";
   }
