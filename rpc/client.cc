@@ -949,9 +949,9 @@ size_t ClientImpl::PollOnce(std::vector<PendingCall*>* async_done, std::vector<T
       uint64_t sh = ch.server_head.load(std::memory_order_relaxed);
       while (h.peer_head > sh && !ch.server_head.compare_exchange_weak(sh, h.peer_head, std::memory_order_acq_rel)) {
       }
-      bool was_active, now_active;
-      uint64_t before, after;
-      {
+      bool was_active = true, now_active = true;
+      uint64_t before = 0, after = 0;
+      if ((h.flags & kFlagPad) == 0) {  // a pad carries no channel state
         std::lock_guard<SpinLock> g(ch.credit_mu);
         was_active = ch.credit.active();
         before = ch.credit.limit();

@@ -195,6 +195,26 @@ RPC_TEST_BOTH(RingLimits, "request rings are capped at the server's limit, overs
   REQUIRE_OK(c->Call(kEcho, "still served", 5s));
 }
 
+RPC_TEST_BOTH(WrapAround, "rings wrap many times without disturbing credits or channel state", "[rpc][io]") {
+  START_OR_SKIP(rig, provider);
+  ClientOptions co;
+  co.request_ring_bytes = 8 << 10;  // pads at the end of nearly every lap
+  co.response_ring_bytes = 8 << 10;
+  auto client = Connect(rig, co);
+  std::mt19937_64 rng(rdmq::test::TestSeed());
+  for (int i = 0; i < rdmq::test::Trials(5000, 500); ++i) {
+    std::string req(rng() % 1500, static_cast<char>('a' + i % 26));
+    auto r = client->Call(kEcho, req, 5s);
+    REQUIRE_OK(r);
+    REQUIRE(*r == Transform(B(req)));
+  }
+  // No spurious deactivation (a pad message once read as "channel inactive").
+  CHECK(client->stats().refusals == 0);
+  CHECK(rig.server->stats().deactivations == 0);
+  CHECK(rig.server->stats().protocol_errors == 0);
+  for (bool a : client->active_channels()) CHECK(a);
+}
+
 RPC_TEST_BOTH(Timeouts, "a call times out, a late response is dropped, the next call works", "[rpc][io]") {
   START_OR_SKIP(rig, provider);
   auto client = Connect(rig);
