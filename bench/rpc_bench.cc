@@ -13,6 +13,7 @@
 //          [--outstanding 1] [--duration-ms 1000] [--repeat 1] [--tsv FILE] [--json FILE] [--png FILE]
 // With --repeat N each point runs N times and the median run (by calls/s) is reported: the
 // machine may be shared, and a busy core skews any single run.
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -52,6 +53,7 @@ struct Args {
   int duration_ms = 1000;
   int repeat = 1;  // runs per point; the median run (by calls/s) is reported
   int quiet_wait_s = 0;  // wait up to this long for an idle machine before each run
+  bool pin = false;      // server on the last CPU, client on the others (a dedicated server core)
   std::string tsv, json, png;
 };
 
@@ -97,6 +99,8 @@ Args Parse(int argc, char** argv) {
       a.outstanding = std::max(1, std::atoi(v.c_str()));
     } else if (k == "--duration-ms") {
       a.duration_ms = std::max(50, std::atoi(v.c_str()));
+    } else if (k == "--pin") {
+      a.pin = v == "1" || v == "yes" || v == "true";
     } else if (k == "--quiet-wait") {
       a.quiet_wait_s = std::max(0, std::atoi(v.c_str()));
     } else if (k == "--repeat") {
@@ -404,10 +408,19 @@ int main(int argc, char** argv) {
     std::perror("fork");
     return 1;
   }
+  const unsigned ncpu = std::max(1u, std::thread::hardware_concurrency());
+  auto pin_to = [](unsigned from, unsigned to) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (unsigned c = from; c <= to; ++c) CPU_SET(c, &set);
+    (void)::sched_setaffinity(0, sizeof set, &set);
+  };
   if (pid == 0) {
     ::close(fds[0]);
+    if (a.pin && ncpu > 1) pin_to(ncpu - 1, ncpu - 1);
     RunServer(a.provider, sock, fds[1]);
   }
+  if (a.pin && ncpu > 1) pin_to(0, ncpu - 2);
   g_server_pid = pid;
   ::close(fds[1]);
   std::string address;

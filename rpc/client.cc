@@ -125,6 +125,8 @@ class ClientImpl;
 // A thread's presence among the response pollers. While any thread is present, the client's
 // wake word says "not parked", so the server does not pay for futex wake-ups; the last one to
 // leave says "parked" again and rechecks the rings (the Dekker protocol of docs/rpc.md).
+// At most one present thread per spare core spins with pause instructions ("pure"); the others
+// spin with sched_yield, which gives way to any runnable thread, before they sleep.
 class Presence {
  public:
   explicit Presence(ClientImpl* c) : c_(c) { Enter(); }
@@ -132,12 +134,14 @@ class Presence {
   Presence(const Presence&) = delete;
   Presence& operator=(const Presence&) = delete;
   bool in() const { return in_; }
-  bool Enter();
+  bool pure() const { return pure_; }
+  void Enter();
   void Leave();
 
  private:
   ClientImpl* c_;
   bool in_ = false;
+  bool pure_ = false;
 };
 
 class ClientImpl final : public Client {
@@ -261,21 +265,19 @@ class ClientImpl final : public Client {
   mutable Counters n_;
 };
 
-bool Presence::Enter() {
-  if (in_) return true;
-  if (c_->spinners_.fetch_add(1, std::memory_order_acq_rel) >= c_->max_spinners_) {
-    c_->spinners_.fetch_sub(1, std::memory_order_acq_rel);
-    return false;
-  }
+void Presence::Enter() {
+  if (in_) return;
+  pure_ = c_->spinners_.fetch_add(1, std::memory_order_acq_rel) < c_->max_spinners_;
+  if (!pure_) c_->spinners_.fetch_sub(1, std::memory_order_acq_rel);
   in_ = true;
   if (c_->poll_spinners_.fetch_add(1, std::memory_order_acq_rel) == 0) c_->PublishParked(0);
-  return true;
 }
 
 void Presence::Leave() {
   if (!in_) return;
   in_ = false;
-  c_->spinners_.fetch_sub(1, std::memory_order_acq_rel);
+  if (pure_) c_->spinners_.fetch_sub(1, std::memory_order_acq_rel);
+  pure_ = false;
   if (c_->poll_spinners_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
     if (c_->imm_mode_) {
       // The dispatcher stepped aside while we polled; it goes back to waiting on the CQ.
@@ -608,8 +610,8 @@ bool ClientImpl::WaitFor(ThreadState& ts, Presence& presence, Ready ready, Clock
     // is busy), a pure spin would hold the core until the scheduler's next tick.
     const auto start = Clock::now();
     const auto until = std::min(deadline, start + opts_.spin);
-    const auto pure_until = start + kPureSpin;
-    bool yielding = false;
+    const auto pure_until = presence.pure() ? start + kPureSpin : start;
+    bool yielding = !presence.pure();
     for (uint32_t i = 0;; ++i) {
       if (ready()) return true;
       if ((i & 7) == 7) {
@@ -715,7 +717,11 @@ Outcome ClientImpl::Lead(Channel& ch, CombiningQueue::Node* me, Item& my_item, C
     }
     if (presence.in() && round < 2000) {
       TryPoll();  // the grant arrives in the response ring
-      CpuRelax();
+      if (presence.pure()) {
+        CpuRelax();
+      } else {
+        std::this_thread::yield();
+      }
     } else {
       presence.Leave();
       ch.credit_event.Wait(seen, opts_.park_timeout);
