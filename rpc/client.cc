@@ -127,6 +127,18 @@ class ClientImpl;
 // leave says "parked" again and rechecks the rings (the Dekker protocol of docs/rpc.md).
 // At most one present thread per spare core spins with pause instructions ("pure"); the others
 // spin with sched_yield, which gives way to any runnable thread, before they sleep.
+// Counts the threads inside Call/CallAsync.
+class CallerCount {
+ public:
+  explicit CallerCount(std::atomic<uint32_t>* n) : n_(n) { n_->fetch_add(1, std::memory_order_acq_rel); }
+  ~CallerCount() { n_->fetch_sub(1, std::memory_order_acq_rel); }
+  CallerCount(const CallerCount&) = delete;
+  CallerCount& operator=(const CallerCount&) = delete;
+
+ private:
+  std::atomic<uint32_t>* n_;
+};
+
 class Presence {
  public:
   explicit Presence(ClientImpl* c) : c_(c) { Enter(); }
@@ -177,6 +189,7 @@ class ClientImpl final : public Client {
   // Used by Presence.
   std::atomic<uint32_t> poll_spinners_{0};
   std::atomic<uint32_t> spinners_{0};
+  std::atomic<uint32_t> callers_{0};  // threads inside Call/CallAsync
   uint32_t max_spinners_ = 1;
   bool imm_mode_ = false;
   void PublishParked(uint64_t v) {
@@ -267,7 +280,16 @@ class ClientImpl final : public Client {
 
 void Presence::Enter() {
   if (in_) return;
-  pure_ = c_->spinners_.fetch_add(1, std::memory_order_acq_rel) < c_->max_spinners_;
+  // Pure spinning only while callers do not outnumber the spare cores: otherwise a pure spinner
+  // keeps its core from callers that are ready to run.
+  pure_ = false;
+  if (c_->callers_.load(std::memory_order_acquire) <= c_->max_spinners_) {
+    if (c_->spinners_.fetch_add(1, std::memory_order_acq_rel) < c_->max_spinners_) {
+      pure_ = true;
+    } else {
+      c_->spinners_.fetch_sub(1, std::memory_order_acq_rel);
+    }
+  }
   if (!pure_) c_->spinners_.fetch_sub(1, std::memory_order_acq_rel);
   in_ = true;
   if (c_->poll_spinners_.fetch_add(1, std::memory_order_acq_rel) == 0) c_->PublishParked(0);
@@ -432,6 +454,7 @@ Result<std::string> ClientImpl::Call(uint16_t handler, std::span<const std::byte
     return Status(RpcErrc::kTooManyThreads, "more than " + std::to_string(opts_.max_threads) + " threads");
   }
   n_.calls.fetch_add(1, std::memory_order_relaxed);
+  CallerCount counted(&callers_);
   PendingCall call;
   call.seq = ts->next_seq++;
   call.handler = handler;
@@ -458,6 +481,7 @@ Status ClientImpl::CallAsync(uint16_t handler, std::span<const std::byte> reques
     return Status(RpcErrc::kTooManyThreads, "more than " + std::to_string(opts_.max_threads) + " threads");
   }
   n_.calls.fetch_add(1, std::memory_order_relaxed);
+  CallerCount counted(&callers_);
   auto* call = new PendingCall();
   call->async = true;
   call->seq = ts->next_seq++;
@@ -731,7 +755,9 @@ Outcome ClientImpl::Lead(Channel& ch, CombiningQueue::Node* me, Item& my_item, C
   // 1b. Combining window: callers that a completion just woke are runnable but, with fewer cores
   // than threads, have not had a core yet to queue their next request. Stepping aside for
   // them (a bounded number of yields) lets them queue behind us, so one message carries their
-  // requests too, instead of each becoming a leader with a queue of one.
+  // requests too, instead of each becoming a leader with a queue of one. (Yielding whenever
+  // callers outnumber cores raised the coalescing degree to 4-12 but cost more in context
+  // switches than it saved: measured, see docs/benchmarks.md.)
   if (me != nullptr && opts_.max_coalesce > 1 && opts_.combining_window.count() > 0 &&
       woken_.load(std::memory_order_acquire) > 0) {
     const auto window_end = Clock::now() + opts_.combining_window;
