@@ -366,12 +366,12 @@ void WritePlot(const Args& a, const std::vector<Row>& rows) {
      << "-byte calls, " << a.outstanding << " outstanding per thread, " << a.channels
      << " shared channels (per-thread: one each)'\n"
      << "set logscale x 2\nset xlabel 'client threads'\nset grid\nset key top left\n"
-     << "set ylabel 'million calls/s'\nset title 'throughput'\n"
+     << "set ylabel 'million calls/s'\nset title 'throughput'\nset yrange [0:*]\n"
      << "plot ";
   for (size_t i = 0; i < a.modes.size(); ++i) {
     gp << (i ? ", " : "") << "'" << dat << "' index " << i << " using 1:2 with linespoints title '" << a.modes[i] << "'";
   }
-  gp << "\nset ylabel 'latency (us)'\nset logscale y\nset title 'p50 (solid) and p99 (dashed) latency'\nplot ";
+  gp << "\nset ylabel 'latency (us)'\nset autoscale y\nset logscale y\nset title 'p50 (solid) and p99 (dashed) latency'\nplot ";
   for (size_t i = 0; i < a.modes.size(); ++i) {
     gp << (i ? ", " : "") << "'" << dat << "' index " << i << " using 1:3 with linespoints lc " << i + 1
        << " title '" << a.modes[i] << " p50', '" << dat << "' index " << i << " using 1:4 with linespoints lc "
