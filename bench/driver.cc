@@ -480,7 +480,6 @@ Result<Report> RunBenchmark(const Workload& w, System& system, const RunOptions&
 
   Report report;
   report.workload = w;
-  report.system_description = system.Describe();
   report.load_before = LoadAverage();
 
   // Workers first: in process mode they fork before any client library starts threads.
@@ -500,6 +499,7 @@ Result<Report> RunBenchmark(const Workload& w, System& system, const RunOptions&
   if (!started.ok()) return abort_run(started);
 
   if (Status s = system.Setup(); !s.ok()) return abort_run(s.WithContext("set up " + w.system));
+  report.system_description = system.Describe();
   sh->phase.store(kPhaseOpen, std::memory_order_release);
   for (;;) {
     const int ready = CountState(sh->producers, w.producers, kReady) + CountState(sh->consumers, w.consumers, kReady);
