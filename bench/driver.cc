@@ -630,12 +630,15 @@ Result<Report> RunBenchmark(const Workload& w, System& system, const RunOptions&
       const WorkerSlot& slot = i < w.producers ? sh->producers[i] : sh->consumers[i - w.producers];
       report.client_cpu.user_s += slot.cpu_user;
       report.client_cpu.sys_s += slot.cpu_sys;
-      report.client_max_process_cores =
-          std::max(report.client_max_process_cores, (slot.cpu_user + slot.cpu_sys) / std::max(slot.run_s, 1e-9));
+      const double cores = (slot.cpu_user + slot.cpu_sys) / std::max(slot.run_s, 1e-9);
+      report.client_max_process_cores = std::max(report.client_max_process_cores, cores);
+      double& role = i < w.producers ? report.producer_max_process_cores : report.consumer_max_process_cores;
+      role = std::max(role, cores);
     }
   } else {
     report.client_cpu = {self1.user_s - self0.user_s, self1.sys_s - self0.sys_s};
-    report.client_max_process_cores = report.client_cpu.total() / std::max(report.elapsed_s, 1e-9);
+    report.client_max_process_cores =
+        report.client_cpu.total() / std::max(std::max(report.produce_s, report.consume_s), 1e-9);
   }
   return report;
 }

@@ -39,7 +39,9 @@ void PrintHelp(const po::options_description& run, const po::options_description
                "       rdmq-bench limits [--quick] [--json FILE]\n"
                "                                        memcpy, loopback TCP bandwidth and round trip\n"
                "       rdmq-bench table [--reference SYSTEM] [--markdown] RESULT.json...\n"
-               "                                        comparison table of earlier runs, with ratios\n\n"
+               "                                        comparison table of earlier runs, with ratios\n"
+               "       rdmq-bench get RESULT.json dotted.key   one value of a result (for scripts)\n"
+               "       rdmq-bench systems                      the systems this build can drive\n\n"
             << run << "\n"
             << other
             << "\nExit status: 0 ok, 1 run failed, 2 usage error, 3 records lost/duplicated/corrupt.\n"
@@ -211,6 +213,36 @@ int TableCommand(const std::vector<std::string>& args) {
   return 0;
 }
 
+// get FILE a.b.c: prints one value of a result file (for scripts without jq).
+int GetCommand(const std::vector<std::string>& args) {
+  if (args.size() != 2) return Usage("usage: rdmq-bench get RESULT.json dotted.key");
+  Result<nlohmann::json> j = ReadJson(args[0]);
+  if (!j.ok()) {
+    std::fprintf(stderr, "rdmq-bench get: %s\n", j.status().ToString().c_str());
+    return kExitFailed;
+  }
+  const nlohmann::json* at = &*j;
+  std::string path = args[1];
+  size_t start = 0;
+  while (start <= path.size()) {
+    const size_t dot = path.find('.', start);
+    const std::string key = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (!at->is_object() || !at->contains(key)) {
+      std::fprintf(stderr, "rdmq-bench get: %s has no '%s'\n", args[0].c_str(), path.c_str());
+      return kExitFailed;
+    }
+    at = &(*at)[key];
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  if (at->is_string()) {
+    std::printf("%s\n", at->get<std::string>().c_str());
+  } else {
+    std::printf("%s\n", at->dump().c_str());
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -223,8 +255,13 @@ int main(int argc, char** argv) {
   if (command == "run") return RunCommand(args);
   if (command == "limits") return LimitsCommand(args);
   if (command == "table") return TableCommand(args);
+  if (command == "get") return GetCommand(args);
+  if (command == "systems") {
+    for (const char* name : kSystems) std::printf("%s\n", name);
+    return 0;
+  }
   if (command == "help") {
     return RunCommand({"--help"});
   }
-  return Usage("unknown command '" + command + "' (run, limits, table)");
+  return Usage("unknown command '" + command + "' (run, limits, table, get, systems)");
 }

@@ -89,7 +89,11 @@ struct Report {
   bool server_cpu_known = false;
   CpuTime server_cpu;
   CpuTime client_cpu;                 // all client threads/processes together
-  double client_max_process_cores = 0;  // the busiest client process: CPU s / elapsed s
+  double client_max_process_cores = 0;  // the busiest client process: CPU s / its running s
+  // Process mode: the busiest producer and consumer process (-1 in thread mode, where producers
+  // and consumers share one process).
+  double producer_max_process_cores = -1;
+  double consumer_max_process_cores = -1;
   std::vector<Sample> timeline;
   std::array<double, 3> load_before{};  // /proc/loadavg at the start and at the end
   std::array<double, 3> load_after{};

@@ -146,6 +146,9 @@ class System {
   virtual int ServerPid() const { return 0; }
 };
 
+// The systems this build can drive.
+inline constexpr const char* kSystems[] = {"mem", "redis", "nats"};
+
 // The backend for workload.system; kInvalidArgument naming the accepted systems otherwise.
 Result<std::unique_ptr<System>> MakeSystem(const Workload& workload);
 
