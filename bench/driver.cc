@@ -61,10 +61,12 @@ static_assert(std::atomic<uint64_t>::is_always_lock_free && std::atomic<int>::is
 
 // The block of the current run, for the signal handler.
 std::atomic<Shared*> g_shared{nullptr};
+std::atomic<int> g_signal{0};
 
-void OnSignal(int) {
+void OnSignal(int signo) {
+  g_signal.store(signo);
   if (Shared* s = g_shared.load()) {
-    s->interrupted.store(1);
+    s->interrupted.store(signo);
     s->stop.store(1);
   }
 }
@@ -169,7 +171,12 @@ void RunProducer(const Workload& w, System& system, Shared& sh, int index) {
     ++seq;
     if (++part_index == parts.size()) part_index = 0;
   }
-  if (failure.ok()) failure = (*client)->Flush(std::chrono::milliseconds(120000));
+  if (failure.ok()) {
+    // When the run is being stopped (Ctrl-C, another worker failed), do not wait long for the
+    // outstanding acks: the server may be the thing that went away.
+    failure = (*client)->Flush(std::chrono::milliseconds(StopRequested(sh) ? 2000 : 120000));
+    if (StopRequested(sh)) failure = Status::Ok();
+  }
   for (size_t i = 0; i < parts.size(); ++i) {
     sh.partition_sent[parts[i]].fetch_add(per_partition[i], std::memory_order_relaxed);
   }
@@ -416,6 +423,8 @@ std::string FirstError(const Shared& sh, const Workload& w) {
 
 }  // namespace
 
+int InterruptSignal() { return g_signal.load(); }
+
 bool Report::CountsOk() const {
   if (interrupted || ack_errors != 0 || acked != sent || sent == 0) return false;
   if (workload.consumers == 0) return true;
@@ -589,6 +598,7 @@ Result<Report> RunBenchmark(const Workload& w, System& system, const RunOptions&
   }
   report.load_after = LoadAverage();
   report.interrupted = sh->interrupted.load() != 0;
+  report.interrupt_signal = sh->interrupted.load();
   report.elapsed_s = static_cast<double>(end_ns - sh->start_ns) / 1e9;
 
   std::string failure = FirstError(*sh, w);

@@ -8,6 +8,7 @@
 // `run` is the default when the first argument is an option. Exit status: 0 when the run
 // completed and every count checked out, 1 when it failed, 2 for a usage error, 3 when it
 // completed but records were lost, duplicated or corrupt.
+#include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -47,6 +48,16 @@ void PrintHelp(const po::options_description& run, const po::options_description
             << "\nExit status: 0 ok, 1 run failed, 2 usage error, 3 records lost/duplicated/corrupt.\n"
                "Systems: rdmq (its broker at --address, or started with --start-broker), redis (host:port, "
                "default 127.0.0.1:6379), nats (URL, default nats://127.0.0.1:4222), mem (in-process reference).\n";
+}
+
+// If Ctrl-C (or SIGTERM) stopped the run, die of that signal now that the partial results are
+// written, so a calling shell sees the interruption and stops rather than going on.
+void DieOfInterrupt() {
+  if (const int signo = InterruptSignal(); signo != 0) {
+    std::fflush(nullptr);
+    std::signal(signo, SIG_DFL);
+    std::raise(signo);
+  }
 }
 
 int RunCommand(const std::vector<std::string>& args) {
@@ -119,6 +130,7 @@ int RunCommand(const std::vector<std::string>& args) {
   Result<Report> report = RunBenchmark(w, **system, ro);
   if (!report.ok()) {
     std::fprintf(stderr, "rdmq-bench: %s run failed: %s\n", w.system.c_str(), report.status().ToString().c_str());
+    DieOfInterrupt();
     return kExitFailed;
   }
   PrintSummary(*report, stdout);
@@ -139,6 +151,7 @@ int RunCommand(const std::vector<std::string>& args) {
       std::printf("plot       %s\n", plot_path.c_str());
     }
   }
+  DieOfInterrupt();
   return rc;
 }
 

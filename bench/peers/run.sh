@@ -149,6 +149,10 @@ run_bench() {  # run_bench NAME ARGS...: one rdmq-bench run, result in $out/NAME
   echo "-- $name"
   local rc=0
   "$bench" run "$@" --json "$out/$name.json" --plot "$out/$name.png" || rc=$?
+  if ((rc > 128)); then
+    echo "run.sh: $name: rdmq-bench ended by signal $((rc - 128)); stopping" >&2
+    exit "$rc"
+  fi
   if ((rc == 0 || rc == 3)); then results+=("$out/$name.json"); fi
   if ((rc != 0)); then echo "run.sh: $name: rdmq-bench exited with $rc" >&2; fi
   return 0
@@ -173,7 +177,7 @@ run_rdmq() {
     mkdir -p "$dir"
     echo
     echo "== rdmq, durability=$durability (broker data in $dir)"
-    "$broker" --set "data.dir=$dir" --set fabric=shm --set "durability=$durability" >"$out/rdmq-$durability.log" 2>&1 &
+    setsid "$broker" --set "data.dir=$dir" --set fabric=shm --set "durability=$durability" >"$out/rdmq-$durability.log" 2>&1 &
     local pid=$!
     pids+=("$pid")
     for _ in $(seq 200); do [[ -S $dir/rdmq.sock ]] && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
@@ -214,7 +218,8 @@ auto-aof-rewrite-percentage 0
 EOF
     echo
     echo "== redis, appendonly yes, appendfsync $fsync (127.0.0.1:$port, data in $dir)"
-    redis-server "$dir/redis.conf" &
+    # setsid: the server does not get the terminal's Ctrl-C; cleanup stops it.
+    setsid redis-server "$dir/redis.conf" &
     local pid=$!
     pids+=("$pid")
     wait_port "$port" "$pid" redis-server "$dir/redis.log"
@@ -249,7 +254,7 @@ jetstream {
 EOF
   echo
   echo "== nats, JetStream file store (127.0.0.1:$port, data in $dir)"
-  nats-server -c "$dir/nats.conf" >"$out/nats.log" 2>&1 &
+  setsid nats-server -c "$dir/nats.conf" >"$out/nats.log" 2>&1 &
   local pid=$!
   pids+=("$pid")
   wait_port "$port" "$pid" nats-server "$out/nats.log"

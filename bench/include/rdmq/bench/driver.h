@@ -98,6 +98,7 @@ struct Report {
   std::array<double, 3> load_before{};  // /proc/loadavg at the start and at the end
   std::array<double, 3> load_after{};
   bool interrupted = false;
+  int interrupt_signal = 0;           // SIGINT / SIGTERM that stopped the run
   std::string first_error;            // first ack error, for the summary
 
   double produce_records_per_s() const { return produce_s > 0 ? static_cast<double>(acked) / produce_s : 0; }
@@ -119,5 +120,9 @@ std::vector<int> ProducerPartitions(const Workload& w, int index);
 std::vector<int> ConsumerPartitions(const Workload& w, int index);
 
 Result<Report> RunBenchmark(const Workload& workload, System& system, const RunOptions& options);
+
+// The SIGINT/SIGTERM that arrived during a RunBenchmark call of this process (0 if none), so
+// the caller can die of it once its outputs are written, as shells expect.
+int InterruptSignal();
 
 }  // namespace rdmq::bench
