@@ -268,25 +268,36 @@ const json& Obj(const json& j, const char* key) {
 }  // namespace
 
 TableRow RowFromJson(const json& j) {
+  // Result files come from disk: every field may be missing or of the wrong type.
+  auto str = [](const json& o, const char* key, const char* fallback) {
+    auto it = o.find(key);
+    return it != o.end() && it->is_string() ? it->get<std::string>() : std::string(fallback);
+  };
+  auto num = [](const json& o, const char* key, double fallback) {
+    auto it = o.find(key);
+    return it != o.end() && it->is_number() ? it->get<double>() : fallback;
+  };
+  const json& top = j.is_object() ? j : Obj(j, "");
   TableRow row;
-  row.name = j.value("system", "?");
-  row.durability = j.value("label", "");
-  if (row.durability.empty()) row.durability = j.value("durability", "");
-  row.workload = Obj(j, "workload").value("name", "?");
-  row.records_per_s = Obj(j, "produce").value("records_per_s", 0.0);
-  row.mb_per_s = Obj(j, "produce").value("mb_per_s", 0.0);
-  row.consume_records_per_s = Obj(j, "consume").value("records_per_s", 0.0);
-  const json& lat = Obj(j, "latency_ns");
-  row.ack_p50_us = Obj(lat, "ack").value("p50", 0.0) / 1e3;
-  row.ack_p99_us = Obj(lat, "ack").value("p99", 0.0) / 1e3;
-  row.e2e_p50_us = Obj(lat, "e2e").value("p50", 0.0) / 1e3;
-  row.e2e_p99_us = Obj(lat, "e2e").value("p99", 0.0) / 1e3;
-  const json& cpu = Obj(j, "cpu");
-  row.server_cores = Obj(cpu, "server").value("cores", -1.0);
-  row.client_cores = Obj(cpu, "clients").value("cores", 0.0);
-  row.ok = j.value("ok", false);
+  row.name = str(top, "system", "?");
+  row.durability = str(top, "label", "");
+  if (row.durability.empty()) row.durability = str(top, "durability", "");
+  row.workload = str(Obj(top, "workload"), "name", "?");
+  row.records_per_s = num(Obj(top, "produce"), "records_per_s", 0);
+  row.mb_per_s = num(Obj(top, "produce"), "mb_per_s", 0);
+  row.consume_records_per_s = num(Obj(top, "consume"), "records_per_s", 0);
+  const json& lat = Obj(top, "latency_ns");
+  row.ack_p50_us = num(Obj(lat, "ack"), "p50", 0) / 1e3;
+  row.ack_p99_us = num(Obj(lat, "ack"), "p99", 0) / 1e3;
+  row.e2e_p50_us = num(Obj(lat, "e2e"), "p50", 0) / 1e3;
+  row.e2e_p99_us = num(Obj(lat, "e2e"), "p99", 0) / 1e3;
+  const json& cpu = Obj(top, "cpu");
+  row.server_cores = num(Obj(cpu, "server"), "cores", -1);
+  row.client_cores = num(Obj(cpu, "clients"), "cores", 0);
+  auto ok = top.find("ok");
+  row.ok = ok != top.end() && ok->is_boolean() && ok->get<bool>();
   // The durability class used for "like with like" ratios.
-  row.klass = j.value("durability", "durable");
+  row.klass = str(top, "durability", "durable");
   return row;
 }
 
