@@ -165,8 +165,13 @@ class MemSystem final : public System {
   }
 
   uint32_t version() const { return header_->version.load(std::memory_order_seq_cst); }
-  // Sleeps until an append after `seen` or the timeout.
+  // Waits until an append after `seen` or the timeout: spins for up to 50 us first (as rdmq's
+  // consumers do), so a busy producer does not pay a futex wake per record.
   void Wait(uint32_t seen, std::chrono::milliseconds timeout) {
+    const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
+    while (std::chrono::steady_clock::now() < spin_until) {
+      if (version() != seen) return;
+    }
     header_->sleepers.fetch_add(1, std::memory_order_seq_cst);
     if (version() == seen) {
       timespec ts{static_cast<time_t>(timeout.count() / 1000), static_cast<long>(timeout.count() % 1000) * 1000000};
