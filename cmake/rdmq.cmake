@@ -2,6 +2,7 @@
 # project's warning flags, and every test binary a set of labelled CTest tests.
 
 set(RDMQ_WARNINGS -Wall -Wextra -Werror -Wpedantic -Wnon-virtual-dtor -Wcast-align -Wimplicit-fallthrough)
+# GCC-only spellings (the fuzz preset builds with clang, which rejects unknown warnings).
 if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
   list(APPEND RDMQ_WARNINGS -Wshadow=local)
 else()
@@ -16,14 +17,17 @@ endif()
 if(RDMQ_SANITIZE)
   # GCC's -Wmaybe-uninitialized misfires under -fsanitize at -O1 (e.g. in libstdc++'s <regex>,
   # which catch.hpp includes), so it cannot be an error in sanitizer builds.
-  list(APPEND RDMQ_WARNINGS -Wno-maybe-uninitialized)
-  add_compile_options(-fsanitize=${RDMQ_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
-  add_link_options(-fsanitize=${RDMQ_SANITIZE})
   if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
-    # GCC documents that sanitizer instrumentation makes -Wmaybe-uninitialized report false
-    # positives (seen in libstdc++'s <regex> and <functional>); the release build keeps it.
     list(APPEND RDMQ_WARNINGS -Wno-maybe-uninitialized)
   endif()
+  add_compile_options(-fsanitize=${RDMQ_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
+  add_link_options(-fsanitize=${RDMQ_SANITIZE})
+endif()
+
+if(RDMQ_FUZZ)
+  # Coverage instrumentation for the libraries the fuzz targets exercise (the targets themselves
+  # add -fsanitize=fuzzer); without it libFuzzer sees only the target's own file.
+  add_compile_options(-fsanitize=fuzzer-no-link)
 endif()
 
 # rdmq_set_warnings(<target>)

@@ -237,17 +237,20 @@ Status Conn::Send(uint8_t type, uint16_t flags, std::span<const iovec> parts, st
   return SendLocked(std::span<const iovec>(iov, parts.size() + 1), kFrameHeaderSize + total, fds);
 }
 
-Status Conn::SendFramed(std::span<const iovec> parts) {
+Status Conn::SendFramed(std::span<const iovec> parts, bool borrow) {
   size_t total = 0;
   for (const iovec& v : parts) total += v.iov_len;
   std::lock_guard lk(mu_);
-  return SendLocked(parts, total, {});
+  return SendLocked(parts, total, {}, borrow);
 }
 
-Status Conn::SendLocked(std::span<const iovec> parts, size_t total, std::span<const int> fds) {
+Status Conn::SendLocked(std::span<const iovec> parts, size_t total, std::span<const int> fds, bool borrow) {
   if (closed()) return Status(FabricErrc::kPeerGone, "connection to " + peer_ + " is closed");
   size_t written = 0;
-  const bool direct = out_.empty() && !(dispatching_ && agent_.InThread());
+  // Inside a read burst the agent queues small frames so that they leave in one write; a large
+  // one goes out at once when nothing is queued before it (saving a copy).
+  constexpr size_t kDirectFromAgent = 64 * 1024;
+  const bool direct = out_.empty() && (!(dispatching_ && agent_.InThread()) || total >= kDirectFromAgent);
   if (direct) {
     constexpr size_t kMaxIov = 1024;
     size_t first = 0, skip = 0;  // iovec index and offset within it where the unwritten bytes start
@@ -290,27 +293,54 @@ Status Conn::SendLocked(std::span<const iovec> parts, size_t total, std::span<co
     }
     if (written == total) return Status::Ok();
   }
-  // Queue what was not written (copying it: the caller's memory may be reused after return).
-  OutChunk chunk;
-  chunk.data.resize(total - written);
-  size_t pos = 0, skip = written;
+  // Queue what was not written: copied (the caller's memory may be reused after return), except
+  // large borrowable parts, which are queued by reference.
+  std::vector<UniqueFd> dup_fds;
+  if (written == 0) {
+    for (int fd : fds) {
+      UniqueFd dup(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
+      if (!dup.valid()) return Status::FromErrno(errno, "dup fd for " + peer_);
+      dup_fds.push_back(std::move(dup));
+    }
+  }
+  struct Seg {
+    const std::byte* p;
+    size_t n;
+    bool borrowed;
+  };
+  std::vector<Seg> segs;
+  size_t skip = written;
   for (const iovec& v : parts) {
     if (skip >= v.iov_len) {
       skip -= v.iov_len;
       continue;
     }
-    std::memcpy(chunk.data.data() + pos, static_cast<const std::byte*>(v.iov_base) + skip, v.iov_len - skip);
-    pos += v.iov_len - skip;
+    const size_t n = v.iov_len - skip;
+    segs.push_back({static_cast<const std::byte*>(v.iov_base) + skip, n, borrow && n >= kBorrowMin});
     skip = 0;
   }
-  if (written == 0) {
-    for (int fd : fds) {
-      UniqueFd dup(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
-      if (!dup.valid()) return Status::FromErrno(errno, "dup fd for " + peer_);
-      chunk.fds.push_back(std::move(dup));
+  bool first = true;
+  for (size_t i = 0; i < segs.size();) {
+    OutChunk c;
+    if (segs[i].borrowed) {
+      c.borrowed = segs[i].p;
+      c.size = segs[i].n;
+      ++i;
+    } else {
+      size_t j = i;
+      while (j < segs.size() && !segs[j].borrowed) c.size += segs[j++].n;
+      c.buf = std::make_unique_for_overwrite<std::byte[]>(c.size);
+      for (size_t pos = 0; i < j; ++i) {
+        std::memcpy(c.buf.get() + pos, segs[i].p, segs[i].n);
+        pos += segs[i].n;
+      }
     }
+    if (first) {
+      c.fds = std::move(dup_fds);
+      first = false;
+    }
+    out_.push_back(std::move(c));
   }
-  out_.push_back(std::move(chunk));
   if (!(dispatching_ && agent_.InThread()) && !write_armed_) ArmWriteLocked();
   return Status::Ok();
 }
@@ -323,14 +353,14 @@ bool Conn::FlushLocked() {
     alignas(cmsghdr) char cbuf[CMSG_SPACE(sizeof(int) * kMaxFrameFds)];
     OutChunk& first = out_.front();
     if (!first.fds.empty() && first.sent == 0) {
-      iov[niov++] = iovec{first.data.data(), first.data.size()};
+      iov[niov++] = iovec{const_cast<std::byte*>(first.data()), first.size};
       int raw[kMaxFrameFds];
       for (size_t i = 0; i < first.fds.size(); ++i) raw[i] = first.fds[i].get();
       AttachRights(msg, cbuf, raw, first.fds.size());
     } else {
       for (auto it = out_.begin(); it != out_.end() && niov < 64; ++it) {
         if (it != out_.begin() && !it->fds.empty()) break;
-        iov[niov++] = iovec{it->data.data() + it->sent, it->data.size() - it->sent};
+        iov[niov++] = iovec{const_cast<std::byte*>(it->data()) + it->sent, it->size - it->sent};
       }
     }
     msg.msg_iov = iov;
@@ -347,10 +377,10 @@ bool Conn::FlushLocked() {
     while (left > 0 && !out_.empty()) {
       OutChunk& c = out_.front();
       c.fds.clear();
-      const size_t take = std::min(left, c.data.size() - c.sent);
+      const size_t take = std::min(left, c.size - c.sent);
       c.sent += take;
       left -= take;
-      if (c.sent == c.data.size()) out_.pop_front();
+      if (c.sent == c.size) out_.pop_front();
     }
     if (!out_.empty() && out_.front().sent == 0 && !out_.front().fds.empty()) continue;
     if (n == 0) return true;
@@ -387,6 +417,7 @@ void Conn::Close() {
   std::lock_guard lk(mu_);
   if (finished_ || closed()) return;
   ShutdownLocked();
+  out_.clear();  // drops references to borrowed caller memory: nothing is sent after Close
 }
 
 void Conn::Fail(const Status& why) {

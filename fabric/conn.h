@@ -96,7 +96,11 @@ class Conn : public std::enable_shared_from_this<Conn> {
     return Send(type, flags, std::span<const iovec>(&v, 1));
   }
   // Sends bytes that already are complete frames (several of them: one write for a batch).
-  Status SendFramed(std::span<const iovec> parts);
+  // With `borrow`, parts of at least kBorrowMin bytes that cannot be written at once are queued
+  // by reference, not copied: the caller keeps them valid and unchanged until the connection
+  // is closed or the peer has answered for them (the verbs rule for a posted WRITE's buffer).
+  Status SendFramed(std::span<const iovec> parts, bool borrow = false);
+  static constexpr size_t kBorrowMin = 16 * 1024;
   // Encodes a frame header into `out` (kFrameHeaderSize bytes).
   static void EncodeHeader(std::byte* out, uint32_t payload_len, uint8_t type, uint8_t nfds, uint16_t flags);
   // Shuts the socket down; the agent then closes it and calls OnClosed. Idempotent.
@@ -107,7 +111,10 @@ class Conn : public std::enable_shared_from_this<Conn> {
 
  private:
   struct OutChunk {
-    std::vector<std::byte> data;
+    std::unique_ptr<std::byte[]> buf;  // not zero-filled: it is overwritten at once
+    const std::byte* borrowed = nullptr;  // the caller's memory, when not copied
+    size_t size = 0;
+    const std::byte* data() const noexcept { return borrowed ? borrowed : buf.get(); }
     size_t sent = 0;
     std::vector<UniqueFd> fds;  // sent with the first byte
   };
@@ -122,7 +129,7 @@ class Conn : public std::enable_shared_from_this<Conn> {
   void ParseFrames();
   void Fail(const Status& why);
   void ShutdownLocked() noexcept;
-  Status SendLocked(std::span<const iovec> parts, size_t total, std::span<const int> fds);
+  Status SendLocked(std::span<const iovec> parts, size_t total, std::span<const int> fds, bool borrow = false);
 
   Agent& agent_;
   const int fd_;  // owned by sd_

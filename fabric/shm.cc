@@ -760,8 +760,9 @@ class ShmEpCore : public ConnHandler, public CqSource {
     const uint64_t delta = rep.file_offset - map_off;
     const uint64_t map_len = RoundUp(delta + rep.length, PageSize());
     const bool writable = (rep.access & (kRemoteWrite | kRemoteAtomic)) != 0;
+    // Populated at once: a first touch on the data path would cost a page fault per page.
     RDMQ_ASSIGN_OR_RETURN(Mapping m, MapShared(fd.get(), map_len, map_off, writable,
-                                               std::string("attached region (key ") + keyhex + ")"));
+                                               std::string("attached region (key ") + keyhex + ")", true));
     std::byte* ptr = m.data() + delta;
     const auto* slot = reinterpret_cast<const std::atomic<uint64_t>*>(peer_keys_.data() + rep.slot * 8);
     return std::unique_ptr<RemoteRegion>(new ShmRemote(desc, std::move(m), ptr, rep, slot, id_));

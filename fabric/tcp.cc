@@ -461,7 +461,9 @@ class TcpEpCore : public ConnHandler {
       }
     }
     // A failed send shuts the connection down; OnClosed then flushes what was just queued.
-    (void)conn_->SendFramed(iov_);
+    // Payloads are borrowed, not copied, when the socket cannot take them at once: a posted
+    // WRITE's buffer stays untouched until its completion (which needs the peer's answer).
+    (void)conn_->SendFramed(iov_, /*borrow=*/true);
     return Status::Ok();
   }
 

@@ -25,9 +25,10 @@ Result<UniqueFd> CreateMemfd(const char* name, size_t size) {
   return fd;
 }
 
-Result<Mapping> MapShared(int fd, size_t len, uint64_t offset, bool writable, const std::string& what) {
+Result<Mapping> MapShared(int fd, size_t len, uint64_t offset, bool writable, const std::string& what,
+                          bool populate) {
   const int prot = PROT_READ | (writable ? PROT_WRITE : 0);
-  void* p = ::mmap(nullptr, len, prot, MAP_SHARED, fd, static_cast<off_t>(offset));
+  void* p = ::mmap(nullptr, len, prot, MAP_SHARED | (populate ? MAP_POPULATE : 0), fd, static_cast<off_t>(offset));
   if (p == MAP_FAILED) {
     return Status::FromErrno(errno, "mmap " + what + " (" + std::to_string(len) + " bytes at file offset " +
                                         std::to_string(offset) + (writable ? ", read-write)" : ", read-only)"));

@@ -75,8 +75,10 @@ class Mapping {
 
 // A memfd of `size` bytes (sealed against shrinking), named for /proc/<pid>/fd listings.
 Result<UniqueFd> CreateMemfd(const char* name, size_t size);
-// Maps [offset, offset+len) of `fd` with MAP_SHARED; `offset` must be page aligned.
-Result<Mapping> MapShared(int fd, size_t len, uint64_t offset, bool writable, const std::string& what);
+// Maps [offset, offset+len) of `fd` with MAP_SHARED; `offset` must be page aligned. `populate`
+// prefaults the page tables (MAP_POPULATE).
+Result<Mapping> MapShared(int fd, size_t len, uint64_t offset, bool writable, const std::string& what,
+                          bool populate = false);
 // Anonymous private zeroed pages.
 Result<Mapping> MapAnonymous(size_t len);
 

@@ -657,7 +657,8 @@ class VerbsEpCore : public ConnHandler, public std::enable_shared_from_this<Verb
     max_inline_ = a.cap.max_inline_data;
     qp_ = id->qp;
     qp_num_ = qp_->qp_num;
-    scratch_mr_.reset(ibv_reg_mr(fab_.pd.get(), scratch_, sizeof scratch_, IBV_ACCESS_LOCAL_WRITE));
+    const int local_write = IBV_ACCESS_LOCAL_WRITE;  // an int: ibv_reg_mr's macro mixes enum types
+    scratch_mr_.reset(ibv_reg_mr(fab_.pd.get(), scratch_, sizeof scratch_, local_write));
     if (!scratch_mr_) return CmError("ibv_reg_mr (8-byte atomic scratch)");
     return Status::Ok();
   }

@@ -1,6 +1,9 @@
 // The fabric conformance suite: every provider must pass it (DESIGN.md section 3). Built into
 // one binary per provider; kProvider says which.
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -56,6 +59,12 @@ bool Unchanged(const Region& r, const std::vector<std::byte>& snapshot) {
 }
 
 std::vector<std::byte> Snapshot(const Region& r) { return std::vector<std::byte>(r.data(), r.data() + r.size()); }
+
+void* MapAnonymousForTest(size_t n) {
+  void* p = ::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(p != MAP_FAILED);
+  return p;
+}
 
 }  // namespace
 
@@ -910,4 +919,66 @@ TEST_CASE("conformance: Close flushes posted receives and the peer notices") {
   while (p.ea->connected() && MonoNanos() < deadline) std::this_thread::sleep_for(5ms);
   CHECK(!p.ea->connected());
   CHECK(p.ea->RecvControl(10ms).status().is(Errc::kUnavailable));
+}
+
+TEST_CASE("conformance: Register makes a file mapping (at an offset) a region like any other") {
+  FABRIC_CONFORMANCE_PRELUDE();
+  Pair p;
+  constexpr size_t kFile = 1u << 20, kOffset = 64 * 1024, kLen = 256 * 1024;
+  // A memfd (what segments on tmpfs look like) and a regular file in the test directory.
+  for (const bool memfd : {true, false}) {
+    INFO((memfd ? "memfd" : "regular file"));
+    const std::string path = (p.dir / "segment").string();
+    const int fd = memfd ? ::memfd_create("rdmq-test-segment", MFD_CLOEXEC)
+                         : ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    REQUIRE(fd >= 0);
+    REQUIRE(::ftruncate(fd, kFile) == 0);
+    void* map = ::mmap(nullptr, kLen, PROT_READ | PROT_WRITE, MAP_SHARED, fd, kOffset);
+    REQUIRE(map != MAP_FAILED);
+    auto region = p.a.fabric->Register(map, kLen, fd, kOffset, kAll);
+    if (!region.ok() && kProvider == Provider::kVerbs && !memfd) {
+      // Page-cache files may be refused for long-term pinning; the error must say what to use.
+      INFO(region.status());
+      CHECK(region.status().is(FabricErrc::kRegistration));
+      CHECK(region.status().ToString().find("memfd") != std::string::npos);
+    } else {
+      REQUIRE_OK(region);
+      CHECK((*region)->data() == static_cast<std::byte*>(map));
+      CHECK((*region)->size() == kLen);
+      auto remote = ShareAndAttach(*p.ea, *p.eb, (*region)->Descriptor());
+      auto local = Alloc(*p.b.fabric, 4096, kLocalWrite);
+      for (size_t i = 0; i < 4096; ++i) local->data()[i] = static_cast<std::byte>(i * 7 + (memfd ? 1 : 2));
+      Completion c = Run(*p.eb, *p.b.scq, MakeWrite(*local, 0, 4096, remote.get(), kLen - 4096, 1));
+      REQUIRE(!c.status);
+      // The bytes are in the file, at the registered file offset.
+      std::vector<std::byte> back(4096);
+      REQUIRE(::pread(fd, back.data(), back.size(), static_cast<off_t>(kOffset + kLen - 4096)) == 4096);
+      CHECK(std::memcmp(back.data(), local->data(), 4096) == 0);
+      c = Run(*p.eb, *p.b.scq, MakeWrite(*local, 0, 16, remote.get(), kLen - 8, 2));
+      CHECK(IsError(c, FabricErrc::kOutOfBounds));
+      // A READ sees what the owner writes through the file.
+      const char msg[] = "written with pwrite";
+      REQUIRE(::pwrite(fd, msg, sizeof msg, kOffset + 100) == static_cast<ssize_t>(sizeof msg));
+      c = Run(*p.eb, *p.b.scq, MakeRead(*local, 0, sizeof msg, remote.get(), 100, 3));
+      REQUIRE(!c.status);
+      CHECK(std::memcmp(local->data(), msg, sizeof msg) == 0);
+      remote.reset();
+      region->reset();
+    }
+    ::munmap(map, kLen);
+    ::close(fd);
+  }
+  if (kProvider == Provider::kShm) {
+    // shm regions must come with their fd, and lie within the file.
+    auto anon = MapAnonymousForTest(4096);
+    CHECK(p.a.fabric->Register(anon, 4096, -1, 0, kAll).status().is(FabricErrc::kRegistration));
+    const int fd = ::memfd_create("rdmq-short", MFD_CLOEXEC);
+    REQUIRE(::ftruncate(fd, 4096) == 0);
+    void* map = ::mmap(nullptr, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    REQUIRE(map != MAP_FAILED);
+    CHECK(p.a.fabric->Register(map, 8192, fd, 0, kAll).status().is(FabricErrc::kOutOfBounds));
+    ::munmap(map, 8192);
+    ::close(fd);
+    ::munmap(anon, 4096);
+  }
 }

@@ -24,6 +24,10 @@
 #   RDMQ_RXE_SCALE    RDMQ_TEST_SCALE inside the VM (default 0.25: TCG is slow)
 #   RDMQ_RXE_HELPERS  helper binaries copied beside the tests (default fabric_test_peer)
 #   RDMQ_RXE_ARGS     extra arguments for every test binary (e.g. a Catch2 test name filter)
+#   RDMQ_RXE_EXTRA    a command run in the VM after the tests, e.g.
+#                     RDMQ_RXE_HELPERS="fabric_test_peer rdmq-fabric-bench"
+#                     RDMQ_RXE_EXTRA="rdmq-fabric-bench --providers verbs --quick"
+#                     (its failure counts as a failing binary)
 #   RDMQ_RXE_KPKG     kernel package to use instead of linux-image-amd64's dependency
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -63,7 +67,15 @@ say "verbs test binaries: ${tests[*]##*/}"
 # ---------------------------------------------------------------- kernel (cached)
 mkdir -p "$cache"
 cache=$(cd "$cache" && pwd)
-kpkg=${RDMQ_RXE_KPKG:-$(apt-cache depends linux-image-amd64 2>/dev/null | sed -n 's/^ *Depends: \(linux-image-[0-9].*\)$/\1/p' | head -1)}
+kernel_package() {
+  apt-cache depends linux-image-amd64 2>/dev/null | sed -n 's/^ *Depends: \(linux-image-[0-9].*\)$/\1/p' | head -1
+}
+kpkg=${RDMQ_RXE_KPKG:-$(kernel_package)}
+if [[ -z $kpkg && $(id -u) == 0 ]]; then  # empty package lists (a fresh image): fetch them once
+  say "apt-get update (package lists are empty)"
+  apt-get update -qq >&2 || true
+  kpkg=$(kernel_package)
+fi
 [[ -n $kpkg ]] || die "cannot tell which kernel package linux-image-amd64 needs (run apt-get update)"
 kdir=$cache/$kpkg
 if [[ ! -f $kdir/.unpacked ]]; then
@@ -168,6 +180,7 @@ grep -q rdma_rxe "$rootfs/etc/modules.order" || die "rdma_rxe not found in $kpkg
   echo "SCALE=$scale"
   printf 'TESTS="%s"\n' "$(for t in "${tests[@]}"; do printf '%s ' "${t##*/}"; done)"
   printf 'ARGS=%q\n' "${RDMQ_RXE_ARGS:-}"
+  printf 'EXTRA=%q\n' "${RDMQ_RXE_EXTRA:-}"
   cat <<'EOF'
 export PATH=/extra:/usr/bin:/usr/sbin HOME=/tmp
 mount -t proc proc /proc; mount -t sysfs sysfs /sys; mount -t devtmpfs devtmpfs /dev
@@ -195,6 +208,10 @@ for t in $TESTS; do
   echo "RXE: ==== $t exit $rc after $(echo "$s $(up)" | awk '{printf "%.1f", $2-$1}')s"
   [ $rc -eq 0 ] || failed=$((failed+1))
 done
+if [ -n "$EXTRA" ]; then
+  echo "RXE: ==== $EXTRA"
+  sh -c "$EXTRA" || failed=$((failed+1))
+fi
 echo "RXE_RC=$failed"
 poweroff -f
 EOF

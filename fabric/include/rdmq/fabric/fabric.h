@@ -34,8 +34,10 @@
 // Errors (rdmq::fabric::FabricErrc, mapped onto rdmq::Errc): kBadKey (PermissionDenied),
 // kAccessDenied (PermissionDenied), kOutOfBounds (OutOfRange), kUnaligned (InvalidArgument),
 // kPeerGone (Unavailable), kQueueFull (ResourceExhausted), kRevoked (PermissionDenied),
-// kNoDevice (Unsupported), kRegistration (Unsupported), kProtocol (Corruption).
-// A failed operation changes no byte of its target.
+// kNoDevice (Unsupported), kRegistration (Unsupported), kProtocol (Corruption), kBadDescriptor,
+// kWrongProvider (InvalidArgument), kRnr (ResourceExhausted), kFlushed (Unavailable), kTooLong
+// (InvalidArgument). A failed operation changes no byte of its target.
+// Provider guarantees, limits and byte formats: docs/fabric.md.
 #pragma once
 
 #include <chrono>
@@ -228,8 +230,12 @@ class Endpoint {
   virtual bool connected() const noexcept = 0;
 
   // Posts a batch with one doorbell. Either the whole batch is accepted (OK) or none of it (an
-  // error: kQueueFull, kPeerGone, kInvalidArgument for a malformed request). Remote failures (bad
-  // key, bounds, rights, peer death) arrive as error completions, signalled or not.
+  // error: kQueueFull, kPeerGone, kFlushed, kInvalidArgument/kTooLong for a malformed request).
+  // Remote failures (bad key, bounds, rights, peer death) arrive as error completions, signalled
+  // or not. The local buffers of a posted operation must stay valid and unchanged until it
+  // completes (verbs rule; tcp may send from them after Post returns). On verbs, an error the
+  // NIC reports ends the connection (later posts: kFlushed); bounds, rights and alignment
+  // against the attached descriptor are checked before posting, so those mistakes do not.
   virtual Status Post(std::span<const WorkRequest> wrs) = 0;
   virtual Status PostRecv(std::span<const RecvRequest> rrs) = 0;
 
