@@ -1,0 +1,199 @@
+#include "rdmq/storage/format.h"
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+
+#include "rdmq/common/coding.h"
+#include "rdmq/common/crc32c.h"
+
+namespace rdmq::storage::format {
+
+using coding::LoadLE;
+using coding::StoreLE;
+
+std::string SegmentFileName(Offset base) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%020lld.seg", static_cast<long long>(base.value()));
+  return buf;
+}
+
+bool ParseSegmentFileName(const std::string& name, Offset* base) {
+  if (name.size() != 24 || name.compare(20, 4, ".seg") != 0) return false;
+  uint64_t v = 0;
+  for (size_t i = 0; i < 20; ++i) {
+    const char c = name[i];
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+    if (v > static_cast<uint64_t>(INT64_MAX)) return false;
+  }
+  *base = Offset(static_cast<int64_t>(v));
+  return true;
+}
+
+void EncodeSegmentHeader(const SegmentHeader& h, std::byte* out) {
+  std::memset(out, 0, 64);
+  StoreLE<uint64_t>(out + kHdrMagic, kSegmentMagic);
+  StoreLE<uint32_t>(out + kHdrVersion, h.version);
+  StoreLE<uint32_t>(out + kHdrHeaderSize, static_cast<uint32_t>(kSegmentHeaderSize));
+  StoreLE<uint64_t>(out + kHdrTopic, h.topic.value());
+  StoreLE<int32_t>(out + kHdrPartition, h.partition.value());
+  StoreLE<uint32_t>(out + kHdrFlags, h.flags);
+  StoreLE<int64_t>(out + kHdrBaseOffset, h.base_offset.value());
+  StoreLE<uint64_t>(out + kHdrCapacity, h.capacity);
+  StoreLE<int64_t>(out + kHdrCreated, h.created.value());
+  StoreLE<uint32_t>(out + kHdrCrc, crc32c::Value(out, kHdrCrcCovered));
+}
+
+Status DecodeSegmentHeader(std::span<const std::byte> file, SegmentHeader* out) {
+  if (file.size() < kSegmentHeaderSize) {
+    return Status(StorageErrc::kTruncatedFile, "file is " + std::to_string(file.size()) +
+                                                   " bytes, shorter than the 4096-byte segment header");
+  }
+  const std::byte* p = file.data();
+  if (LoadLE<uint64_t>(p + kHdrMagic) != kSegmentMagic) {
+    return Status(StorageErrc::kBadMagic, "the first 8 bytes are not \"RDMQSEG\\n\"");
+  }
+  SegmentHeader h;
+  h.version = LoadLE<uint32_t>(p + kHdrVersion);
+  if (h.version != kSegmentVersion) {
+    return Status(StorageErrc::kBadVersion,
+                  "segment format version " + std::to_string(h.version) + " (this build reads version 1)");
+  }
+  if (LoadLE<uint32_t>(p + kHdrHeaderSize) != kSegmentHeaderSize) {
+    return Status(StorageErrc::kCorruptHeader,
+                  "header size " + std::to_string(LoadLE<uint32_t>(p + kHdrHeaderSize)) + " is not 4096");
+  }
+  const uint32_t stored = LoadLE<uint32_t>(p + kHdrCrc);
+  const uint32_t computed = crc32c::Value(p, kHdrCrcCovered);
+  if (stored != computed) {
+    return Status(StorageErrc::kCorruptHeader, "header CRC mismatch (stored " + std::to_string(stored) +
+                                                   ", computed " + std::to_string(computed) + ")");
+  }
+  h.topic = TopicId(LoadLE<uint64_t>(p + kHdrTopic));
+  h.partition = PartitionId(LoadLE<int32_t>(p + kHdrPartition));
+  h.flags = LoadLE<uint32_t>(p + kHdrFlags);
+  h.base_offset = Offset(LoadLE<int64_t>(p + kHdrBaseOffset));
+  h.capacity = LoadLE<uint64_t>(p + kHdrCapacity);
+  h.created = TimestampMs(LoadLE<int64_t>(p + kHdrCreated));
+  if (h.base_offset.value() < 0) {
+    return Status(StorageErrc::kCorruptHeader,
+                  "negative base offset " + std::to_string(h.base_offset.value()));
+  }
+  *out = h;
+  return Status::Ok();
+}
+
+namespace {
+
+void SealCrc(std::byte* out) { StoreLE<uint32_t>(out + kRecordCrc, crc32c::Value(out, kRecordCrc)); }
+bool CrcOk(const std::byte* in) { return LoadLE<uint32_t>(in + kRecordCrc) == crc32c::Value(in, kRecordCrc); }
+
+}  // namespace
+
+void EncodeSealRecord(const SealRecord& s, std::byte out[kRecordSize]) {
+  std::memset(out, 0, kRecordSize);
+  StoreLE<uint64_t>(out + 0, s.end.value());
+  StoreLE<int64_t>(out + 8, s.next_offset.value());
+  StoreLE<int64_t>(out + 16, s.max_timestamp.value());
+  StoreLE<uint32_t>(out + 24, kSealedFlag);
+  SealCrc(out);
+}
+
+bool DecodeSealRecord(const std::byte in[kRecordSize], SealRecord* out) {
+  if (!CrcOk(in) || (LoadLE<uint32_t>(in + 24) & kSealedFlag) == 0) return false;
+  out->end = Position(LoadLE<uint64_t>(in + 0));
+  out->next_offset = Offset(LoadLE<int64_t>(in + 8));
+  out->max_timestamp = TimestampMs(LoadLE<int64_t>(in + 16));
+  return true;
+}
+
+void EncodeCheckpoint(const Checkpoint& c, std::byte out[kRecordSize]) {
+  std::memset(out, 0, kRecordSize);
+  StoreLE<uint64_t>(out + 0, c.sequence);
+  StoreLE<uint64_t>(out + 8, c.committed.value());
+  StoreLE<int64_t>(out + 16, c.next_offset.value());
+  StoreLE<int64_t>(out + 24, c.max_timestamp.value());
+  SealCrc(out);
+}
+
+bool DecodeCheckpoint(const std::byte in[kRecordSize], Checkpoint* out) {
+  if (!CrcOk(in)) return false;
+  Checkpoint c;
+  c.sequence = LoadLE<uint64_t>(in + 0);
+  if (c.sequence == 0) return false;
+  c.committed = Position(LoadLE<uint64_t>(in + 8));
+  c.next_offset = Offset(LoadLE<int64_t>(in + 16));
+  c.max_timestamp = TimestampMs(LoadLE<int64_t>(in + 24));
+  *out = c;
+  return true;
+}
+
+void EncodePartitionSlot(const PartitionSlot& s, std::byte out[kSlotSize]) {
+  std::memset(out, 0, kSlotSize);
+  StoreLE<uint64_t>(out + 0, s.generation);
+  StoreLE<uint32_t>(out + 8, kSlotMagic);
+  StoreLE<uint16_t>(out + 12, kSlotVersion);
+  StoreLE<uint16_t>(out + 14, s.flags);
+  StoreLE<int64_t>(out + 16, s.active_segment.value());
+  StoreLE<uint64_t>(out + 24, s.committed_position.value());
+  StoreLE<int64_t>(out + 32, s.high_watermark.value());
+  StoreLE<int64_t>(out + 40, s.log_start_offset.value());
+  StoreLE<uint64_t>(out + 48, s.active_capacity);
+  SealCrc(out);
+}
+
+Status DecodePartitionSlot(const std::byte in[kSlotSize], PartitionSlot* out) {
+  if (LoadLE<uint32_t>(in + 8) != kSlotMagic) {
+    return Status(StorageErrc::kBadMagic, "partition slot magic is not \"RSLT\"");
+  }
+  if (LoadLE<uint16_t>(in + 12) != kSlotVersion) {
+    return Status(StorageErrc::kBadVersion,
+                  "partition slot version " + std::to_string(LoadLE<uint16_t>(in + 12)) + " (expected 1)");
+  }
+  if (!CrcOk(in)) return Status(StorageErrc::kCorruptHeader, "partition slot CRC mismatch (torn read?)");
+  PartitionSlot s;
+  s.generation = LoadLE<uint64_t>(in + 0);
+  s.flags = LoadLE<uint16_t>(in + 14);
+  s.active_segment = Offset(LoadLE<int64_t>(in + 16));
+  s.committed_position = Position(LoadLE<uint64_t>(in + 24));
+  s.high_watermark = Offset(LoadLE<int64_t>(in + 32));
+  s.log_start_offset = Offset(LoadLE<int64_t>(in + 40));
+  s.active_capacity = LoadLE<uint64_t>(in + 48);
+  *out = s;
+  return Status::Ok();
+}
+
+Result<PartitionSlot> ReadPartitionSlot(const void* slot, int attempts) {
+  auto* words = static_cast<uint64_t*>(const_cast<void*>(slot));
+  Status last;
+  for (int i = 0; i < attempts; ++i) {
+    alignas(8) std::byte snap[kSlotSize];
+    // Generation first (acquire), then the body: pairs with StorePartitionSlot.
+    const uint64_t gen = std::atomic_ref<uint64_t>(words[0]).load(std::memory_order_acquire);
+    StoreLE<uint64_t>(snap, gen);
+    for (size_t w = 1; w < kSlotSize / 8; ++w) {
+      StoreLE<uint64_t>(snap + 8 * w, std::atomic_ref<uint64_t>(words[w]).load(std::memory_order_relaxed));
+    }
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (std::atomic_ref<uint64_t>(words[0]).load(std::memory_order_relaxed) != gen) continue;
+    PartitionSlot s;
+    last = DecodePartitionSlot(snap, &s);
+    if (last.ok()) return s;
+    if (last.is(StorageErrc::kBadMagic) || last.is(StorageErrc::kBadVersion)) return last;
+  }
+  return last.ok() ? Status(StorageErrc::kCorruptHeader, "partition slot kept changing while being read")
+                   : last;
+}
+
+void StorePartitionSlot(void* slot, const PartitionSlot& s) {
+  alignas(8) std::byte enc[kSlotSize];
+  EncodePartitionSlot(s, enc);
+  auto* words = static_cast<uint64_t*>(slot);
+  for (size_t w = 1; w < kSlotSize / 8; ++w) {
+    std::atomic_ref<uint64_t>(words[w]).store(LoadLE<uint64_t>(enc + 8 * w), std::memory_order_relaxed);
+  }
+  std::atomic_ref<uint64_t>(words[0]).store(s.generation, std::memory_order_release);
+}
+
+}  // namespace rdmq::storage::format

@@ -1,0 +1,252 @@
+#include "segment.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "rdmq/common/log.h"
+
+namespace rdmq::storage::internal {
+
+namespace {
+
+constexpr uint64_t kPage = 4096;
+
+bool AllZero(const std::byte* p, size_t n) {
+  // Word-wise OR; the compiler vectorises it.
+  uint64_t acc = 0;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, p + i, 8);
+    acc |= w;
+  }
+  for (; i < n; ++i) acc |= static_cast<uint64_t>(p[i]);
+  return acc == 0;
+}
+
+// A batch as the log accepts it: offsets assigned, consecutive, count consistent.
+bool OffsetsContinue(const BatchHeader& h, Offset expected) {
+  return h.base_offset == expected && h.record_count > 0 && h.last_offset_delta == h.record_count - 1;
+}
+
+}  // namespace
+
+Segment::Segment(std::string dir, const format::SegmentHeader& header, std::unique_ptr<MappedFile> file,
+                 PersistMode mode, uint32_t index_interval)
+    : next_offset(header.base_offset),
+      dir_(std::move(dir)),
+      name_(format::SegmentFileName(header.base_offset)),
+      path_(dir_ + "/" + name_),
+      header_(header),
+      file_(std::move(file)),
+      mode_(mode),
+      interval_(std::max<uint32_t>(index_interval, 64)) {
+  index.reserve(std::min<uint64_t>(header_.capacity / interval_ + 1, 1u << 20));
+}
+
+Result<std::unique_ptr<Segment>> Segment::Create(Env* env, const std::string& dir,
+                                                 const format::SegmentHeader& header, PersistMode mode,
+                                                 uint32_t index_interval) {
+  const std::string name = format::SegmentFileName(header.base_offset);
+  const std::string path = dir + "/" + name;
+  const std::string tmp = path + ".tmp";
+  if (env->FileExists(tmp)) RDMQ_RETURN_IF_ERROR(env->DeleteFile(tmp));
+  RDMQ_ASSIGN_OR_RETURN(auto file, env->CreateMapped(tmp, format::kSegmentHeaderSize + header.capacity));
+  auto fail = [&](const Status& s, const std::string& name_now) -> Status {
+    Status d = env->DeleteFile(name_now);
+    if (!d.ok()) {
+      RDMQ_LOG(kWarn, "storage", "could not remove a half-created segment").kv("error", d);
+    }
+    return s;
+  };
+  format::EncodeSegmentHeader(header, file->data());
+  // The header must be durable before the name is (whatever the log's persistence mode: creating
+  // a segment is rare and a valid name must always lead to a valid header).
+  if (Status s = file->Persist(file->data(), format::kSegmentHeaderSize); !s.ok()) return fail(s, tmp);
+  if (Status s = env->RenameFile(tmp, path); !s.ok()) return fail(s, tmp);
+  if (Status s = env->SyncDir(dir); !s.ok()) return fail(s, path);
+  return std::make_unique<Segment>(dir, header, std::move(file), mode, index_interval);
+}
+
+std::string Segment::Where(uint64_t position) const {
+  return "segment " + name_ + " position " + std::to_string(position);
+}
+
+Status Segment::Persist(const void* addr, size_t len) {
+  if (mode_ == PersistMode::kNone || len == 0) return Status::Ok();
+  return file_->Persist(addr, len);
+}
+
+void Segment::NoteBatch(uint64_t pos, const BatchHeader& h) {
+  if (pos >= next_index_pos_) {
+    index.push_back(IndexEntry{h.base_offset.value(), pos, max_ts});
+    next_index_pos_ = pos + interval_;
+  }
+  max_ts = std::max(max_ts, h.max_timestamp.value());
+}
+
+const IndexEntry* Segment::IndexFloor(Offset offset) const {
+  auto it = std::upper_bound(index.begin(), index.end(), offset.value(),
+                             [](int64_t o, const IndexEntry& e) { return o < e.offset; });
+  return it == index.begin() ? nullptr : &*std::prev(it);
+}
+
+uint64_t Segment::IndexLookupTime(int64_t ts) const {
+  // Last entry whose predecessors are all older than ts.
+  auto it = std::lower_bound(index.begin(), index.end(), ts,
+                             [](const IndexEntry& e, int64_t t) { return e.max_ts_before < t; });
+  return it == index.begin() ? 0 : std::prev(it)->position;
+}
+
+Status Segment::WriteCheckpoint() {
+  format::Checkpoint c;
+  c.sequence = checkpoint_seq + 1;
+  c.committed = Position(committed);
+  c.next_offset = next_offset;
+  c.max_timestamp = TimestampMs(max_ts);
+  std::byte* slot = file_->data() + ((c.sequence & 1) ? format::kCheckpointA : format::kCheckpointB);
+  format::EncodeCheckpoint(c, slot);
+  RDMQ_RETURN_IF_ERROR(Persist(slot, format::kRecordSize));
+  checkpoint_seq = c.sequence;
+  commits_since_checkpoint = 0;
+  return Status::Ok();
+}
+
+Status Segment::Seal() {
+  format::SealRecord s;
+  s.end = Position(committed);
+  s.next_offset = next_offset;
+  s.max_timestamp = TimestampMs(max_ts);
+  std::byte* rec = file_->data() + format::kSealRecord;
+  format::EncodeSealRecord(s, rec);
+  RDMQ_RETURN_IF_ERROR(Persist(rec, format::kRecordSize));
+  sealed = true;
+  pending.clear();
+  crossing = kNoPosition;
+  samples.clear();
+  return Status::Ok();
+}
+
+void Segment::LoadSealed(const format::SealRecord& seal) {
+  sealed = true;
+  uint64_t pos = 0;
+  Offset next = base();
+  const uint64_t end = seal.end.value();
+  while (pos < end) {
+    BatchHeader h;
+    if (!DecodeBatchHeader({data() + pos, end - pos}, &h).ok() || !OffsetsContinue(h, next)) break;
+    NoteBatch(pos, h);
+    pos += h.total_size();
+    next = h.next_offset();
+  }
+  if (pos != end || next != seal.next_offset) {
+    corrupt_at = pos;
+    damaged_end = end;
+    RDMQ_LOG(kError, "storage", "sealed segment is damaged; reads past the damage will fail")
+        .kv("segment", path_)
+        .kv("position", pos)
+        .kv("seal_end", end);
+  }
+  committed = end;
+  next_offset = seal.next_offset;
+  max_ts = seal.max_timestamp.value();
+}
+
+Segment::ScanResult Segment::RecoverActive() {
+  ScanResult out;
+  const std::byte* h = file_->data();
+  format::Checkpoint a, b;
+  // Every committed batch holds at least one offset: a checkpoint past position 0 is past base.
+  auto plausible = [&](const format::Checkpoint& c) {
+    return c.committed.value() <= capacity() &&
+           (c.committed.value() == 0 ? c.next_offset == base() : c.next_offset > base());
+  };
+  const bool va = format::DecodeCheckpoint(h + format::kCheckpointA, &a) && plausible(a);
+  const bool vb = format::DecodeCheckpoint(h + format::kCheckpointB, &b) && plausible(b);
+  const format::Checkpoint* ckpt = nullptr;
+  if (va && vb) {
+    ckpt = a.sequence > b.sequence ? &a : &b;
+  } else if (va) {
+    ckpt = &a;
+  } else if (vb) {
+    ckpt = &b;
+  }
+  checkpoint_seq = std::max(va ? a.sequence : 0, vb ? b.sequence : 0);
+
+  const uint64_t start = ckpt ? ckpt->committed.value() : 0;
+  const Offset start_next = ckpt ? ckpt->next_offset : base();
+
+  // Header walk over the checkpointed (durable) part: rebuilds the index.
+  uint64_t pos = 0;
+  Offset next = base();
+  while (pos < start) {
+    BatchHeader bh;
+    if (!DecodeBatchHeader({data() + pos, start - pos}, &bh).ok() || !OffsetsContinue(bh, next)) break;
+    NoteBatch(pos, bh);
+    pos += bh.total_size();
+    next = bh.next_offset();
+  }
+  if (pos != start || next != start_next) {
+    corrupt_at = pos;
+    damaged_end = start;
+    RDMQ_LOG(kError, "storage", "checkpointed data is damaged; reads of it will fail")
+        .kv("segment", path_)
+        .kv("position", pos)
+        .kv("checkpoint", start);
+    if (ckpt) {
+      // Resume indexing at the checkpoint, which is authoritative.
+      index.push_back(IndexEntry{start_next.value(), start, ckpt->max_timestamp.value()});
+      next_index_pos_ = start + interval_;
+    }
+  }
+  if (ckpt) max_ts = std::max(max_ts, ckpt->max_timestamp.value());
+
+  // CRC-checked scan past the checkpoint.
+  out.start = start;
+  pos = start;
+  next = start_next;
+  while (capacity() - pos >= kBatchHeaderSize) {
+    BatchHeader bh;
+    if (!ValidateBatch({data() + pos, capacity() - pos}, Validation::kCrc, &bh).ok()) break;
+    if (!OffsetsContinue(bh, next)) break;
+    NoteBatch(pos, bh);
+    pos += bh.total_size();
+    next = bh.next_offset();
+    ++out.batches_scanned;
+    out.bytes_scanned += bh.total_size();
+  }
+  committed = pos;
+  next_offset = next;
+  return out;
+}
+
+Result<Segment::ZeroResult> Segment::TruncateTail() {
+  ZeroResult out;
+  const uint64_t cap = capacity();
+  uint64_t last_nonzero = committed;
+  uint64_t run_start = kNoPosition;  // a run of zeroed chunks waiting to be persisted
+  uint64_t pos = committed;
+  while (pos < cap) {
+    const uint64_t end = std::min(cap, (pos / kPage + 1) * kPage);
+    std::byte* p = data() + pos;
+    if (!AllZero(p, end - pos)) {
+      uint64_t last = end;
+      while (last > pos && p[last - pos - 1] == std::byte{0}) --last;
+      last_nonzero = last;
+      std::memset(p, 0, end - pos);
+      ++out.zeroed_pages;
+      if (run_start == kNoPosition) run_start = pos;
+    } else if (run_start != kNoPosition) {
+      RDMQ_RETURN_IF_ERROR(PersistData(run_start, pos - run_start));
+      run_start = kNoPosition;
+    }
+    pos = end;
+  }
+  if (run_start != kNoPosition) RDMQ_RETURN_IF_ERROR(PersistData(run_start, cap - run_start));
+  out.nonzero_bytes = last_nonzero - committed;
+  reservation().store(committed, std::memory_order_release);
+  RDMQ_RETURN_IF_ERROR(Persist(file_->data() + format::kReservationWord, 8));
+  return out;
+}
+
+}  // namespace rdmq::storage::internal

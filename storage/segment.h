@@ -1,0 +1,131 @@
+// Internal: one segment file of a partition log (header, data area, in-memory index and state).
+// Guarded by the owning PartitionLog's mutex; not thread-safe on its own.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rdmq/common/status.h"
+#include "rdmq/common/types.h"
+#include "rdmq/storage/env.h"
+#include "rdmq/storage/format.h"
+#include "rdmq/storage/record_batch.h"
+
+namespace rdmq::storage::internal {
+
+// "No timestamp yet" for max-timestamp tracking.
+inline constexpr int64_t kNoTimestamp = std::numeric_limits<int64_t>::min();
+inline constexpr uint64_t kNoPosition = std::numeric_limits<uint64_t>::max();
+
+struct IndexEntry {
+  int64_t offset;  // base offset of the batch at `position`
+  uint64_t position;
+  int64_t max_ts_before;  // max timestamp of every batch before `position` in this segment
+};
+
+// A shared-mode range that was validated but waits for the bytes before it.
+struct PendingRange {
+  uint64_t length = 0;
+  int64_t offsets = 0;  // offsets its batches occupy
+  bool filler = false;
+};
+
+class Segment {
+ public:
+  Segment(std::string dir, const format::SegmentHeader& header, std::unique_ptr<MappedFile> file,
+          PersistMode mode, uint32_t index_interval);
+
+  // Creates `<dir>/<base>.seg` via a temporary name: allocate, write and persist the header, fsync,
+  // rename, sync the directory. Nothing is left behind on failure.
+  static Result<std::unique_ptr<Segment>> Create(Env* env, const std::string& dir,
+                                                 const format::SegmentHeader& header, PersistMode mode,
+                                                 uint32_t index_interval);
+
+  const std::string& path() const { return path_; }
+  const std::string& name() const { return name_; }
+  Offset base() const { return header_.base_offset; }
+  const format::SegmentHeader& header() const { return header_; }
+  uint64_t capacity() const { return header_.capacity; }
+  std::byte* file_bytes() const { return file_->data(); }
+  std::byte* data() const { return file_->data() + format::kSegmentHeaderSize; }
+  MappedFile& file() const { return *file_; }
+  std::atomic_ref<uint64_t> reservation() const {
+    return std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(file_->data() + format::kReservationWord));
+  }
+  // "segment 00000000000000000100.seg position 8192"
+  std::string Where(uint64_t position) const;
+
+  // Makes [pos, pos+len) of the data area durable according to the persistence mode.
+  Status PersistData(uint64_t pos, uint64_t len) { return Persist(data() + pos, len); }
+  Status Persist(const void* addr, size_t len);
+
+  // Records a committed batch: index entry every interval, max timestamp.
+  void NoteBatch(uint64_t pos, const BatchHeader& h);
+  // The last index entry at or before `offset` (nullptr: start at position 0, offset base()).
+  const IndexEntry* IndexFloor(Offset offset) const;
+  // True when `position` lies in a part of the segment that recovery could not walk.
+  bool Damaged(uint64_t position) const { return position >= corrupt_at && position < damaged_end; }
+  // Start position for a scan towards the first batch with max timestamp >= ts.
+  uint64_t IndexLookupTime(int64_t ts) const;
+
+  // Writes the next checkpoint slot (alternating A/B) for the current committed state and
+  // persists it.
+  Status WriteCheckpoint();
+  // Writes and persists the seal record at the current committed state.
+  Status Seal();
+
+  // --- recovery ---
+  // Builds index and state of a sealed segment from its seal record by walking batch headers;
+  // a header that does not fit marks corrupt_at (reads there report it) but is not fatal.
+  void LoadSealed(const format::SealRecord& seal);
+  struct ScanResult {
+    uint64_t start = 0;  // the checkpointed position the CRC-checked scan started from
+    uint64_t batches_scanned = 0;
+    uint64_t bytes_scanned = 0;
+  };
+  // Recovers the unsealed (active) segment's state: newest valid checkpoint, header walk up to it,
+  // then a CRC-checked scan over batches with consecutive assigned offsets.
+  ScanResult RecoverActive();
+  struct ZeroResult {
+    uint64_t nonzero_bytes = 0;  // extent of the nonzero bytes past `committed`
+    uint64_t zeroed_pages = 0;
+  };
+  // Zeroes every nonzero 4 KiB page of the data area past `committed` (the partial first page
+  // from `committed` on), persists what it zeroed, resets the reservation word to `committed`.
+  Result<ZeroResult> TruncateTail();
+
+  // State, owned by the log (guarded by its mutex).
+  uint64_t committed = 0;
+  Offset next_offset{0};
+  int64_t max_ts = kNoTimestamp;
+  bool sealed = false;
+  uint64_t corrupt_at = kNoPosition;  // [corrupt_at, damaged_end): batches recovery could not walk
+  uint64_t damaged_end = 0;
+  uint64_t checkpoint_seq = 0;
+  uint32_t commits_since_checkpoint = 0;
+  uint64_t last_checkpoint_ns = 0;
+  std::vector<IndexEntry> index;
+  // Shared mode.
+  std::map<uint64_t, PendingRange> pending;
+  uint64_t crossing = kNoPosition;  // start of the reservation that crossed the end, if known
+  std::deque<std::pair<uint64_t, uint64_t>> samples;  // (time ns, reservation word)
+  uint64_t boundary_in_capacity = 0;                  // largest sampled word value <= capacity
+
+ private:
+  std::string dir_;
+  std::string name_;
+  std::string path_;
+  format::SegmentHeader header_;
+  std::unique_ptr<MappedFile> file_;
+  PersistMode mode_;
+  uint32_t interval_;
+  uint64_t next_index_pos_ = 0;
+};
+
+}  // namespace rdmq::storage::internal
