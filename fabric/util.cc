@@ -199,4 +199,44 @@ Status ValidateWorkRequest(const WorkRequest& wr) {
   }
 }
 
+
+void LocalRegion::Wake(uint64_t offset) noexcept {
+  if (offset + 8 <= size_ && offset % 8 == 0) WakeWord(data_ + offset);
+}
+
+Status LocalRegion::WaitWhileEqual(uint64_t offset, uint64_t expected, std::chrono::nanoseconds timeout) {
+  if (offset % 8 != 0) return Status(FabricErrc::kUnaligned, "WaitWhileEqual offset " + std::to_string(offset));
+  if (offset + 8 > size_) return Status(FabricErrc::kOutOfBounds, "WaitWhileEqual offset " + std::to_string(offset));
+  return WaitWordWhileEqual(data_ + offset, expected, timeout);
+}
+
+RegionDescriptor LocalRegion::Describe(uint64_t key, uint64_t offset, uint64_t length, uint32_t access) const {
+  RegionDescriptor d;
+  d.provider = provider_;
+  d.access = access;
+  d.key = key;
+  d.base = reinterpret_cast<uint64_t>(data_) + offset;
+  d.length = length;
+  d.node = node_;
+  return d;
+}
+
+Status LocalRegion::CheckSubset(uint32_t access) const {
+  if ((access & ~access_) != 0) {
+    return Status(FabricErrc::kAccessDenied, "descriptor asks for rights the region was not registered with");
+  }
+  return Status::Ok();
+}
+
+Status CheckGrant(const Region& r, uint64_t offset, uint64_t length, uint32_t access) {
+  if ((access & ~r.access()) != 0) {
+    return Status(FabricErrc::kAccessDenied, "GrantAccess: rights beyond the region's registration");
+  }
+  if (length == 0 || offset > r.size() || length > r.size() - offset) {
+    return Status(FabricErrc::kOutOfBounds, "GrantAccess: [" + std::to_string(offset) + ", +" + std::to_string(length) +
+                                                ") outside a region of " + std::to_string(r.size()) + " bytes");
+  }
+  return Status::Ok();
+}
+
 }  // namespace rdmq::fabric::internal
