@@ -293,6 +293,7 @@ class Core : public std::enable_shared_from_this<Core> {
   std::mutex wait_mu_;
   std::condition_variable wait_cv_;
   std::atomic<uint64_t> last_app_progress_ns_{0};
+  std::atomic<bool> app_active_{false};  // set by Send, cleared by the I/O thread each tick
 
   std::atomic<bool> closing_{false};
   std::atomic<bool> broken_logged_{false};
@@ -955,6 +956,8 @@ void Core::CheckAcks(PState& ps) {
     }
   }
   PostSealed(ps);
+  // linger 0: what accumulated behind the acknowledged batches goes now.
+  if (cfg_.linger.count() == 0 && ps.open_batch != nullptr && ps.inflight.empty() && ps.sealed.empty()) Seal(ps);
 }
 
 void Core::CompleteBatch(PState& ps, Batch* b, const Status& s) {
@@ -1196,8 +1199,9 @@ Status Core::Send(const ProducerRecord& r, SendCallback cb, SendFuture* fut) {
       if (size >= cfg_.batch_size || b->capacity - size < size - before) {
         Seal(ps);  // full, or the next record like this one would not fit
       } else if (cfg_.linger.count() == 0) {
-        // linger 0: send at once while the pipeline has room; records batch up behind a full one.
-        if (ps.inflight.size() < cfg_.max_in_flight && ps.sealed.empty()) Seal(ps);
+        // linger 0: send at once when nothing is in flight; otherwise records batch up until
+        // the ack of what is in flight arrives (seen by the next Send or by the I/O thread).
+        if (ps.inflight.empty() && ps.sealed.empty()) Seal(ps);
       } else if (MonoNanos() - b->created_ns >= static_cast<uint64_t>(cfg_.linger.count()) * 1000) {
         Seal(ps);
       }
@@ -1212,7 +1216,7 @@ Status Core::Send(const ProducerRecord& r, SendCallback cb, SendFuture* fut) {
     }
     Seal(ps);
   }
-  if (t->partitions > 0) last_app_progress_ns_.store(MonoNanos(), std::memory_order_relaxed);
+  app_active_.store(true, std::memory_order_relaxed);
   return Status::Ok();
 }
 
@@ -1309,6 +1313,7 @@ void Core::IoLoop() {
       Tick(now);
       last_tick = now;
     }
+    if (app_active_.exchange(false, std::memory_order_relaxed)) last_app_progress_ns_.store(now, std::memory_order_relaxed);
     const bool app_active = waiters_.load(std::memory_order_acquire) > 0 ||
                             now - last_app_progress_ns_.load(std::memory_order_relaxed) < 200'000;
     if (unacked_.load(std::memory_order_acquire) > 0 && !app_active) {
