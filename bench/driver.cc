@@ -169,6 +169,12 @@ void RunProducer(const Workload& w, System& system, Shared& sh, int index) {
     if (!failure.ok()) break;
     ++per_partition[part_index];
     ++seq;
+    // Collect acks now and then without waiting, so they are timed when they arrive rather
+    // than when the window next fills up.
+    if ((seq & 63) == 0) {
+      failure = (*client)->Poll(std::chrono::microseconds(0));
+      if (!failure.ok()) break;
+    }
     if (++part_index == parts.size()) part_index = 0;
   }
   if (failure.ok()) {
@@ -546,9 +552,9 @@ Result<Report> RunBenchmark(const Workload& w, System& system, const RunOptions&
   uint64_t producers_done_ns = 0;
   uint64_t last_acked = 0, last_consumed = 0;
   uint64_t last_sample_ns = sh->start_ns;
-  for (;;) {
-    std::this_thread::sleep_for(options.sample_interval);
-    const uint64_t now = MonoNanos();
+  const auto sample_ns = static_cast<uint64_t>(std::chrono::nanoseconds(options.sample_interval).count());
+  const auto drain_ns = static_cast<uint64_t>(std::chrono::nanoseconds(options.drain_timeout).count());
+  auto take_sample = [&](uint64_t now) {
     Sample s;
     s.t_s = static_cast<double>(now - sh->start_ns) / 1e9;
     uint64_t sent = 0;
@@ -557,7 +563,7 @@ Result<Report> RunBenchmark(const Workload& w, System& system, const RunOptions&
       sent += sh->producers[i].sent.load(std::memory_order_relaxed);
     }
     for (int i = 0; i < w.consumers; ++i) s.consumed += sh->consumers[i].completed.load(std::memory_order_relaxed);
-    const double dt = static_cast<double>(now - last_sample_ns) / 1e9;
+    const double dt = std::max(static_cast<double>(now - last_sample_ns) / 1e9, 1e-9);
     s.produce_rate = static_cast<double>(s.acked - last_acked) / dt;
     s.consume_rate = static_cast<double>(s.consumed - last_consumed) / dt;
     last_acked = s.acked;
@@ -565,29 +571,39 @@ Result<Report> RunBenchmark(const Workload& w, System& system, const RunOptions&
     last_sample_ns = now;
     report.timeline.push_back(s);
     progress.Update(s, sent, w.message_size);
-
-    const int p_end = CountState(sh->producers, w.producers, kDone) + CountState(sh->producers, w.producers, kFailed);
-    const int c_end = CountState(sh->consumers, w.consumers, kDone) + CountState(sh->consumers, w.consumers, kFailed);
-    if (CountState(sh->producers, w.producers, kFailed) + CountState(sh->consumers, w.consumers, kFailed) > 0) {
-      sh->stop.store(1);
-    }
+  };
+  uint64_t end_ns = 0;
+  for (;;) {
+    // Check for the end every few milliseconds (so the CPU and elapsed times stop close to it);
+    // sample the timeline every sample_interval.
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    const uint64_t now = MonoNanos();
+    const int p_failed = CountState(sh->producers, w.producers, kFailed);
+    const int c_failed = CountState(sh->consumers, w.consumers, kFailed);
+    const int p_end = CountState(sh->producers, w.producers, kDone) + p_failed;
+    const int c_end = CountState(sh->consumers, w.consumers, kDone) + c_failed;
+    if (p_failed + c_failed > 0) sh->stop.store(1);
     if (p_end == w.producers && producers_done_ns == 0) {
       producers_done_ns = now;
       sh->targets_ready.store(1, std::memory_order_release);
     }
-    if (p_end == w.producers && c_end == w.consumers) break;
-    if (!workers.Died().empty()) {
-      sh->stop.store(1);
+    const bool finished = p_end == w.producers && c_end == w.consumers;
+    if (finished || now - last_sample_ns >= sample_ns) take_sample(now);
+    if (finished) {
+      end_ns = now;
       break;
     }
-    if (producers_done_ns != 0 &&
-        now - producers_done_ns > static_cast<uint64_t>(std::chrono::nanoseconds(options.drain_timeout).count())) {
+    if (!workers.Died().empty()) {
+      sh->stop.store(1);
+      end_ns = now;
+      break;
+    }
+    if (producers_done_ns != 0 && now - producers_done_ns > drain_ns) {
       sh->stop.store(1);  // consumers did not get everything in time; the counts will say so
     }
   }
   progress.Finish();
-  const uint64_t end_ns = MonoNanos();
-  const std::string died = workers.Join();
+  // CPU times end where the run ended, before the workers' teardown.
   const CpuTime self1 = SelfCpu();
   if (report.server_pid != 0 && server0.ok()) {
     Result<CpuTime> server1 = ProcessCpu(report.server_pid);
@@ -596,6 +612,7 @@ Result<Report> RunBenchmark(const Workload& w, System& system, const RunOptions&
       report.server_cpu = {server1->user_s - server0->user_s, server1->sys_s - server0->sys_s};
     }
   }
+  const std::string died = workers.Join();
   report.load_after = LoadAverage();
   report.interrupted = sh->interrupted.load() != 0;
   report.interrupt_signal = sh->interrupted.load();
@@ -647,8 +664,7 @@ Result<Report> RunBenchmark(const Workload& w, System& system, const RunOptions&
     }
   } else {
     report.client_cpu = {self1.user_s - self0.user_s, self1.sys_s - self0.sys_s};
-    report.client_max_process_cores =
-        report.client_cpu.total() / std::max(std::max(report.produce_s, report.consume_s), 1e-9);
+    report.client_max_process_cores = report.client_cpu.total() / std::max(report.elapsed_s, 1e-9);
   }
   return report;
 }

@@ -87,6 +87,8 @@ int RunCommand(const std::vector<std::string>& args) {
        "rdmq topic durability: durable | visibility; for peers the class of their setting")
       ("window,w", po::value(&w.window)->default_value(w.window), "records in flight per producer (1: latency)")
       ("label", po::value(&w.label), "durability setting text for tables, e.g. 'appendfsync always'")
+      ("start-broker", po::bool_switch(&w.start_broker), "rdmq: start rdmq-broker (beside rdmq-bench) for this run")
+      ("broker-dir", po::value(&w.broker_dir), "rdmq: --start-broker's data directory (default: fresh, deleted after)")
       ("server-pid", po::value(&ro.server_pid), "pid of the server whose CPU time to report")
       ("drain-timeout", po::value(&drain_s)->default_value(drain_s), "seconds consumers get to catch up at the end")
       ("json", po::value(&json_path), "write the result as JSON to this file")

@@ -105,14 +105,12 @@ json ReportJson(const Report& r) {
                   {"records_per_s", r.consume_records_per_s()},
                   {"mb_per_s", r.consume_mb_per_s()}};
   j["latency_ns"] = {{"ack", HistogramJson(r.ack_latency)}, {"e2e", HistogramJson(r.e2e_latency)}};
-  // Cores = CPU seconds over the active time (until the last ack or record read), not the
-  // elapsed time, which includes the end of the run's sampling and teardown.
-  const double active = std::max(std::max(r.produce_s, r.consume_s), 1e-9);
+  // Cores = CPU seconds over the elapsed time, from the start signal until every worker was
+  // seen done (within a few milliseconds); teardown is not included in either.
   j["cpu"] = {{"elapsed_s", r.elapsed_s},
-              {"active_s", active},
               {"server_pid", r.server_pid},
-              {"server", r.server_cpu_known ? CpuJson(r.server_cpu, active) : json(nullptr)},
-              {"clients", CpuJson(r.client_cpu, active)},
+              {"server", r.server_cpu_known ? CpuJson(r.server_cpu, r.elapsed_s) : json(nullptr)},
+              {"clients", CpuJson(r.client_cpu, r.elapsed_s)},
               {"client_max_process_cores", r.client_max_process_cores},
               {"producer_max_process_cores", r.producer_max_process_cores},
               {"consumer_max_process_cores", r.consumer_max_process_cores}};
@@ -170,7 +168,7 @@ void PrintSummary(const Report& r, std::FILE* out) {
   };
   lat("ack", r.ack_latency);
   lat("e2e", r.e2e_latency);
-  const double active = std::max(std::max(r.produce_s, r.consume_s), 1e-9);
+  const double active = std::max(r.elapsed_s, 1e-9);
   if (r.server_cpu_known) {
     std::fprintf(out, "cpu        server (pid %d) %.2f s user + %.2f s sys = %.2f cores;", r.server_pid,
                  r.server_cpu.user_s, r.server_cpu.sys_s, r.server_cpu.total() / active);
@@ -183,7 +181,7 @@ void PrintSummary(const Report& r, std::FILE* out) {
     std::fprintf(out, " (busiest producer process %.2f, consumer process %.2f)", r.producer_max_process_cores,
                  std::max(0.0, r.consumer_max_process_cores));
   }
-  std::fprintf(out, ", over %.2f s active\n", active);
+  std::fprintf(out, ", over %.2f s\n", active);
   std::fprintf(out, "load       %.2f before, %.2f after (1-min average, %d CPUs)\n", r.load_before[0], r.load_after[0],
                ReadMachineInfo().cpus);
   std::fprintf(out, "check      %s: sent %llu, acked %llu, ack errors %llu, consumed %llu of %llu, missing %llu, "

@@ -3,6 +3,7 @@
 namespace rdmq::bench {
 
 Result<std::unique_ptr<System>> MakeSystem(const Workload& workload) {
+  if (workload.system == "rdmq") return MakeRdmqSystem(workload);
   if (workload.system == "mem") return MakeMemSystem(workload);
   if (workload.system == "redis") return MakeRedisSystem(workload);
   if (workload.system == "nats") return MakeNatsSystem(workload);

@@ -100,7 +100,7 @@ class RedisProducer final : public ProducerClient {
     RDMQ_ASSIGN_OR_RETURN(size_t n, Deliver());
     if (n != 0 || tags_.empty()) return Status::Ok();
     pollfd pfd{c_->fd, POLLIN, 0};
-    const int ms = static_cast<int>(std::max<int64_t>(1, (timeout.count() + 999) / 1000));
+    const int ms = static_cast<int>((timeout.count() + 999) / 1000);  // 0: just look
     if (::poll(&pfd, 1, ms) > 0) {
       if (redisBufferRead(c_.get()) != REDIS_OK) return ContextError(c_.get(), "read XADD replies");
       return Deliver().status();

@@ -91,6 +91,53 @@ TEST_CASE("rdmq-bench mem run with processes, one record in flight", "[bench][sm
   CHECK((*j)["workload"]["processes"] == true);
 }
 
+bool HaveBroker() {
+  std::ifstream f(BenchBinary().substr(0, BenchBinary().rfind('/')) + "/rdmq-broker");
+  return f.good();
+}
+
+TEST_CASE("rdmq-bench rdmq run against its own broker: threads, exclusive producers", "[bench][smoke]") {
+  if (!HaveBinary() || !HaveBroker()) RDMQ_SKIP("rdmq-bench or rdmq-broker is not built beside " + BenchBinary());
+  rdmq::test::TempDir dir;
+  const std::string json = (dir / "r.json").string();
+  std::string out;
+  const int rc = Run(BenchBinary() + " --system rdmq --start-broker --broker-dir " + (dir / "broker").string() +
+                         " -p 2 -c 2 --partitions 2 -n 20000 -s 100 --progress plain --json " + json,
+                     &out);
+  INFO(out);
+  REQUIRE(rc == 0);
+  Result<nlohmann::json> j = ReadJson(json);
+  REQUIRE_OK(j);
+  CheckCounts(*j, 40000);
+  CHECK((*j)["cpu"]["server"].is_object());  // the broker's CPU time was read
+}
+
+TEST_CASE("rdmq-bench rdmq run: processes, one record in flight", "[bench][smoke]") {
+  if (!HaveBinary() || !HaveBroker()) RDMQ_SKIP("rdmq-bench or rdmq-broker is not built beside " + BenchBinary());
+  rdmq::test::TempDir dir;
+  const std::string json = (dir / "r.json").string();
+  std::string out;
+  const int rc = Run(BenchBinary() + " --system rdmq --start-broker --broker-dir " + (dir / "broker").string() +
+                         " --procs -p 2 -c 1 --partitions 2 --durability visibility -n 3000 -w 1"
+                         " --progress none --json " + json,
+                     &out);
+  INFO(out);
+  REQUIRE(rc == 0);
+  Result<nlohmann::json> j = ReadJson(json);
+  REQUIRE_OK(j);
+  CheckCounts(*j, 6000);
+}
+
+TEST_CASE("rdmq-bench rdmq: an unreachable broker fails the run with exit status 1", "[bench][smoke]") {
+  if (!HaveBinary()) RDMQ_SKIP("rdmq-bench is not built at " + BenchBinary());
+  rdmq::test::TempDir dir;
+  std::string out;
+  CHECK(Run(BenchBinary() + " --system rdmq --address unix:" + (dir / "nobody.sock").string() +
+                " -n 10 --progress none",
+            &out) == 1);
+  CHECK(out.find("set up rdmq") != std::string::npos);
+}
+
 TEST_CASE("rdmq-bench limits and table", "[bench][smoke]") {
   if (!HaveBinary()) RDMQ_SKIP("rdmq-bench is not built at " + BenchBinary());
   rdmq::test::TempDir dir;

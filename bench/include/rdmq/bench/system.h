@@ -66,6 +66,8 @@ struct Workload {
   std::string durability = "durable";
   uint32_t window = 1024;         // records in flight per producer (sent, not acknowledged)
   std::string label;              // free text for tables, e.g. "appendfsync always"
+  bool start_broker = false;      // rdmq: start rdmq-broker (beside rdmq-bench) for the run
+  std::string broker_dir;         // its data directory ("" = a fresh one under $TMPDIR, deleted after)
 };
 
 inline constexpr uint32_t kPayloadHeaderBytes = 16;
@@ -147,7 +149,7 @@ class System {
 };
 
 // The systems this build can drive.
-inline constexpr const char* kSystems[] = {"mem", "redis", "nats"};
+inline constexpr const char* kSystems[] = {"rdmq", "mem", "redis", "nats"};
 
 // The backend for workload.system; kInvalidArgument naming the accepted systems otherwise.
 Result<std::unique_ptr<System>> MakeSystem(const Workload& workload);
@@ -156,5 +158,6 @@ Result<std::unique_ptr<System>> MakeSystem(const Workload& workload);
 std::unique_ptr<System> MakeMemSystem(const Workload& workload);
 std::unique_ptr<System> MakeRedisSystem(const Workload& workload);
 std::unique_ptr<System> MakeNatsSystem(const Workload& workload);
+std::unique_ptr<System> MakeRdmqSystem(const Workload& workload);
 
 }  // namespace rdmq::bench
