@@ -153,6 +153,10 @@ void RunProducer(const Workload& w, System& system, Shared& sh, int index) {
   size_t part_index = 0;
   const uint64_t window = std::max<uint32_t>(1, w.window);
   const uint64_t deadline = sh.deadline_ns;
+  // Paced mode: record k is due at start + k * interval; the producer sleeps until shortly
+  // before it (so consumers and the server have the CPU meanwhile) and spins the rest.
+  const uint64_t interval_ns = w.rate > 0 ? static_cast<uint64_t>(1e9 / w.rate) : 0;
+  uint64_t due_ns = MonoNanos();
   for (;;) {
     if (w.count != 0 && seq == w.count) break;
     if (StopRequested(sh)) break;
@@ -161,6 +165,18 @@ void RunProducer(const Workload& w, System& system, Shared& sh, int index) {
       if (!failure.ok() || StopRequested(sh)) break;
     }
     if (!failure.ok() || StopRequested(sh)) break;
+    if (interval_ns != 0) {
+      due_ns += interval_ns;
+      for (uint64_t now = MonoNanos(); now < due_ns; now = MonoNanos()) {
+        if (due_ns - now > 60'000) {
+          std::this_thread::sleep_for(std::chrono::nanoseconds(due_ns - now - 50'000));
+          // Collect acks that came in meanwhile, so they are timed when they arrived.
+          failure = (*client)->Poll(std::chrono::microseconds(0));
+          if (!failure.ok() || StopRequested(sh)) break;
+        }
+      }
+      if (!failure.ok() || StopRequested(sh)) break;
+    }
     PayloadHeader h{MonoNanos(), PayloadHeader::MakeId(static_cast<uint32_t>(index), seq)};
     if (deadline != 0 && h.send_ns >= deadline) break;
     std::memcpy(payload.data(), &h, sizeof(h));
@@ -456,6 +472,7 @@ Status ValidateWorkload(const Workload& w) {
   if ((w.count == 0) == (w.duration.count() == 0)) return bad("give exactly one of --count and --duration");
   if (w.count >= (uint64_t{1} << PayloadHeader::kSeqBits)) return bad("--count must be below 2^40");
   if (w.window < 1) return bad("--window must be at least 1");
+  if (w.rate < 0) return bad("--rate must not be negative");
   if (w.acks != 0 && w.acks != 1 && w.acks != -1) return bad("--acks must be 0, 1 or -1 (all), not " + std::to_string(w.acks));
   if (w.mode != "exclusive" && w.mode != "shared") return bad("--mode must be exclusive or shared, not '" + w.mode + "'");
   if (w.system == "rdmq" && w.mode == "exclusive" && w.producers > w.partitions) {

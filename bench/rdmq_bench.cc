@@ -86,6 +86,7 @@ int RunCommand(const std::vector<std::string>& args) {
       ("durability", po::value(&w.durability)->default_value(w.durability),
        "rdmq topic durability: durable | visibility; for peers the class of their setting")
       ("window,w", po::value(&w.window)->default_value(w.window), "records in flight per producer (1: latency)")
+      ("rate", po::value(&w.rate)->default_value(0), "records/s per producer, evenly spaced (0: unlimited)")
       ("label", po::value(&w.label), "durability setting text for tables, e.g. 'appendfsync always'")
       ("start-broker", po::bool_switch(&w.start_broker), "rdmq: start rdmq-broker (beside rdmq-bench) for this run")
       ("broker-dir", po::value(&w.broker_dir), "rdmq: --start-broker's data directory (default: fresh, deleted after)")

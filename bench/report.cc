@@ -53,6 +53,7 @@ std::string WorkloadName(const Workload& w) {
     os << " for " << w.duration.count() / 1000.0 << " s";
   }
   os << ", " << w.producers << "P/" << w.consumers << "C, " << w.partitions << " part, window " << w.window;
+  if (w.rate > 0) os << ", " << Human(w.rate) << "/s";
   return os.str();
 }
 
@@ -93,6 +94,7 @@ json ReportJson(const Report& r) {
                    {"mode", w.mode},
                    {"fabric", w.fabric},
                    {"window", w.window},
+                   {"rate", w.rate},
                    {"address", w.address},
                    {"topic", w.topic}};
   j["counts"] = {{"sent", r.sent},         {"acked", r.acked},       {"ack_errors", r.ack_errors},

@@ -169,19 +169,27 @@ workloads() {  # workloads PREFIX ARGS...: the three workloads with the system's
 run_rdmq() {
   if [[ ! -x $broker ]] || ! "$bench" systems | grep -qx rdmq; then
     echo
-    echo "== rdmq: not built in this tree yet (no rdmq-broker or no rdmq backend in rdmq-bench): skipped"
+    echo "== rdmq: not built in this tree (no rdmq-broker, or rdmq-bench without its rdmq backend): skipped"
     return 0
   fi
   for durability in durable visibility; do
     local dir="$data/rdmq-$durability"
     mkdir -p "$dir"
     echo
-    echo "== rdmq, durability=$durability (broker data in $dir)"
-    setsid "$broker" --set "data.dir=$dir" --set fabric=shm --set "durability=$durability" >"$out/rdmq-$durability.log" 2>&1 &
+    echo "== rdmq, fabric shm, topic durability=$durability (broker data in $dir)"
+    # shm: the broker listens on Unix sockets in its data directory only.
+    setsid "$broker" --data-dir "$dir" --fabric shm --set "durability=$durability" --set log.level=warn \
+      >"$out/rdmq-$durability.log" 2>&1 &
     local pid=$!
     pids+=("$pid")
-    for _ in $(seq 200); do [[ -S $dir/rdmq.sock ]] && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
-    if [[ ! -S $dir/rdmq.sock ]]; then
+    local addr=""
+    for _ in $(seq 400); do
+      [[ -f $dir/rdmq.addr ]] && addr=$(awk '$1 == "control" {print $2}' "$dir/rdmq.addr")
+      [[ -n $addr ]] && break
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.05
+    done
+    if [[ -z $addr ]]; then
       echo "run.sh: rdmq-broker did not start; its log:" >&2
       tail -n 20 "$out/rdmq-$durability.log" >&2
       stop_server "$pid"
@@ -189,7 +197,7 @@ run_rdmq() {
     fi
     local label="persist per commit (group commit)"
     [[ $durability == visibility ]] && label="visible on commit, persisted by checkpoints"
-    workloads "rdmq-$durability" --system rdmq --address "unix:$dir/rdmq.sock" --server-pid "$pid" \
+    workloads "rdmq-$durability" --system rdmq --address "$addr" --server-pid "$pid" \
       --durability "$durability" --label "$label" --fabric shm
     stop_server "$pid"
   done

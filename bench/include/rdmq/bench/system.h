@@ -65,6 +65,7 @@ struct Workload {
   // (durable = on media before the ack), so tables compare like with like.
   std::string durability = "durable";
   uint32_t window = 1024;         // records in flight per producer (sent, not acknowledged)
+  double rate = 0;                // records/s per producer, evenly spaced (0: as fast as possible)
   std::string label;              // free text for tables, e.g. "appendfsync always"
   bool start_broker = false;      // rdmq: start rdmq-broker (beside rdmq-bench) for the run
   std::string broker_dir;         // its data directory ("" = a fresh one under $TMPDIR, deleted after)
