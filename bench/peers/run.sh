@@ -32,7 +32,8 @@
 #     ratio against rdmq in the same durability class (rdmq durable vs redis always; rdmq
 #     visibility vs redis everysec and nats).
 # Workloads (one producer process, one consumer process, one partition):
-#   throughput 100 B and 1 KiB: window of 1024 records in flight (pipelined / async publishing)
+#   throughput 100 B and 1 KiB: 1024 and 16384 records in flight (pipelined / async publishing;
+#     Redis does best with the smaller window, rdmq with the larger: both are shown)
 #   latency 100 B: one record in flight, consumer waiting
 # Everything started is stopped on exit, error or Ctrl-C.
 set -euo pipefail
@@ -158,10 +159,12 @@ run_bench() {  # run_bench NAME ARGS...: one rdmq-bench run, result in $out/NAME
   return 0
 }
 
-workloads() {  # workloads PREFIX ARGS...: the three workloads with the system's arguments
+workloads() {  # workloads PREFIX ARGS...: every workload with the system's arguments
   local prefix=$1; shift
   run_bench "$prefix-100B" "$@" --procs --size 100 --count "$n100" --window 1024
+  run_bench "$prefix-100B-w16k" "$@" --procs --size 100 --count "$n100" --window 16384
   run_bench "$prefix-1KiB" "$@" --procs --size 1024 --count "$n1k" --window 1024
+  run_bench "$prefix-1KiB-w16k" "$@" --procs --size 1024 --count "$n1k" --window 16384
   run_bench "$prefix-lat100B" "$@" --procs --size 100 --count "$nlat" --window 1
 }
 
