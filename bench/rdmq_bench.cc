@@ -88,6 +88,8 @@ int RunCommand(const std::vector<std::string>& args) {
       ("window,w", po::value(&w.window)->default_value(w.window), "records in flight per producer (1: latency)")
       ("rate", po::value(&w.rate)->default_value(0), "records/s per producer, evenly spaced (0: unlimited)")
       ("label", po::value(&w.label), "durability setting text for tables, e.g. 'appendfsync always'")
+      ("producer-set", po::value(&w.producer_settings), "rdmq: a producer setting key=value (repeatable)")
+      ("consumer-set", po::value(&w.consumer_settings), "rdmq: a consumer setting key=value (repeatable)")
       ("start-broker", po::bool_switch(&w.start_broker), "rdmq: start rdmq-broker (beside rdmq-bench) for this run")
       ("broker-dir", po::value(&w.broker_dir), "rdmq: --start-broker's data directory (default: fresh, deleted after)")
       ("server-pid", po::value(&ro.server_pid), "pid of the server whose CPU time to report")

@@ -96,6 +96,8 @@ json ReportJson(const Report& r) {
                    {"window", w.window},
                    {"rate", w.rate},
                    {"address", w.address},
+                   {"producer_settings", w.producer_settings},
+                   {"consumer_settings", w.consumer_settings},
                    {"topic", w.topic}};
   j["counts"] = {{"sent", r.sent},         {"acked", r.acked},       {"ack_errors", r.ack_errors},
                  {"consumed", r.consumed}, {"expected", r.expected}, {"missing", r.missing},

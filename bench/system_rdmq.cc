@@ -187,7 +187,11 @@ class RdmqSystem final : public System {
     cfg.linger = w_.linger;
     cfg.acks = w_.acks;
     cfg.mode = w_.mode == "shared" ? producer::PartitionMode::kShared : producer::PartitionMode::kExclusive;
-    cfg.max_in_flight = std::max<uint32_t>(cfg.max_in_flight, 1);
+    for (const std::string& kv : w_.producer_settings) {
+      const size_t eq = kv.find('=');
+      if (eq == std::string::npos) return Status(Errc::kInvalidArgument, "--producer-set '" + kv + "' is not key=value");
+      RDMQ_RETURN_IF_ERROR(cfg.Set(kv.substr(0, eq), kv.substr(eq + 1)));
+    }
     auto p = std::make_unique<RdmqProducer>(w_, sink);
     RDMQ_RETURN_IF_ERROR(p->Open(cfg));
     return std::unique_ptr<ProducerClient>(std::move(p));
@@ -199,6 +203,11 @@ class RdmqSystem final : public System {
     cfg.client = ClientOptions();
     cfg.client.client_name = "rdmq-bench-consumer-" + std::to_string(index);
     cfg.max_poll_records = 4096;
+    for (const std::string& kv : w_.consumer_settings) {
+      const size_t eq = kv.find('=');
+      if (eq == std::string::npos) return Status(Errc::kInvalidArgument, "--consumer-set '" + kv + "' is not key=value");
+      RDMQ_RETURN_IF_ERROR(cfg.Set(kv.substr(0, eq), kv.substr(eq + 1)));
+    }
     auto c = std::make_unique<RdmqConsumer>(sink);
     RDMQ_RETURN_IF_ERROR(c->Open(cfg, w_.topic, partitions));
     return std::unique_ptr<ConsumerClient>(std::move(c));

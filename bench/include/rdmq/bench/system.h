@@ -67,6 +67,9 @@ struct Workload {
   uint32_t window = 1024;         // records in flight per producer (sent, not acknowledged)
   double rate = 0;                // records/s per producer, evenly spaced (0: as fast as possible)
   std::string label;              // free text for tables, e.g. "appendfsync always"
+  // rdmq: extra client settings, "key=value" as ProducerConfig::Set / ConsumerConfig::Set take.
+  std::vector<std::string> producer_settings;
+  std::vector<std::string> consumer_settings;
   bool start_broker = false;      // rdmq: start rdmq-broker (beside rdmq-bench) for the run
   std::string broker_dir;         // its data directory ("" = a fresh one under $TMPDIR, deleted after)
 };
