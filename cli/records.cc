@@ -1,6 +1,9 @@
 #include "rdmq/cli/records.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <nlohmann/json.hpp>
 
 #include "rdmq/cli/output.h"
@@ -116,6 +119,51 @@ Result<LineRecord> SplitLine(std::string_view line, std::string_view key_delimit
   out.key = line.substr(0, at);
   out.value = line.substr(at + key_delimiter.size());
   return out;
+}
+
+DelimitedReader::DelimitedReader(int fd, std::string delimiter, size_t max_record_bytes)
+    : fd_(fd), delim_(std::move(delimiter)), max_(max_record_bytes) {
+  if (delim_.empty()) delim_ = "\n";
+}
+
+Result<bool> DelimitedReader::Next(std::string_view* out) {
+  constexpr size_t kChunk = 1 << 20;
+  while (true) {
+    const size_t at = buf_.find(delim_, scan_);
+    const size_t pending = (at != std::string::npos ? at : buf_.size()) - start_;
+    if (pending > max_) {
+      return UsageError("record " + std::to_string(number_ + 1) + " is longer than " + std::to_string(max_) +
+                        " bytes (no delimiter within that length)");
+    }
+    if (at != std::string::npos) {
+      *out = std::string_view(buf_).substr(start_, at - start_);
+      start_ = scan_ = at + delim_.size();
+      ++number_;
+      return true;
+    }
+    if (eof_) {
+      if (start_ >= buf_.size()) return false;
+      *out = std::string_view(buf_).substr(start_);
+      start_ = scan_ = buf_.size();
+      ++number_;
+      return true;
+    }
+    // Drop what was consumed, keep the partial record, read more.
+    buf_.erase(0, start_);
+    scan_ = buf_.size() >= delim_.size() ? buf_.size() - delim_.size() + 1 : 0;
+    start_ = 0;
+    const size_t old = buf_.size();
+    buf_.resize(old + kChunk);
+    const ssize_t n = ::read(fd_, buf_.data() + old, kChunk);
+    if (n < 0) {
+      const int err = errno;
+      buf_.resize(old);
+      if (err == EINTR) return Status(Errc::kCancelled, "interrupted while reading the input");
+      return Status::FromErrno(err, "read the input");
+    }
+    buf_.resize(old + static_cast<size_t>(n));
+    if (n == 0) eof_ = true;
+  }
 }
 
 Result<OffsetSpec> ParseOffsetSpec(std::string_view text) {

@@ -1,6 +1,11 @@
 #include "rdmq/cli/records.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "support/test_util.h"
 
@@ -137,6 +142,88 @@ TEST_CASE("offset specs", "[cli][records]") {
   CHECK(at("-10") == 240);
   CHECK(at("-1000") == 100);
   CHECK(ResolveStartOffset(*ParseOffsetSpec("-3"), 0, 0) == 0);
+}
+
+}  // namespace
+}  // namespace rdmq::cli
+
+namespace rdmq::cli {
+namespace {
+
+// Feeds `input` through a temporary file and collects what the reader splits it into.
+std::vector<std::string> Split(const std::string& input, const std::string& delim, size_t max = 64u << 20) {
+  test::TempDir tmp;
+  const std::string path = (tmp / "in").string();
+  {
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    REQUIRE(f != nullptr);
+    REQUIRE(std::fwrite(input.data(), 1, input.size(), f) == input.size());
+    std::fclose(f);
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  REQUIRE(fd >= 0);
+  DelimitedReader r(fd, delim, max);
+  std::vector<std::string> out;
+  std::string_view rec;
+  while (true) {
+    auto more = r.Next(&rec);
+    REQUIRE_OK(more);
+    if (!*more) break;
+    out.emplace_back(rec);
+    CHECK(r.record_number() == out.size());
+  }
+  ::close(fd);
+  return out;
+}
+
+TEST_CASE("input splits into records at the delimiter", "[cli][records]") {
+  using V = std::vector<std::string>;
+  CHECK(Split("a\nb\nc\n", "\n") == V{"a", "b", "c"});
+  CHECK(Split("a\nb\nc", "\n") == V{"a", "b", "c"});  // last line without newline
+  CHECK(Split("a\n\nb\n", "\n") == V{"a", "", "b"});  // empty lines are records
+  CHECK(Split("", "\n").empty());
+  CHECK(Split("\n", "\n") == V{""});
+  CHECK(Split("x||y||", "||") == V{"x", "y"});
+  CHECK(Split(std::string("k\0v\0", 4), std::string(1, '\0')) == V{"k", "v"});
+  CHECK(Split("a\r\nb", "\n") == V{"a\r", "b"});  // bytes are kept exactly
+}
+
+TEST_CASE("records and delimiters straddling read chunks", "[cli][records]") {
+  const uint64_t seed = test::TestSeed();
+  std::mt19937_64 rng(seed);
+  for (const std::string delim : {"\n", "<END>"}) {
+    std::vector<std::string> want;
+    std::string input;
+    while (input.size() < (3u << 20)) {  // several 1 MiB chunks
+      std::string rec(rng() % 5000, 'x');
+      for (auto& c : rec) c = static_cast<char>('a' + rng() % 26);
+      if (rng() % 50 == 0) rec.assign(300000, 'L');  // some long ones
+      input += rec + delim;
+      want.push_back(std::move(rec));
+    }
+    CHECK(Split(input, delim) == want);
+  }
+}
+
+TEST_CASE("a record over the size limit is an error naming it", "[cli][records]") {
+  test::TempDir tmp;
+  const std::string path = (tmp / "in").string();
+  {
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    const std::string data = "ok\n" + std::string(5000, 'z') + "\n";
+    std::fwrite(data.data(), 1, data.size(), f);
+    std::fclose(f);
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  DelimitedReader r(fd, "\n", 1000);
+  std::string_view rec;
+  auto first = r.Next(&rec);
+  REQUIRE_OK(first);
+  CHECK(rec == "ok");
+  auto second = r.Next(&rec);
+  REQUIRE_FALSE(second.ok());
+  CHECK(FormatError(second.status()) == "record 2 is longer than 1000 bytes (no delimiter within that length)");
+  ::close(fd);
 }
 
 }  // namespace

@@ -45,10 +45,10 @@ inline constexpr int kExitUsage = 2;  // bad command line
 Status UsageError(std::string what);
 
 struct OptionSpec {
-  std::string name;        // long name without the dashes: "partitions"
-  char short_name = 0;     // 'p', or 0 for none
-  std::string value_name;  // "N"; empty for a flag (takes no value)
-  std::string help;        // one line, or several separated by '\n'
+  std::string name = {};        // long name without the dashes: "partitions"
+  char short_name = 0;          // 'p', or 0 for none
+  std::string value_name = {};  // "N"; empty for a flag (takes no value)
+  std::string help = {};        // one line, or several separated by '\n'
   bool repeated = false;   // may be given several times (GetAll)
 };
 
@@ -74,16 +74,17 @@ class ParsedArgs {
 };
 
 struct CommandSpec {
-  std::string path;         // "rdmq topic create": used in help and error messages
-  std::string usage;        // what follows the path in the usage line: "NAME [options]"
-  std::string summary;      // one line
-  std::string description;  // paragraphs shown under the usage line (may be empty)
-  std::vector<OptionSpec> options;
-  std::vector<std::string> examples;  // command lines, shown under "Examples:"
+  // (Every member has a default so that designated initializers may leave any out.)
+  std::string path = {};         // "rdmq topic create": used in help and error messages
+  std::string usage = {};        // what follows the path in the usage line: "NAME [options]"
+  std::string summary = {};      // one line
+  std::string description = {};  // paragraphs shown under the usage line (may be empty)
+  std::vector<OptionSpec> options = {};
+  std::vector<std::string> examples = {};  // command lines, shown under "Examples:"
   size_t min_positional = 0;
   size_t max_positional = 0;
   // Lines listing subcommands ("create   Create a topic"), shown under "Commands:".
-  std::vector<std::pair<std::string, std::string>> subcommands;
+  std::vector<std::pair<std::string, std::string>> subcommands = {};
 
   // Parses `args` (the words after the command path). Positional-count checks are skipped when
   // help was requested.

@@ -67,6 +67,32 @@ struct LineRecord {
 };
 Result<LineRecord> SplitLine(std::string_view line, std::string_view key_delimiter);
 
+// Splits a byte stream (a file descriptor: stdin, a pipe, a file) into records at a delimiter
+// ("\n" by default; any non-empty byte string). The last record may lack its delimiter. Reads
+// with read(2) in large chunks; an interrupted read (EINTR) returns kCancelled so a signal can
+// stop a tool blocked on its input. Not thread-safe.
+class DelimitedReader {
+ public:
+  DelimitedReader(int fd, std::string delimiter, size_t max_record_bytes = 64u << 20);
+  // Sets *out to the next record (without its delimiter; valid until the next call) and
+  // returns true, or returns false at the end of the input. Errors: kIoError from read(2),
+  // kCancelled on EINTR, kUsage when a record exceeds max_record_bytes (the context says which
+  // record number).
+  Result<bool> Next(std::string_view* out);
+  // 1-based number of the record last returned.
+  uint64_t record_number() const { return number_; }
+
+ private:
+  int fd_;
+  std::string delim_;
+  size_t max_;
+  std::string buf_;
+  size_t start_ = 0;   // first unconsumed byte in buf_
+  size_t scan_ = 0;    // where the delimiter search resumes
+  bool eof_ = false;
+  uint64_t number_ = 0;
+};
+
 // Where a consumer starts (`-o`): beginning, end, an absolute offset N, N records before the end
 // (-N), or the first record at or after a timestamp (@MS or s@MS, milliseconds since the epoch).
 struct OffsetSpec {
