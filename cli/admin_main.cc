@@ -284,7 +284,15 @@ int PartitionInspect(const Subcommand&, const ParsedArgs& a) {
     if (!base.ok()) return Usage(base.status());
     opts.segment = *base;
   }
-  auto dump = InspectPartition(a.positional()[0], opts);
+  std::string path = a.positional()[0];
+  if (a.positional().size() == 2) {  // TOPIC PARTITION in a broker's data directory
+    auto n = ParseInt(a.positional()[1], "PARTITION", 0, 4095);
+    if (!n.ok()) return Usage(n.status());
+    path = a.GetOr("data-dir", "./rdmq-data") + "/topics/" + path + "-" + std::to_string(*n);
+  } else if (a.Has("data-dir")) {
+    return Usage(UsageError("partition inspect: --data-dir goes with TOPIC PARTITION, not with a PATH"));
+  }
+  auto dump = InspectPartition(path, opts);
   if (!dump.ok()) return Fail("partition inspect", dump.status());
   if (a.Has("json")) {
     std::cout << InspectToJson(*dump, opts.records) << "\n";
@@ -460,11 +468,12 @@ std::vector<Group> Commands() {
       {Subcommand{
           CommandSpec{
               .path = "rdmq partition inspect",
-              .usage = "PATH [--records] [--segment BASE] [--json]",
+              .usage = "PATH | TOPIC PARTITION [--data-dir DIR] [--records] [--segment BASE] [--json]",
               .summary = "Dump a partition's segment files batch by batch and verify every CRC.",
               .description =
                   "PATH is a partition directory (segment files <base offset>.seg and partition.slot) or\n"
-                  "one .seg file. The files are opened read-only, so this is safe next to a running broker.\n"
+                  "one .seg file; TOPIC PARTITION means DIR/topics/TOPIC-PARTITION in a broker's data\n"
+                  "directory. The files are opened read-only, so this is safe next to a running broker.\n"
                   "For every batch: position, offsets, record count, size, timestamps, producer id, epoch\n"
                   "and sequence, control/filler flags and whether the CRC verifies. Every problem (CRC\n"
                   "mismatch, malformed header, offsets that do not continue, ...) is reported with its\n"
@@ -472,12 +481,15 @@ std::vector<Group> Commands() {
                   "Exit status: 0 when everything verified, 1 when a problem was found or PATH is not\n"
                   "a partition, 2 on a bad command line.",
               .options = WithGlobals({{"records", 'r', "", "print every record (key, value, headers) too"},
-                                      {"segment", 's', "BASE", "only the segment with this base offset"}}),
-              .examples = {"rdmq partition inspect rdmq-data/topics/orders-0",
+                                      {"segment", 's', "BASE", "only the segment with this base offset"},
+                                      {"data-dir", 'd', "DIR", "the broker's data directory (default ./rdmq-data)"}}),
+              .examples = {"rdmq partition inspect orders 0",
+                           "rdmq partition inspect --data-dir /var/lib/rdmq orders 2 --segment 1048576",
+                           "rdmq partition inspect rdmq-data/topics/orders-0",
                            "rdmq partition inspect rdmq-data/topics/orders-0/00000000000000000000.seg --records",
                            "rdmq partition inspect DIR --json | jq '.problems'"},
               .min_positional = 1,
-              .max_positional = 1},
+              .max_positional = 2},
           PartitionInspect}}});
   g.push_back(Group{"cluster",
                     "Broker-wide views.",

@@ -120,6 +120,7 @@ CommandSpec ConsumeSpec() {
   s.summary = "Consume and verify the demo's records; report throughput and produce-to-consume latency.";
   s.options = CommonOptions();
   s.options.push_back({"idle-timeout", 0, "SECONDS", "fail when no record arrives for this long (default 60)"});
+  s.options.push_back({"ready-file", 0, "PATH", "create PATH once subscribed (a script waits for it)"});
   s.examples = {"rdmq-demo consume --topic demo --records 1000000"};
   return s;
 }
@@ -308,6 +309,10 @@ int Consume(const ParsedArgs& a) {
   if (Status s = cons->Assign(tps); !s.ok()) return std::cerr << "rdmq-demo: assign: " << FormatError(s) << "\n", 1;
   if (Status s = cons->SeekToBeginning(tps); !s.ok()) {
     return std::cerr << "rdmq-demo: seek: " << FormatError(s) << "\n", kExitError;
+  }
+
+  if (auto ready = a.Get("ready-file")) {
+    std::ofstream(*ready) << "ready\n";
   }
 
   const uint64_t n = static_cast<uint64_t>(c->records);
