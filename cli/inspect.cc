@@ -15,6 +15,7 @@
 #include <span>
 #include <sstream>
 
+#include "cli/inspect_internal.h"
 #include "rdmq/cli/output.h"
 #include "rdmq/common/coding.h"
 #include "rdmq/storage/format.h"
@@ -252,26 +253,23 @@ struct Walker {
   }
 };
 
-void InspectSegment(const std::string& path, int64_t base, const InspectOptions& options, PartitionDump* dump) {
+}  // namespace
+
+void InspectSegmentBytes(std::span<const std::byte> file, const std::string& name, int64_t base,
+                         const InspectOptions& options, PartitionDump* dump) {
   SegmentDump seg;
-  seg.file = fs::path(path).filename().string();
+  seg.file = name;
   seg.base_offset = base;
   auto problem = [&](std::string message) {
     dump->problems.push_back(Problem{seg.file, -1, -1, std::move(message)});
   };
-  ReadOnlyFile f;
-  if (Status s = f.Open(path); !s.ok()) {
-    problem(ErrText(s));
-    dump->segments.push_back(std::move(seg));
-    return;
-  }
-  if (f.size() < fmt::kSegmentHeaderSize) {
-    problem("file is " + std::to_string(f.size()) + " bytes, shorter than the 4096-byte segment header");
+  if (file.size() < fmt::kSegmentHeaderSize) {
+    problem("file is " + std::to_string(file.size()) + " bytes, shorter than the 4096-byte segment header");
     dump->segments.push_back(std::move(seg));
     return;
   }
   fmt::SegmentHeader hdr;
-  if (Status s = fmt::DecodeSegmentHeader(f.bytes(), &hdr); !s.ok()) {
+  if (Status s = fmt::DecodeSegmentHeader(file, &hdr); !s.ok()) {
     problem("bad segment header: " + std::string(s.context().empty() ? s.code().message() : s.context()));
     dump->segments.push_back(std::move(seg));
     return;
@@ -281,29 +279,29 @@ void InspectSegment(const std::string& path, int64_t base, const InspectOptions&
   seg.partition = hdr.partition.value();
   seg.capacity = hdr.capacity;
   seg.created_ms = hdr.created.value();
-  seg.reservation_word = coding::LoadLE<uint64_t>(f.data() + fmt::kReservationWord);
+  seg.reservation_word = coding::LoadLE<uint64_t>(file.data() + fmt::kReservationWord);
   if (hdr.base_offset.value() != base) {
     problem("header base offset " + std::to_string(hdr.base_offset.value()) + " differs from the file name's " +
             std::to_string(base));
   }
   uint64_t capacity = hdr.capacity;
-  if (f.size() < fmt::kSegmentHeaderSize + hdr.capacity) {
-    problem("file is " + std::to_string(f.size()) + " bytes; the header's capacity needs " +
+  if (file.size() < fmt::kSegmentHeaderSize + hdr.capacity) {
+    problem("file is " + std::to_string(file.size()) + " bytes; the header's capacity needs " +
             std::to_string(fmt::kSegmentHeaderSize + hdr.capacity) + " (truncated)");
-    capacity = f.size() - fmt::kSegmentHeaderSize;
+    capacity = file.size() - fmt::kSegmentHeaderSize;
   }
-  const auto data = f.bytes().subspan(fmt::kSegmentHeaderSize, capacity);
+  const auto data = file.subspan(fmt::kSegmentHeaderSize, capacity);
 
   fmt::SealRecord seal;
-  if (fmt::DecodeSealRecord(f.data() + fmt::kSealRecord, &seal)) {
+  if (fmt::DecodeSealRecord(file.data() + fmt::kSealRecord, &seal)) {
     seg.sealed = true;
     seg.seal_end = seal.end.value();
     seg.seal_next_offset = seal.next_offset.value();
     seg.seal_max_timestamp_ms = seal.max_timestamp.value();
   }
   fmt::Checkpoint a, b;
-  const bool va = fmt::DecodeCheckpoint(f.data() + fmt::kCheckpointA, &a);
-  const bool vb = fmt::DecodeCheckpoint(f.data() + fmt::kCheckpointB, &b);
+  const bool va = fmt::DecodeCheckpoint(file.data() + fmt::kCheckpointA, &a);
+  const bool vb = fmt::DecodeCheckpoint(file.data() + fmt::kCheckpointB, &b);
   if (va || vb) {
     const fmt::Checkpoint& c = (va && (!vb || a.sequence > b.sequence)) ? a : b;
     seg.has_checkpoint = true;
@@ -351,9 +349,22 @@ void InspectSegment(const std::string& path, int64_t base, const InspectOptions&
   dump->segments.push_back(std::move(seg));
 }
 
-}  // namespace
-
 namespace {
+
+void InspectSegment(const std::string& path, int64_t base, const InspectOptions& options, PartitionDump* dump) {
+  ReadOnlyFile f;
+  const std::string name = fs::path(path).filename().string();
+  if (Status s = f.Open(path); !s.ok()) {
+    SegmentDump seg;
+    seg.file = name;
+    seg.base_offset = base;
+    dump->problems.push_back(Problem{name, -1, -1, ErrText(s)});
+    dump->segments.push_back(std::move(seg));
+    return;
+  }
+  InspectSegmentBytes(f.bytes(), name, base, options, dump);
+}
+
 void ReadSlot(const std::string& path, PartitionDump* dump) {
   ReadOnlyFile f;
   if (Status s = f.Open(path); !s.ok()) {
