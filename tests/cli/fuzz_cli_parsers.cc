@@ -35,12 +35,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   auto word = [&](size_t i) -> std::string { return i < words.size() ? words[i] : std::string(); };
 
+  const std::string w1 = word(1), w2 = word(2), w3 = word(3);  // RecordFields holds views
   if (auto f = RecordFormatter::Compile(word(0)); f.ok()) {
     RecordFields r;
     r.topic = "t";
-    r.key = word(1);
-    r.value = word(2);
-    r.headers = {{"h", std::nullopt}, {"k", word(3)}};
+    r.key = w1;
+    r.value = w2;
+    r.headers = {{"h", std::nullopt}, {"k", w3}};
     std::string out;
     f->Append(r, &out);
     (void)RecordToJson(r);
