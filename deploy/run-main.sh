@@ -7,7 +7,8 @@
 # duplicated, reordered or corrupt, or if a process failed.
 #
 # Usage: deploy/run-main.sh [--records N] [--value-bytes N] [--partitions N] [--acks 0|1]
-#                           [--latency-records N] [--fabric shm|tcp] [--keep]
+#                           [--latency-records N] [--durability durable|visibility]
+#                           [--fabric shm|tcp] [--keep]
 #        deploy/run-main.sh --storage-demo [rdmq-storage-demo options...]   (the storage demo)
 # Environment: RDMQ_JOBS (build parallelism, default nproc)
 set -euo pipefail
@@ -25,7 +26,7 @@ if [[ ${1:-} == --storage-demo ]]; then
   exit $exec_status
 fi
 
-records=1000000 value_bytes=100 partitions=1 acks=1 latency_records=10000 fabric=shm keep=0
+records=1000000 value_bytes=100 partitions=1 acks=1 latency_records=10000 durability=durable fabric=shm keep=0
 while [[ $# -gt 0 ]]; do
   case $1 in
     --records) records=$2; shift 2 ;;
@@ -33,9 +34,10 @@ while [[ $# -gt 0 ]]; do
     --partitions) partitions=$2; shift 2 ;;
     --acks) acks=$2; shift 2 ;;
     --latency-records) latency_records=$2; shift 2 ;;
+    --durability) durability=$2; shift 2 ;;
     --fabric) fabric=$2; shift 2 ;;
     --keep) keep=1; shift ;;
-    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run-main.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -87,7 +89,8 @@ export RDMQ_BROKER=$broker
 echo "   broker listening at $broker"
 
 topic=main-demo
-"$bin/rdmq" topic create "$topic" --partitions "$partitions"
+"$bin/rdmq" topic create "$topic" --partitions "$partitions" --config "durability=$durability"
+echo "   (durability $durability: $([[ $durability == durable ]] && echo "every commit persisted (msync on this $(df -T "$data" | awk 'NR==2 {print $2}') file system) before its ack" || echo "commits visible at once; they survive a process crash, not a power loss"))"
 
 echo "== consumer (own process) and producer (own process): $records records of $value_bytes bytes"
 demo_args=(--topic "$topic" --records "$records" --latency-records "$latency_records")

@@ -53,7 +53,7 @@ TEST_CASE("repeated options keep their order; flags take no value", "[cli][args]
   CHECK(*n == 9);
 }
 
-TEST_CASE("-- ends the options", "[cli][args]") {
+TEST_CASE("a double dash ends the options", "[cli][args]") {
   auto a = Parse({"--", "-p"});
   REQUIRE_OK(a);
   CHECK(a->positional() == std::vector<std::string>{"-p"});
@@ -87,7 +87,7 @@ TEST_CASE("usage errors name the option and point to --help", "[cli][args]") {
   }
 }
 
-TEST_CASE("--help wins: no positional checks, unknown options ignored", "[cli][args]") {
+TEST_CASE("help wins: no positional checks, unknown options ignored", "[cli][args]") {
   for (const auto& words : std::vector<std::vector<std::string>>{{"--help"}, {"-h"}, {"a", "b", "c", "--help"},
                                                                   {"--help", "--bogus"}}) {
     auto a = Parse(words);
