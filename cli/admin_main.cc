@@ -21,9 +21,9 @@
 namespace rdmq::cli {
 namespace {
 
-using nlohmann::ordered_json;
 using client::AdminClient;
 using client::TopicDescription;
+using nlohmann::ordered_json;
 using Configs = std::vector<std::pair<std::string, std::string>>;
 
 const std::vector<OptionSpec>& GlobalOptions() {
@@ -33,8 +33,8 @@ const std::vector<OptionSpec>& GlobalOptions() {
        "(default: $RDMQ_BROKER, else unix:./rdmq-data/rdmq.sock)"},
       {"json", 0, "", "print JSON (stable field names) instead of tables"},
       {"timeout", 0, "MS", "request timeout in milliseconds (default 30000)"},
-      {"client-config", 'X', "KEY=VALUE", "client setting (client.id, request.timeout.ms, rdma.device); repeatable",
-       true},
+      {"client-config", 'X', "KEY=VALUE",
+       "client setting (client.id, request.timeout.ms, rdma.device); repeatable", true},
   };
   return kGlobal;
 }
@@ -146,12 +146,15 @@ void PrintTopicText(const TopicDescription& t) {
   }
   if (!t.partitions.empty()) {
     std::cout << "\n";
-    Table p({"PARTITION", "LOG START", "HIGH WATERMARK", "RECORDS", "SEGMENTS", "BYTES", "ACTIVE SEGMENT", "PRODUCER"},
-            {Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kRight});
+    Table p({"PARTITION", "LOG START", "HIGH WATERMARK", "RECORDS", "SEGMENTS", "BYTES", "ACTIVE SEGMENT",
+             "PRODUCER"},
+            {Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kRight,
+             Align::kRight});
     for (const auto& d : t.partitions) {
-      p.AddRow({std::to_string(d.partition), std::to_string(d.log_start_offset), std::to_string(d.high_watermark),
-                std::to_string(d.high_watermark - d.log_start_offset), std::to_string(d.segments),
-                FormatBytes(d.bytes), std::to_string(d.active_segment_base), d.exclusive_lease ? "exclusive" : "-"});
+      p.AddRow({std::to_string(d.partition), std::to_string(d.log_start_offset),
+                std::to_string(d.high_watermark), std::to_string(d.high_watermark - d.log_start_offset),
+                std::to_string(d.segments), FormatBytes(d.bytes), std::to_string(d.active_segment_base),
+                d.exclusive_lease ? "exclusive" : "-"});
     }
     p.Print(std::cout);
   }
@@ -207,7 +210,8 @@ int TopicList(const Subcommand&, const ParsedArgs& a) {
   }
   Table t({"TOPIC", "PARTITIONS", "ID", "CREATED"}, {Align::kLeft, Align::kRight, Align::kRight});
   for (const auto& d : *topics) {
-    t.AddRow({d.name, std::to_string(d.partition_count()), std::to_string(d.id), FormatTimestampMs(d.created_ms)});
+    t.AddRow(
+        {d.name, std::to_string(d.partition_count()), std::to_string(d.id), FormatTimestampMs(d.created_ms)});
   }
   t.Print(std::cout);
   return kExitOk;
@@ -313,7 +317,10 @@ int ClusterStatus(const Subcommand&, const ParsedArgs& a) {
   const bool json = a.Has("json");
   auto unreachable = [&](const std::string& what, const Status& s) {
     if (json) {
-      std::cout << ordered_json{{"broker", addr}, {"reachable", false}, {"error", what + ": " + FormatError(s)}}.dump(2)
+      std::cout << ordered_json{{"broker", addr},
+                                {"reachable", false},
+                                {"error", what + ": " + FormatError(s)}}
+                       .dump(2)
                 << "\n";
     }
     return Fail(what, s);
@@ -370,7 +377,8 @@ int ClusterStatus(const Subcommand&, const ParsedArgs& a) {
   if (partitions > 0) {
     std::cout << "\n";
     Table t({"TOPIC", "PARTITION", "LOG START", "HIGH WATERMARK", "RECORDS", "SEGMENTS", "BYTES", "PRODUCER"},
-            {Align::kLeft, Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kRight});
+            {Align::kLeft, Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kRight,
+             Align::kRight});
     for (const auto& d : described) {
       for (const auto& p : d.partitions) {
         t.AddRow({d.name, std::to_string(p.partition), std::to_string(p.log_start_offset),
@@ -399,7 +407,8 @@ struct Group {
     for (const auto& sc : subcommands) {
       s.subcommands.emplace_back(sc.spec.path.substr(s.path.size() + 1), sc.spec.summary);
     }
-    s.examples.push_back("rdmq " + name + " " + subcommands.front().spec.path.substr(s.path.size() + 1) + " --help");
+    s.examples.push_back("rdmq " + name + " " + subcommands.front().spec.path.substr(s.path.size() + 1) +
+                         " --help");
     return s;
   }
 };
@@ -410,57 +419,64 @@ std::vector<Group> Commands() {
       "topic",
       "Create, list, describe, alter and delete topics.",
       {
-          Subcommand{CommandSpec{
-                         .path = "rdmq topic create",
-                         .usage = "NAME [--partitions N] [--config KEY=VALUE]... [options]",
-                         .summary = "Create a topic.",
-                         .description = "Config keys are Kafka's (docs/metadata-format.md): partitions, segment.bytes,\n"
-                                        "retention.bytes, retention.ms, index.interval.bytes, max.message.bytes,\n"
-                                        "durability (durable|visibility). Keys not given take the broker's defaults.",
-                         .options = WithGlobals({{"partitions", 'p', "N", "number of partitions (1..4096)"},
-                                                 {"config", 'c', "KEY=VALUE", "a topic config; repeatable", true},
-                                                 {"if-not-exists", 0, "", "succeed if the topic already exists"}}),
-                         .examples = {"rdmq topic create orders --partitions 3",
-                                      "rdmq topic create logs -c retention.ms=3600000 -c segment.bytes=16777216",
-                                      "rdmq topic create orders -p 3 --if-not-exists --json"},
-                         .min_positional = 1,
-                         .max_positional = 1},
-                     TopicCreate},
-          Subcommand{CommandSpec{.path = "rdmq topic list",
-                                 .usage = "[options]",
-                                 .summary = "List every topic with its partition count.",
-                                 .options = WithGlobals({}),
-                                 .examples = {"rdmq topic list", "rdmq topic list --json | jq -r '.topics[].name'"}},
-                     TopicList},
-          Subcommand{CommandSpec{.path = "rdmq topic describe",
-                                 .usage = "NAME... [options]",
-                                 .summary = "Show a topic's configs and each partition's offsets and size.",
-                                 .description = "With --json and one NAME, prints the topic object; with several, "
-                                                "{\"topics\": [...]}.",
-                                 .options = WithGlobals({}),
-                                 .examples = {"rdmq topic describe orders",
-                                              "rdmq topic describe orders --json | jq '.partitions[].high_watermark'"},
-                                 .min_positional = 1,
-                                 .max_positional = 1000},
-                     TopicDescribe},
+          Subcommand{
+              CommandSpec{
+                  .path = "rdmq topic create",
+                  .usage = "NAME [--partitions N] [--config KEY=VALUE]... [options]",
+                  .summary = "Create a topic.",
+                  .description =
+                      "Config keys are Kafka's (docs/metadata-format.md): partitions, segment.bytes,\n"
+                      "retention.bytes, retention.ms, index.interval.bytes, max.message.bytes,\n"
+                      "durability (durable|visibility). Keys not given take the broker's defaults.",
+                  .options = WithGlobals({{"partitions", 'p', "N", "number of partitions (1..4096)"},
+                                          {"config", 'c', "KEY=VALUE", "a topic config; repeatable", true},
+                                          {"if-not-exists", 0, "", "succeed if the topic already exists"}}),
+                  .examples = {"rdmq topic create orders --partitions 3",
+                               "rdmq topic create logs -c retention.ms=3600000 -c segment.bytes=16777216",
+                               "rdmq topic create orders -p 3 --if-not-exists --json"},
+                  .min_positional = 1,
+                  .max_positional = 1},
+              TopicCreate},
+          Subcommand{
+              CommandSpec{.path = "rdmq topic list",
+                          .usage = "[options]",
+                          .summary = "List every topic with its partition count.",
+                          .options = WithGlobals({}),
+                          .examples = {"rdmq topic list", "rdmq topic list --json | jq -r '.topics[].name'"}},
+              TopicList},
+          Subcommand{
+              CommandSpec{
+                  .path = "rdmq topic describe",
+                  .usage = "NAME... [options]",
+                  .summary = "Show a topic's configs and each partition's offsets and size.",
+                  .description = "With --json and one NAME, prints the topic object; with several, "
+                                 "{\"topics\": [...]}.",
+                  .options = WithGlobals({}),
+                  .examples = {"rdmq topic describe orders",
+                               "rdmq topic describe orders --json | jq '.partitions[].high_watermark'"},
+                  .min_positional = 1,
+                  .max_positional = 1000},
+              TopicDescribe},
           Subcommand{CommandSpec{.path = "rdmq topic alter",
                                  .usage = "NAME [--partitions N] [--config KEY=VALUE]... [options]",
                                  .summary = "Change a topic's configs; partitions may grow, never shrink.",
-                                 .options = WithGlobals({{"partitions", 'p', "N", "new number of partitions"},
-                                                         {"config", 'c', "KEY=VALUE", "a topic config; repeatable", true}}),
+                                 .options = WithGlobals(
+                                     {{"partitions", 'p', "N", "new number of partitions"},
+                                      {"config", 'c', "KEY=VALUE", "a topic config; repeatable", true}}),
                                  .examples = {"rdmq topic alter orders --partitions 6",
                                               "rdmq topic alter logs -c retention.ms=600000"},
                                  .min_positional = 1,
                                  .max_positional = 1},
                      TopicAlter},
-          Subcommand{CommandSpec{.path = "rdmq topic delete",
-                                 .usage = "NAME... [options]",
-                                 .summary = "Delete topics and their data.",
-                                 .options = WithGlobals({{"if-exists", 0, "", "succeed if a topic does not exist"}}),
-                                 .examples = {"rdmq topic delete orders", "rdmq topic delete a b c --if-exists"},
-                                 .min_positional = 1,
-                                 .max_positional = 1000},
-                     TopicDelete},
+          Subcommand{
+              CommandSpec{.path = "rdmq topic delete",
+                          .usage = "NAME... [options]",
+                          .summary = "Delete topics and their data.",
+                          .options = WithGlobals({{"if-exists", 0, "", "succeed if a topic does not exist"}}),
+                          .examples = {"rdmq topic delete orders", "rdmq topic delete a b c --if-exists"},
+                          .min_positional = 1,
+                          .max_positional = 1000},
+              TopicDelete},
       }});
   g.push_back(Group{
       "partition",
@@ -480,28 +496,31 @@ std::vector<Group> Commands() {
                   "segment, data-area position and file offset.\n"
                   "Exit status: 0 when everything verified, 1 when a problem was found or PATH is not\n"
                   "a partition, 2 on a bad command line.",
-              .options = WithGlobals({{"records", 'r', "", "print every record (key, value, headers) too"},
-                                      {"segment", 's', "BASE", "only the segment with this base offset"},
-                                      {"data-dir", 'd', "DIR", "the broker's data directory (default ./rdmq-data)"}}),
-              .examples = {"rdmq partition inspect orders 0",
-                           "rdmq partition inspect --data-dir /var/lib/rdmq orders 2 --segment 1048576",
-                           "rdmq partition inspect rdmq-data/topics/orders-0",
-                           "rdmq partition inspect rdmq-data/topics/orders-0/00000000000000000000.seg --records",
-                           "rdmq partition inspect DIR --json | jq '.problems'"},
+              .options = WithGlobals(
+                  {{"records", 'r', "", "print every record (key, value, headers) too"},
+                   {"segment", 's', "BASE", "only the segment with this base offset"},
+                   {"data-dir", 'd', "DIR", "the broker's data directory (default ./rdmq-data)"}}),
+              .examples =
+                  {"rdmq partition inspect orders 0",
+                   "rdmq partition inspect --data-dir /var/lib/rdmq orders 2 --segment 1048576",
+                   "rdmq partition inspect rdmq-data/topics/orders-0",
+                   "rdmq partition inspect rdmq-data/topics/orders-0/00000000000000000000.seg --records",
+                   "rdmq partition inspect DIR --json | jq '.problems'"},
               .min_positional = 1,
               .max_positional = 2},
           PartitionInspect}}});
-  g.push_back(Group{"cluster",
-                    "Broker-wide views.",
-                    {Subcommand{CommandSpec{.path = "rdmq cluster status",
-                                            .usage = "[options]",
-                                            .summary = "Is the broker reachable; its topics, partitions and high "
-                                                       "watermarks.",
-                                            .options = WithGlobals({}),
-                                            .examples = {"rdmq cluster status",
-                                                         "rdmq --broker unix:/var/lib/rdmq/rdmq.sock cluster status "
-                                                         "--json"}},
-                                ClusterStatus}}});
+  g.push_back(
+      Group{"cluster",
+            "Broker-wide views.",
+            {Subcommand{CommandSpec{.path = "rdmq cluster status",
+                                    .usage = "[options]",
+                                    .summary = "Is the broker reachable; its topics, partitions and high "
+                                               "watermarks.",
+                                    .options = WithGlobals({}),
+                                    .examples = {"rdmq cluster status",
+                                                 "rdmq --broker unix:/var/lib/rdmq/rdmq.sock cluster status "
+                                                 "--json"}},
+                        ClusterStatus}}});
   return g;
 }
 
@@ -563,7 +582,8 @@ int Main(int argc, char** argv) {
     if (g.name == cmd) group = &g;
   }
   if (group == nullptr) {
-    return Usage(UsageError("unknown command '" + cmd + "' (commands: topic, partition, cluster); " + top.SeeHelp()));
+    return Usage(
+        UsageError("unknown command '" + cmd + "' (commands: topic, partition, cluster); " + top.SeeHelp()));
   }
   const CommandSpec gspec = group->Spec();
   if (at.size() < 2) {
@@ -585,8 +605,10 @@ int Main(int argc, char** argv) {
   }
   if (sc == nullptr) {
     std::string known;
-    for (const auto& s : group->subcommands) known += (known.empty() ? "" : ", ") + s.spec.path.substr(6 + cmd.size());
-    return Usage(UsageError("unknown subcommand '" + sub + "' of '" + cmd + "' (" + known + "); " + gspec.SeeHelp()));
+    for (const auto& s : group->subcommands)
+      known += (known.empty() ? "" : ", ") + s.spec.path.substr(6 + cmd.size());
+    return Usage(
+        UsageError("unknown subcommand '" + sub + "' of '" + cmd + "' (" + known + "); " + gspec.SeeHelp()));
   }
   std::vector<std::string> rest;
   for (size_t i = 0; i < words.size(); ++i) {

@@ -111,7 +111,8 @@ Result<ParsedArgs> CommandSpec::Parse(std::span<const std::string> args) const {
     }
     if (spec->value_name.empty()) {
       if (inline_value) {
-        if (a[1] != '-') return UsageError("option " + shown + " takes no value (in '" + a + "'); " + SeeHelp());
+        if (a[1] != '-')
+          return UsageError("option " + shown + " takes no value (in '" + a + "'); " + SeeHelp());
         return UsageError("option " + shown + " takes no value; " + SeeHelp());
       }
       RDMQ_RETURN_IF_ERROR(add(*spec, ""));
@@ -127,7 +128,8 @@ Result<ParsedArgs> CommandSpec::Parse(std::span<const std::string> args) const {
   }
   if (!out.help_) {
     if (out.positional_.size() < min_positional) {
-      return UsageError("missing argument" + std::string(min_positional - out.positional_.size() > 1 ? "s" : "") +
+      return UsageError("missing argument" +
+                        std::string(min_positional - out.positional_.size() > 1 ? "s" : "") +
                         ": usage: " + path + " " + usage + "; " + SeeHelp());
     }
     if (out.positional_.size() > max_positional) {
@@ -185,8 +187,8 @@ Result<int64_t> ParseInt(std::string_view text, std::string_view what, int64_t m
     return UsageError(std::string(what) + ": '" + std::string(text) + "' is not an integer");
   }
   if (ec == std::errc::result_out_of_range || v < min || v > max) {
-    return UsageError(std::string(what) + ": " + std::string(text) + " is out of range [" + std::to_string(min) +
-                      ", " + std::to_string(max) + "]");
+    return UsageError(std::string(what) + ": " + std::string(text) + " is out of range [" +
+                      std::to_string(min) + ", " + std::to_string(max) + "]");
   }
   return v;
 }
@@ -207,14 +209,25 @@ Result<std::string> Unescape(std::string_view text, std::string_view what) {
       out.push_back(text[i]);
       continue;
     }
-    if (i + 1 >= text.size()) return UsageError(std::string(what) + ": '" + std::string(text) + "' ends in a lone '\\'");
+    if (i + 1 >= text.size())
+      return UsageError(std::string(what) + ": '" + std::string(text) + "' ends in a lone '\\'");
     const char c = text[++i];
     switch (c) {
-      case 'n': out.push_back('\n'); break;
-      case 't': out.push_back('\t'); break;
-      case 'r': out.push_back('\r'); break;
-      case '0': out.push_back('\0'); break;
-      case '\\': out.push_back('\\'); break;
+      case 'n':
+        out.push_back('\n');
+        break;
+      case 't':
+        out.push_back('\t');
+        break;
+      case 'r':
+        out.push_back('\r');
+        break;
+      case '0':
+        out.push_back('\0');
+        break;
+      case '\\':
+        out.push_back('\\');
+        break;
       case 'x': {
         auto hex = [](char h) -> int {
           if (h >= '0' && h <= '9') return h - '0';
@@ -223,12 +236,14 @@ Result<std::string> Unescape(std::string_view text, std::string_view what) {
           return -1;
         };
         if (i + 2 >= text.size()) {
-          return UsageError(std::string(what) + ": '\\x' needs two hex digits in '" + std::string(text) + "'");
+          return UsageError(std::string(what) + ": '\\x' needs two hex digits in '" + std::string(text) +
+                            "'");
         }
         const int hi = hex(text[i + 1]);
         const int lo = hex(text[i + 2]);
         if (hi < 0 || lo < 0) {
-          return UsageError(std::string(what) + ": '\\x' needs two hex digits in '" + std::string(text) + "'");
+          return UsageError(std::string(what) + ": '\\x' needs two hex digits in '" + std::string(text) +
+                            "'");
         }
         out.push_back(static_cast<char>(hi * 16 + lo));
         i += 2;

@@ -50,15 +50,15 @@ CommandSpec Spec() {
       {"format", 'f', "FMT", "output format per record (default '%s\\n'; with -K: '%k<DELIM>%s\\n')"},
       {"key-delimiter", 'K', "DELIM", "print key DELIM value (the inverse of rdmq-produce -K)"},
       {"delimiter", 'D', "DELIM", "record delimiter instead of \\n (ignored with -f and --json)"},
-      {"json", 0, "", "one JSON object per record: topic, partition, offset, timestamp_ms, key, value, headers"},
+      {"json", 0, "",
+       "one JSON object per record: topic, partition, offset, timestamp_ms, key, value, headers"},
       {"consumer-config", 'X', "KEY=VALUE",
        "consumer setting: max.poll.records, fetch.max.bytes, check.crcs, client.id, ...;\n"
        "repeatable",
        true},
       {"verbose", 'v', "", "report on stderr when a partition's end is reached"},
   };
-  s.examples = {"rdmq-consume orders",
-                "rdmq-consume -e orders > all-values.txt",
+  s.examples = {"rdmq-consume orders", "rdmq-consume -e orders > all-values.txt",
                 "rdmq-consume -o -10 -e -f 'partition %p offset %o: %k=%s\\n' orders",
                 "rdmq-consume -K : -e orders      # pairs with: rdmq-produce -K : orders",
                 "rdmq-consume --json -c 1 -o end orders"};
@@ -107,7 +107,8 @@ int Main(int argc, char** argv) {
   for (const auto& kv : a->GetAll("consumer-config")) {
     auto p = ParseKeyValue(kv, "-X");
     if (!p.ok()) return Usage(p.status());
-    if (Status s = cfg.Set(p->first, p->second); !s.ok()) return Usage(UsageError("-X " + kv + ": " + FormatError(s)));
+    if (Status s = cfg.Set(p->first, p->second); !s.ok())
+      return Usage(UsageError("-X " + kv + ": " + FormatError(s)));
   }
   if (auto b = a->Get("broker")) cfg.client.bootstrap = *b;
   auto start = ParseOffsetSpec(a->GetOr("offset", "beginning"));
@@ -143,7 +144,8 @@ int Main(int argc, char** argv) {
     auto u = Unescape(*k, "--key-delimiter");
     if (!u.ok()) return Usage(u.status());
     std::string escaped;
-    for (char c : *u) escaped += c == '%' ? std::string("%%") : c == '\\' ? std::string("\\\\") : std::string(1, c);
+    for (char c : *u)
+      escaped += c == '%' ? std::string("%%") : c == '\\' ? std::string("\\\\") : std::string(1, c);
     format = "%k" + escaped + format;
   }
   if (auto f = a->Get("format")) format = *f;
@@ -160,7 +162,8 @@ int Main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
 
   auto admin = client::AdminClient::Connect(cfg.client);
-  if (!admin.ok()) return Fail("cannot reach the broker at " + cfg.client.ResolvedBootstrap(), admin.status());
+  if (!admin.ok())
+    return Fail("cannot reach the broker at " + cfg.client.ResolvedBootstrap(), admin.status());
   auto described = (*admin)->DescribeTopic(topic);
   if (!described.ok()) return Fail("topic " + topic, described.status());
   std::map<int32_t, client::PartitionDescription> parts;
@@ -171,8 +174,8 @@ int Main(int argc, char** argv) {
   } else {
     for (int32_t n : only) {
       if (!parts.count(n)) {
-        std::cerr << "rdmq-consume: topic " << topic << " has no partition " << n << " (it has " << parts.size()
-                  << ")\n";
+        std::cerr << "rdmq-consume: topic " << topic << " has no partition " << n << " (it has "
+                  << parts.size() << ")\n";
         return kExitError;
       }
       assignment.push_back({topic, n});
@@ -226,8 +229,8 @@ int Main(int argc, char** argv) {
       if (!pos.ok()) return pos.status();
       const bool at_end = *pos >= ends[tp.partition];
       if (at_end && verbose && !reported_end[tp.partition]) {
-        std::cerr << "rdmq-consume: reached the end of " << topic << " [" << tp.partition << "] at offset " << *pos
-                  << "\n";
+        std::cerr << "rdmq-consume: reached the end of " << topic << " [" << tp.partition << "] at offset "
+                  << *pos << "\n";
       }
       reported_end[tp.partition] = at_end;
       all = all && at_end;

@@ -29,10 +29,10 @@
 #include <vector>
 
 #include "rdmq/cli/args.h"
+#include "rdmq/client/admin.h"
 #include "rdmq/common/clock.h"
 #include "rdmq/common/coding.h"
 #include "rdmq/common/crc32c.h"
-#include "rdmq/client/admin.h"
 #include "rdmq/consumer/consumer.h"
 #include "rdmq/producer/producer.h"
 
@@ -78,7 +78,9 @@ struct Latency {
       const size_t i = std::min(ns.size() - 1, static_cast<size_t>(q * static_cast<double>(ns.size())));
       return static_cast<double>(ns[i]) / 1000.0;
     };
-    return {{"count", ns.size()}, {"p50_us", at(0.50)}, {"p99_us", at(0.99)},
+    return {{"count", ns.size()},
+            {"p50_us", at(0.50)},
+            {"p99_us", at(0.99)},
             {"max_us", ns.empty() ? 0.0 : static_cast<double>(ns.back()) / 1000.0}};
   }
 };
@@ -119,7 +121,8 @@ CommandSpec ConsumeSpec() {
   s.usage = "[options]";
   s.summary = "Consume and verify the demo's records; report throughput and produce-to-consume latency.";
   s.options = CommonOptions();
-  s.options.push_back({"idle-timeout", 0, "SECONDS", "fail when no record arrives for this long (default 60)"});
+  s.options.push_back(
+      {"idle-timeout", 0, "SECONDS", "fail when no record arrives for this long (default 60)"});
   s.options.push_back({"ready-file", 0, "PATH", "create PATH once subscribed (a script waits for it)"});
   s.examples = {"rdmq-demo consume --topic demo --records 1000000"};
   return s;
@@ -162,7 +165,8 @@ int Produce(const ParsedArgs& a) {
   auto c = ParseCommon(a);
   if (!c.ok()) return std::cerr << "rdmq-demo: " << FormatError(c.status()) << "\n", kExitUsage;
   auto value_bytes = a.GetInt("value-bytes", 100, kMinValueBytes, 16 << 20);
-  if (!value_bytes.ok()) return std::cerr << "rdmq-demo: " << FormatError(value_bytes.status()) << "\n", kExitUsage;
+  if (!value_bytes.ok())
+    return std::cerr << "rdmq-demo: " << FormatError(value_bytes.status()) << "\n", kExitUsage;
   producer::ProducerConfig cfg;
   cfg.client.client_name = "rdmq-demo-producer";
   for (const auto& [k, v] : c->configs) {
@@ -197,7 +201,8 @@ int Produce(const ParsedArgs& a) {
     const uint64_t now = MonoNanos();
     std::lock_guard<std::mutex> lock(mu);
     if (!md.ok()) {
-      if (failed.fetch_add(1) == 0) first_error = "record " + std::to_string(seq) + ": " + FormatError(md.status());
+      if (failed.fetch_add(1) == 0)
+        first_error = "record " + std::to_string(seq) + ": " + FormatError(md.status());
       return;
     }
     if (seq < n) ack.ns.push_back(now - send_ns[seq]);
@@ -214,15 +219,16 @@ int Produce(const ParsedArgs& a) {
   producer::ProducerRecord rec;
   rec.topic = c->topic;
   rec.value = value;
-  std::cerr << "rdmq-demo: producing " << n << " records of " << value.size() << " bytes to " << c->topic << " at "
-            << cfg.client.ResolvedBootstrap() << " (acks=" << cfg.acks << ")\n";
+  std::cerr << "rdmq-demo: producing " << n << " records of " << value.size() << " bytes to " << c->topic
+            << " at " << cfg.client.ResolvedBootstrap() << " (acks=" << cfg.acks << ")\n";
   const uint64_t t0 = MonoNanos();
   uint64_t progress_at = t0 + 1'000'000'000;
   for (uint64_t seq = 0; seq < n; ++seq) {
     const uint64_t now = MonoNanos();
     send_ns[seq] = now;
     FillValue(seq, now, &value);
-    Status s = prod->Send(rec, [&on_ack, seq](const Result<producer::RecordMetadata>& md) { on_ack(seq, md); });
+    Status s =
+        prod->Send(rec, [&on_ack, seq](const Result<producer::RecordMetadata>& md) { on_ack(seq, md); });
     if (!s.ok()) {
       std::lock_guard<std::mutex> lock(mu);
       if (failed.fetch_add(1) == 0) first_error = "record " + std::to_string(seq) + ": " + FormatError(s);
@@ -282,13 +288,15 @@ int Produce(const ParsedArgs& a) {
   j["callbacks_out_of_order"] = callback_inversions;
   std::printf("producer: %" PRIu64 " records of %zu B in %.3f s: %.0f records/s, %.1f MB/s (acks=%d)\n", n,
               value.size(), secs, j["records_per_s"].get<double>(), j["mb_per_s"].get<double>(), cfg.acks);
-  std::printf("producer: produce-to-ack under load:      %s\n", LatencyLine(j["produce_to_ack_under_load"]).c_str());
+  std::printf("producer: produce-to-ack under load:      %s\n",
+              LatencyLine(j["produce_to_ack_under_load"]).c_str());
   std::printf("producer: produce-to-ack, one in flight:  %s\n",
               LatencyLine(j["produce_to_ack_one_in_flight"]).c_str());
   std::fflush(stdout);
   WriteJson(c->json_out, j);
   bool ok = failed.load() == 0 && disordered == 0 && flushed.ok() && closed.ok();
-  if (failed.load() > 0) std::cerr << "rdmq-demo: " << failed.load() << " records failed; first: " << first_error << "\n";
+  if (failed.load() > 0)
+    std::cerr << "rdmq-demo: " << failed.load() << " records failed; first: " << first_error << "\n";
   if (disordered > 0) std::cerr << "rdmq-demo: " << disordered << " records with offsets out of send order\n";
   if (callback_inversions > 0) {
     std::cerr << "rdmq-demo: note: " << callback_inversions
@@ -332,7 +340,8 @@ int Consume(const ParsedArgs& a) {
     return kExitError;
   }
   auto& cons = *created;
-  if (Status s = cons->Assign(tps); !s.ok()) return std::cerr << "rdmq-demo: assign: " << FormatError(s) << "\n", 1;
+  if (Status s = cons->Assign(tps); !s.ok())
+    return std::cerr << "rdmq-demo: assign: " << FormatError(s) << "\n", 1;
   if (Status s = cons->SeekToBeginning(tps); !s.ok()) {
     return std::cerr << "rdmq-demo: seek: " << FormatError(s) << "\n", kExitError;
   }
@@ -345,7 +354,7 @@ int Consume(const ParsedArgs& a) {
   const uint64_t total = n + static_cast<uint64_t>(c->latency_records);
   std::vector<bool> seen(total, false);
   uint64_t unique = 0, duplicates = 0, corrupt = 0, unexpected = 0, reordered = 0;
-  uint64_t phase1 = 0, phase1_bytes = 0;  // throughput counts the first phase only
+  uint64_t phase1 = 0, phase1_bytes = 0;                 // throughput counts the first phase only
   std::map<int32_t, std::pair<int64_t, uint64_t>> last;  // partition -> (offset, sequence)
   Latency under_load, lone;
   under_load.ns.reserve(n);
@@ -405,8 +414,11 @@ int Consume(const ParsedArgs& a) {
       const Check check = CheckValue(v, &seq, &sent);
       if (check != Check::kOk) {
         ++corrupt;
-        problem("corrupt value at partition " + std::to_string(r.partition) + " offset " + std::to_string(r.offset) +
-                (check == Check::kBadCrc ? " (CRC mismatch)" : check == Check::kBadLength ? " (bad length)" : " (bad bytes)"));
+        problem("corrupt value at partition " + std::to_string(r.partition) + " offset " +
+                std::to_string(r.offset) +
+                (check == Check::kBadCrc      ? " (CRC mismatch)"
+                 : check == Check::kBadLength ? " (bad length)"
+                                              : " (bad bytes)"));
         continue;
       }
       if (seq >= total) {
@@ -416,8 +428,8 @@ int Consume(const ParsedArgs& a) {
       }
       if (seen[seq]) {
         ++duplicates;
-        problem("duplicate of record " + std::to_string(seq) + " at partition " + std::to_string(r.partition) +
-                " offset " + std::to_string(r.offset));
+        problem("duplicate of record " + std::to_string(seq) + " at partition " +
+                std::to_string(r.partition) + " offset " + std::to_string(r.offset));
         continue;
       }
       seen[seq] = true;
@@ -426,9 +438,9 @@ int Consume(const ParsedArgs& a) {
       if (!fresh) {
         if (r.offset <= it->second.first || seq <= it->second.second) {
           ++reordered;
-          problem("record " + std::to_string(seq) + " at offset " + std::to_string(r.offset) + " after record " +
-                  std::to_string(it->second.second) + " at offset " + std::to_string(it->second.first) +
-                  " in partition " + std::to_string(r.partition));
+          problem("record " + std::to_string(seq) + " at offset " + std::to_string(r.offset) +
+                  " after record " + std::to_string(it->second.second) + " at offset " +
+                  std::to_string(it->second.first) + " in partition " + std::to_string(r.partition));
         }
         it->second = {r.offset, seq};
       }
@@ -475,7 +487,8 @@ int Consume(const ParsedArgs& a) {
   if (!error.ok()) std::cerr << "rdmq-demo: consume: " << FormatError(error) << "\n";
   if (!first_problem.empty()) std::cerr << "rdmq-demo: first problem: " << first_problem << "\n";
   if (lost > 0 && error.ok()) std::cerr << "rdmq-demo: " << lost << " records lost\n";
-  const bool ok = error.ok() && lost == 0 && duplicates == 0 && corrupt == 0 && unexpected == 0 && reordered == 0;
+  const bool ok =
+      error.ok() && lost == 0 && duplicates == 0 && corrupt == 0 && unexpected == 0 && reordered == 0;
   return ok ? kExitOk : kExitError;
 }
 
@@ -494,7 +507,8 @@ int Main(int argc, char** argv) {
       return kExitOk;
     }
     std::cerr << top.HelpText() << "\nrdmq-demo: "
-              << (words.empty() ? std::string("no command given") : "unknown command '" + words[0] + "'") << "\n";
+              << (words.empty() ? std::string("no command given") : "unknown command '" + words[0] + "'")
+              << "\n";
     return kExitUsage;
   }
   const bool produce = words[0] == "produce";

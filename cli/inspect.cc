@@ -94,12 +94,14 @@ struct Walker {
 
   void AddProblem(uint64_t position, std::string message) {
     dump->problems.push_back(Problem{seg->file, static_cast<int64_t>(position),
-                                     static_cast<int64_t>(fmt::kSegmentHeaderSize + position), std::move(message)});
+                                     static_cast<int64_t>(fmt::kSegmentHeaderSize + position),
+                                     std::move(message)});
   }
 
   // Decodes one batch at `pos` of `data` (the data area). Returns the batch size, or 0 when the
   // header is not a batch (then *why says so).
-  size_t Decode(std::span<const std::byte> data, uint64_t pos, uint64_t limit, BatchHeader* h, std::string* why) {
+  size_t Decode(std::span<const std::byte> data, uint64_t pos, uint64_t limit, BatchHeader* h,
+                std::string* why) {
     const auto bytes = data.subspan(pos, limit - pos);
     Status s = storage::DecodeBatchHeader(bytes, h);
     if (!s.ok()) {
@@ -157,8 +159,8 @@ struct Walker {
       b->records.push_back(std::move(rd));
     }
     if (!it.status().ok()) {
-      AddProblem(b->position, "record " + std::to_string(it.index()) + " of the batch does not parse: " +
-                                  std::string(it.status().context()));
+      AddProblem(b->position, "record " + std::to_string(it.index()) +
+                                  " of the batch does not parse: " + std::string(it.status().context()));
     }
   }
 
@@ -171,27 +173,28 @@ struct Walker {
       std::string why;
       const size_t size = Decode(data, pos, end, &h, &why);
       if (size == 0) {
-        AddProblem(pos, why + "; the " + std::to_string(end - pos) +
-                            " committed bytes from here cannot be walked");
+        AddProblem(
+            pos, why + "; the " + std::to_string(end - pos) + " committed bytes from here cannot be walked");
         break;
       }
       const auto batch = data.subspan(pos, size);
       BatchDump b = Describe(h, batch, pos);
       if (!b.crc_ok) {
         AddProblem(pos, "CRC mismatch in the batch at offset " + std::to_string(b.base_offset) + ": stored " +
-                            Hex32(b.crc_stored) + ", computed " + Hex32(b.crc_computed) + " over file bytes [" +
+                            Hex32(b.crc_stored) + ", computed " + Hex32(b.crc_computed) +
+                            " over file bytes [" +
                             std::to_string(b.file_offset + storage::batch_field::kAttributes) + ", " +
                             std::to_string(b.file_offset + b.bytes) + ")");
       } else {
         Records(h, batch, &b);
       }
       if (b.base_offset != expect) {
-        AddProblem(pos, "batch base offset " + std::to_string(b.base_offset) + " does not continue the log (expected " +
-                            std::to_string(expect) + ")");
+        AddProblem(pos, "batch base offset " + std::to_string(b.base_offset) +
+                            " does not continue the log (expected " + std::to_string(expect) + ")");
       }
       if (h.last_offset_delta != h.record_count - 1) {
-        AddProblem(pos, "lastOffsetDelta " + std::to_string(h.last_offset_delta) + " does not match the record count " +
-                            std::to_string(h.record_count));
+        AddProblem(pos, "lastOffsetDelta " + std::to_string(h.last_offset_delta) +
+                            " does not match the record count " + std::to_string(h.record_count));
       }
       expect = b.base_offset >= 0 ? b.last_offset + 1 : expect;
       dump->records += static_cast<uint64_t>(std::max(0, b.record_count));
@@ -220,9 +223,10 @@ struct Walker {
         if (!b.crc_ok) {
           why = "CRC mismatch: stored " + Hex32(b.crc_stored) + ", computed " + Hex32(b.crc_computed);
         } else if (b.base_offset != expect) {
-          why = b.base_offset < 0 ? std::string("batch has no offsets assigned (baseOffset -1)")
-                                  : "batch base offset " + std::to_string(b.base_offset) + " does not continue the log (expected " +
-                                        std::to_string(expect) + ")";
+          why = b.base_offset < 0
+                    ? std::string("batch has no offsets assigned (baseOffset -1)")
+                    : "batch base offset " + std::to_string(b.base_offset) +
+                          " does not continue the log (expected " + std::to_string(expect) + ")";
         } else if (h.last_offset_delta != h.record_count - 1) {
           why = "lastOffsetDelta does not match the record count";
         }
@@ -281,8 +285,8 @@ void InspectSegmentBytes(std::span<const std::byte> file, const std::string& nam
   seg.created_ms = hdr.created.value();
   seg.reservation_word = coding::LoadLE<uint64_t>(file.data() + fmt::kReservationWord);
   if (hdr.base_offset.value() != base) {
-    problem("header base offset " + std::to_string(hdr.base_offset.value()) + " differs from the file name's " +
-            std::to_string(base));
+    problem("header base offset " + std::to_string(hdr.base_offset.value()) +
+            " differs from the file name's " + std::to_string(base));
   }
   uint64_t capacity = hdr.capacity;
   if (file.size() < fmt::kSegmentHeaderSize + hdr.capacity) {
@@ -322,8 +326,9 @@ void InspectSegmentBytes(std::span<const std::byte> file, const std::string& nam
     const size_t problems_before = dump->problems.size();
     w.WalkCommitted(data, seg.committed_end);
     if (seg.next_offset != seg.seal_next_offset && dump->problems.size() == problems_before) {
-      w.AddProblem(seg.committed_end, "seal record says the next offset is " + std::to_string(seg.seal_next_offset) +
-                                          ", the batches end at " + std::to_string(seg.next_offset));
+      w.AddProblem(seg.committed_end, "seal record says the next offset is " +
+                                          std::to_string(seg.seal_next_offset) + ", the batches end at " +
+                                          std::to_string(seg.next_offset));
     }
   } else if (dump->has_slot && dump->slot_active_segment == base) {
     seg.committed_from = "slot";
@@ -351,7 +356,8 @@ void InspectSegmentBytes(std::span<const std::byte> file, const std::string& nam
 
 namespace {
 
-void InspectSegment(const std::string& path, int64_t base, const InspectOptions& options, PartitionDump* dump) {
+void InspectSegment(const std::string& path, int64_t base, const InspectOptions& options,
+                    PartitionDump* dump) {
   ReadOnlyFile f;
   const std::string name = fs::path(path).filename().string();
   if (Status s = f.Open(path); !s.ok()) {
@@ -372,18 +378,20 @@ void ReadSlot(const std::string& path, PartitionDump* dump) {
     return;
   }
   if (f.size() != fmt::kSlotFileSize) {
-    dump->problems.push_back(Problem{"partition.slot", -1, -1,
-                                     "file is " + std::to_string(f.size()) + " bytes, expected " +
-                                         std::to_string(fmt::kSlotFileSize)});
+    dump->problems.push_back(Problem{
+        "partition.slot", -1, -1,
+        "file is " + std::to_string(f.size()) + " bytes, expected " + std::to_string(fmt::kSlotFileSize)});
     if (f.size() < fmt::kSlotSize) return;
   }
   auto slot = fmt::ReadPartitionSlot(f.data(), 100);
   if (!slot.ok()) {
-    const bool all_zero = std::all_of(f.data(), f.data() + fmt::kSlotSize, [](std::byte b) { return b == std::byte{0}; });
+    const bool all_zero =
+        std::all_of(f.data(), f.data() + fmt::kSlotSize, [](std::byte b) { return b == std::byte{0}; });
     const bool magic_only = coding::LoadLE<uint32_t>(f.data() + 8) == fmt::kSlotMagic;
     if (all_zero || (magic_only && slot.status().is(storage::StorageErrc::kCorruptHeader))) {
-      dump->notes.push_back("partition.slot holds no published state (the log has not been opened since it was "
-                            "created or since a power loss); committed ends come from scanning");
+      dump->notes.push_back(
+          "partition.slot holds no published state (the log has not been opened since it was "
+          "created or since a power loss); committed ends come from scanning");
     } else {
       dump->problems.push_back(Problem{"partition.slot", -1, -1, ErrText(slot.status())});
     }
@@ -413,8 +421,9 @@ Result<PartitionDump> InspectPartition(const std::string& path, const InspectOpt
     Offset base;
     const std::string name = fs::path(path).filename().string();
     if (!fmt::ParseSegmentFileName(name, &base)) {
-      return Status(Errc::kInvalidArgument,
-                    path + " is not a segment file (expected a name like 00000000000000000000.seg) or a partition directory");
+      return Status(Errc::kInvalidArgument, path +
+                                                " is not a segment file (expected a name like "
+                                                "00000000000000000000.seg) or a partition directory");
     }
     segments.emplace_back(base.value(), path);
   } else if (fs::is_directory(st)) {
@@ -422,10 +431,12 @@ Result<PartitionDump> InspectPartition(const std::string& path, const InspectOpt
     if (ec) return Status::FromErrno(ec.value(), "list " + path);
     for (const auto& e : it) {
       Offset base;
-      if (fmt::ParseSegmentFileName(e.path().filename().string(), &base)) segments.emplace_back(base.value(), e.path().string());
+      if (fmt::ParseSegmentFileName(e.path().filename().string(), &base))
+        segments.emplace_back(base.value(), e.path().string());
     }
     if (segments.empty()) {
-      return Status(Errc::kNotFound, path + " holds no segment files (<20-digit base offset>.seg): not a partition directory");
+      return Status(Errc::kNotFound,
+                    path + " holds no segment files (<20-digit base offset>.seg): not a partition directory");
     }
     const std::string slot = (fs::path(path) / "partition.slot").string();
     if (fs::exists(slot, ec)) {
@@ -445,7 +456,8 @@ Result<PartitionDump> InspectPartition(const std::string& path, const InspectOpt
     if (!seg.header_ok || options.segment) continue;
     if (i + 1 < segments.size()) {
       if (!seg.sealed) {
-        dump.problems.push_back(Problem{seg.file, -1, -1, "segment is not sealed, yet a later segment exists"});
+        dump.problems.push_back(
+            Problem{seg.file, -1, -1, "segment is not sealed, yet a later segment exists"});
       } else if (seg.seal_next_offset != segments[i + 1].first) {
         dump.problems.push_back(Problem{seg.file, -1, -1,
                                         "seal record's next offset " + std::to_string(seg.seal_next_offset) +
@@ -455,7 +467,8 @@ Result<PartitionDump> InspectPartition(const std::string& path, const InspectOpt
     }
   }
   if (options.segment && dump.segments.empty()) {
-    return Status(Errc::kNotFound, "no segment with base offset " + std::to_string(*options.segment) + " in " + path);
+    return Status(Errc::kNotFound,
+                  "no segment with base offset " + std::to_string(*options.segment) + " in " + path);
   }
   return dump;
 }
@@ -522,16 +535,17 @@ void PrintInspectText(const PartitionDump& d, bool records, std::ostream& os) {
       continue;
     }
     if (!records) {
-      Table t({"POSITION", "OFFSETS", "RECORDS", "BYTES", "FIRST TIMESTAMP", "MAX TIMESTAMP", "PRODUCER", "EPOCH",
-               "SEQ", "FLAGS", "CRC"},
-              {Align::kRight, Align::kLeft, Align::kRight, Align::kRight, Align::kLeft, Align::kLeft, Align::kRight,
-               Align::kRight, Align::kRight, Align::kLeft, Align::kLeft});
+      Table t({"POSITION", "OFFSETS", "RECORDS", "BYTES", "FIRST TIMESTAMP", "MAX TIMESTAMP", "PRODUCER",
+               "EPOCH", "SEQ", "FLAGS", "CRC"},
+              {Align::kRight, Align::kLeft, Align::kRight, Align::kRight, Align::kLeft, Align::kLeft,
+               Align::kRight, Align::kRight, Align::kRight, Align::kLeft, Align::kLeft});
       for (const BatchDump& b : s.batches) {
-        t.AddRow({std::to_string(b.position), std::to_string(b.base_offset) + ".." + std::to_string(b.last_offset),
-                  std::to_string(b.record_count), std::to_string(b.bytes), FormatTimestampMs(b.base_timestamp_ms),
-                  FormatTimestampMs(b.max_timestamp_ms), std::to_string(b.producer_id),
-                  std::to_string(b.producer_epoch), std::to_string(b.base_sequence), Flags(b),
-                  b.crc_ok ? "ok" : "MISMATCH"});
+        t.AddRow({std::to_string(b.position),
+                  std::to_string(b.base_offset) + ".." + std::to_string(b.last_offset),
+                  std::to_string(b.record_count), std::to_string(b.bytes),
+                  FormatTimestampMs(b.base_timestamp_ms), FormatTimestampMs(b.max_timestamp_ms),
+                  std::to_string(b.producer_id), std::to_string(b.producer_epoch),
+                  std::to_string(b.base_sequence), Flags(b), b.crc_ok ? "ok" : "MISMATCH"});
       }
       std::ostringstream table;
       t.Print(table);
@@ -541,14 +555,14 @@ void PrintInspectText(const PartitionDump& d, bool records, std::ostream& os) {
       continue;
     }
     for (const BatchDump& b : s.batches) {
-      os << "  batch at position " << b.position << ": offsets " << b.base_offset << ".." << b.last_offset << ", "
-         << b.record_count << " records, " << b.bytes << " bytes, timestamps " << FormatTimestampMs(b.base_timestamp_ms)
-         << " .. " << FormatTimestampMs(b.max_timestamp_ms) << ", producer " << b.producer_id << " epoch "
-         << b.producer_epoch << " seq " << b.base_sequence << ", flags " << Flags(b) << ", CRC "
-         << (b.crc_ok ? "ok" : "MISMATCH") << "\n";
+      os << "  batch at position " << b.position << ": offsets " << b.base_offset << ".." << b.last_offset
+         << ", " << b.record_count << " records, " << b.bytes << " bytes, timestamps "
+         << FormatTimestampMs(b.base_timestamp_ms) << " .. " << FormatTimestampMs(b.max_timestamp_ms)
+         << ", producer " << b.producer_id << " epoch " << b.producer_epoch << " seq " << b.base_sequence
+         << ", flags " << Flags(b) << ", CRC " << (b.crc_ok ? "ok" : "MISMATCH") << "\n";
       for (const RecordDump& r : b.records) {
-        os << "    offset " << r.offset << "  " << FormatTimestampMs(r.timestamp_ms) << "  key " << Printable(r.key, 64)
-           << "  value " << Printable(r.value, 200);
+        os << "    offset " << r.offset << "  " << FormatTimestampMs(r.timestamp_ms) << "  key "
+           << Printable(r.key, 64) << "  value " << Printable(r.value, 200);
         if (!r.headers.empty()) {
           os << "  headers";
           for (const auto& [k, v] : r.headers) os << " " << Printable(k, 64) << "=" << Printable(v, 64);
@@ -565,7 +579,8 @@ void PrintInspectText(const PartitionDump& d, bool records, std::ostream& os) {
     os << "\nPROBLEMS:\n";
     for (const auto& p : d.problems) os << "  " << Where(p) << ": " << p.message << "\n";
   }
-  os << "\n" << d.segments.size() << " segment" << (d.segments.size() == 1 ? "" : "s") << ", " << d.batches
+  os << "\n"
+     << d.segments.size() << " segment" << (d.segments.size() == 1 ? "" : "s") << ", " << d.batches
      << " batches, " << d.records << " records, " << d.bytes << " bytes; ";
   if (d.problems.empty()) {
     os << "every CRC verified, no problems\n";
@@ -645,7 +660,8 @@ std::string InspectToJson(const PartitionDump& d, bool records) {
             jr["value"] = r.value ? ordered_json(SanitizeUtf8(*r.value)) : ordered_json(nullptr);
             ordered_json hs = ordered_json::array();
             for (const auto& [k, v] : r.headers) {
-              hs.push_back({{"key", SanitizeUtf8(k)}, {"value", v ? ordered_json(SanitizeUtf8(*v)) : ordered_json(nullptr)}});
+              hs.push_back({{"key", SanitizeUtf8(k)},
+                            {"value", v ? ordered_json(SanitizeUtf8(*v)) : ordered_json(nullptr)}});
             }
             jr["headers"] = std::move(hs);
             rs.push_back(std::move(jr));
@@ -661,10 +677,11 @@ std::string InspectToJson(const PartitionDump& d, bool records) {
   j["segments"] = std::move(segs);
   ordered_json problems = ordered_json::array();
   for (const Problem& p : d.problems) {
-    problems.push_back({{"file", p.file},
-                        {"position", p.position >= 0 ? ordered_json(p.position) : ordered_json(nullptr)},
-                        {"file_offset", p.file_offset >= 0 ? ordered_json(p.file_offset) : ordered_json(nullptr)},
-                        {"message", SanitizeUtf8(p.message)}});
+    problems.push_back(
+        {{"file", p.file},
+         {"position", p.position >= 0 ? ordered_json(p.position) : ordered_json(nullptr)},
+         {"file_offset", p.file_offset >= 0 ? ordered_json(p.file_offset) : ordered_json(nullptr)},
+         {"message", SanitizeUtf8(p.message)}});
   }
   j["problems"] = std::move(problems);
   j["notes"] = d.notes;

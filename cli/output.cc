@@ -70,10 +70,18 @@ std::string Printable(std::optional<std::string_view> bytes, size_t max_chars) {
   for (size_t i = 0; i < n; ++i) {
     const auto c = static_cast<unsigned char>((*bytes)[i]);
     switch (c) {
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
       default:
         if (c >= 0x20 && c < 0x7f) {
           out.push_back(static_cast<char>(c));

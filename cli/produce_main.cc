@@ -89,7 +89,8 @@ int Main(int argc, char** argv) {
   for (const auto& kv : a->GetAll("producer-config")) {
     auto p = ParseKeyValue(kv, "-X");
     if (!p.ok()) return Usage(p.status());
-    if (Status s = cfg.Set(p->first, p->second); !s.ok()) return Usage(UsageError("-X " + kv + ": " + FormatError(s)));
+    if (Status s = cfg.Set(p->first, p->second); !s.ok())
+      return Usage(UsageError("-X " + kv + ": " + FormatError(s)));
   }
   if (auto b = a->Get("broker")) cfg.client.bootstrap = *b;
   if (auto acks = a->Get("acks")) {
@@ -149,8 +150,8 @@ int Main(int argc, char** argv) {
     return kExitError;
   }
   if (*partition >= *count) {
-    std::cerr << "rdmq-produce: topic " << topic << " has " << *count << " partition" << (*count == 1 ? "" : "s")
-              << "; -p " << *partition << " does not exist\n";
+    std::cerr << "rdmq-produce: topic " << topic << " has " << *count << " partition"
+              << (*count == 1 ? "" : "s") << "; -p " << *partition << " does not exist\n";
     return kExitError;
   }
 

@@ -55,15 +55,33 @@ Result<RecordFormatter> RecordFormatter::Compile(std::string_view format) {
 void RecordFormatter::Append(const RecordFields& r, std::string* out) const {
   for (const Piece& p : pieces_) {
     switch (p.directive) {
-      case 0: *out += p.literal; break;
-      case 'k': if (r.key) out->append(*r.key); break;
-      case 'K': *out += r.key ? std::to_string(r.key->size()) : "-1"; break;
-      case 's': if (r.value) out->append(*r.value); break;
-      case 'S': *out += r.value ? std::to_string(r.value->size()) : "-1"; break;
-      case 't': out->append(r.topic); break;
-      case 'p': *out += std::to_string(r.partition); break;
-      case 'o': *out += std::to_string(r.offset); break;
-      case 'T': *out += std::to_string(r.timestamp_ms); break;
+      case 0:
+        *out += p.literal;
+        break;
+      case 'k':
+        if (r.key) out->append(*r.key);
+        break;
+      case 'K':
+        *out += r.key ? std::to_string(r.key->size()) : "-1";
+        break;
+      case 's':
+        if (r.value) out->append(*r.value);
+        break;
+      case 'S':
+        *out += r.value ? std::to_string(r.value->size()) : "-1";
+        break;
+      case 't':
+        out->append(r.topic);
+        break;
+      case 'p':
+        *out += std::to_string(r.partition);
+        break;
+      case 'o':
+        *out += std::to_string(r.offset);
+        break;
+      case 'T':
+        *out += std::to_string(r.timestamp_ms);
+        break;
       case 'h': {
         bool first = true;
         for (const auto& [k, v] : r.headers) {
@@ -77,7 +95,8 @@ void RecordFormatter::Append(const RecordFields& r, std::string* out) const {
         }
         break;
       }
-      default: break;
+      default:
+        break;
     }
   }
 }
@@ -177,7 +196,8 @@ Result<OffsetSpec> ParseOffsetSpec(std::string_view text) {
     return s;
   }
   const auto why = [&] {
-    return "-o: '" + std::string(text) + "' is not beginning, end, an offset N, -N (N before the end) or @MS / s@MS";
+    return "-o: '" + std::string(text) +
+           "' is not beginning, end, an offset N, -N (N before the end) or @MS / s@MS";
   };
   if (text.starts_with("s@") || text.starts_with("@")) {
     const std::string_view num = text.substr(text.find('@') + 1);
@@ -204,13 +224,21 @@ Result<OffsetSpec> ParseOffsetSpec(std::string_view text) {
 int64_t ResolveStartOffset(const OffsetSpec& spec, int64_t log_start, int64_t high_watermark) {
   int64_t want = high_watermark;
   switch (spec.kind) {
-    case OffsetSpec::Kind::kBeginning: want = log_start; break;
-    case OffsetSpec::Kind::kEnd: want = high_watermark; break;
-    case OffsetSpec::Kind::kAbsolute: want = spec.value; break;
+    case OffsetSpec::Kind::kBeginning:
+      want = log_start;
+      break;
+    case OffsetSpec::Kind::kEnd:
+      want = high_watermark;
+      break;
+    case OffsetSpec::Kind::kAbsolute:
+      want = spec.value;
+      break;
     case OffsetSpec::Kind::kFromEnd:
       want = spec.value >= high_watermark ? log_start : high_watermark - spec.value;
       break;
-    case OffsetSpec::Kind::kTimestamp: want = log_start; break;
+    case OffsetSpec::Kind::kTimestamp:
+      want = log_start;
+      break;
   }
   return std::clamp(want, log_start, std::max(log_start, high_watermark));
 }

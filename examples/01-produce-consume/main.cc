@@ -59,7 +59,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "send: %s\n", md.status().ToString().c_str());
       return 1;
     }
-    std::printf("produced to partition %d at offset %lld\n", md->partition, static_cast<long long>(md->offset));
+    std::printf("produced to partition %d at offset %lld\n", md->partition,
+                static_cast<long long>(md->offset));
     last_offset[md->partition] = std::max(last_offset[md->partition], md->offset);
   }
   if (Status s = (*producer)->Close(); !s.ok()) {
@@ -100,9 +101,10 @@ int main(int argc, char** argv) {
     }
     for (const consumer::ConsumerRecord& r : *records) {
       // Views into the log: valid until the next Poll.
-      std::printf("consumed partition %d offset %lld: %.*s = %.*s\n", r.partition, static_cast<long long>(r.offset),
-                  static_cast<int>(r.key.value_or("").size()), r.key.value_or("").data(),
-                  static_cast<int>(r.value.value_or("").size()), r.value.value_or("").data());
+      std::printf("consumed partition %d offset %lld: %.*s = %.*s\n", r.partition,
+                  static_cast<long long>(r.offset), static_cast<int>(r.key.value_or("").size()),
+                  r.key.value_or("").data(), static_cast<int>(r.value.value_or("").size()),
+                  r.value.value_or("").data());
     }
   }
   (*consumer)->Close();

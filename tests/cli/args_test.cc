@@ -88,8 +88,8 @@ TEST_CASE("usage errors name the option and point to --help", "[cli][args]") {
 }
 
 TEST_CASE("help wins: no positional checks, unknown options ignored", "[cli][args]") {
-  for (const auto& words : std::vector<std::vector<std::string>>{{"--help"}, {"-h"}, {"a", "b", "c", "--help"},
-                                                                  {"--help", "--bogus"}}) {
+  for (const auto& words : std::vector<std::vector<std::string>>{
+           {"--help"}, {"-h"}, {"a", "b", "c", "--help"}, {"--help", "--bogus"}}) {
     auto a = Parse(words);
     REQUIRE_OK(a);
     CHECK(a->help());
@@ -184,10 +184,13 @@ TEST_CASE("value formatting", "[cli][output]") {
   CHECK(Printable(std::string_view("a\\b\n\x01\xff", 6)) == "a\\\\b\\n\\x01\\xff");
   CHECK(Printable("abcdef", 3) == "abc...(6 bytes)");
   CHECK(SanitizeUtf8("h\xc3\xa9llo") == "h\xc3\xa9llo");
-  CHECK(SanitizeUtf8("a\xff" "b") == "a\xef\xbf\xbd" "b");
-  CHECK(SanitizeUtf8("\xc0\x80") == "\xef\xbf\xbd\xef\xbf\xbd");        // overlong
+  CHECK(SanitizeUtf8("a\xff"
+                     "b") ==
+        "a\xef\xbf\xbd"
+        "b");
+  CHECK(SanitizeUtf8("\xc0\x80") == "\xef\xbf\xbd\xef\xbf\xbd");                  // overlong
   CHECK(SanitizeUtf8("\xed\xa0\x80") == "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");  // surrogate
-  CHECK(SanitizeUtf8("\xe2\x82") == "\xef\xbf\xbd\xef\xbf\xbd");        // truncated
+  CHECK(SanitizeUtf8("\xe2\x82") == "\xef\xbf\xbd\xef\xbf\xbd");                  // truncated
   CHECK(SanitizeUtf8("\xf0\x9f\x98\x80") == "\xf0\x9f\x98\x80");
 }
 

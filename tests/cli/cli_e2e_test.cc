@@ -46,7 +46,8 @@ class Fixture {
   // A shell command line, run in the test's temporary directory with $RDMQ_BROKER set to this
   // broker and the tools on PATH.
   RunResult Sh(const std::string& command, int timeout_s = 120) {
-    return Shell("cd '" + tmp_.str() + "' || exit 99\n" + command, timeout_s, {{"RDMQ_BROKER", broker_.address()}});
+    return Shell("cd '" + tmp_.str() + "' || exit 99\n" + command, timeout_s,
+                 {{"RDMQ_BROKER", broker_.address()}});
   }
   BrokerProcess& broker() { return broker_; }
   const TempDir& tmp() const { return tmp_; }
@@ -57,11 +58,11 @@ class Fixture {
 };
 
 // Evaluates `r` (a RunResult, or a call that runs a command) once.
-#define REQUIRE_RUN(r, expected_code)                                                      \
-  do {                                                                                     \
-    const ::rdmq::test::RunResult& run_ = (r);                                             \
-    INFO("exit " << run_.code << "\nstdout:\n" << run_.out << "\nstderr:\n" << run_.err);   \
-    REQUIRE(run_.code == (expected_code));                                                 \
+#define REQUIRE_RUN(r, expected_code)                                                     \
+  do {                                                                                    \
+    const ::rdmq::test::RunResult& run_ = (r);                                            \
+    INFO("exit " << run_.code << "\nstdout:\n" << run_.out << "\nstderr:\n" << run_.err); \
+    REQUIRE(run_.code == (expected_code));                                                \
   } while (0)
 
 json ParseJson(const RunResult& r) {
@@ -196,9 +197,12 @@ TEST_CASE("the admin CLI's errors: clear messages and exit codes", "[e2e][cli]")
   CHECK(Contains(r.err, "unknown option '--bogus'; see 'rdmq topic create --help'"));
 
   // --help everywhere: exit 0, usage and examples on stdout.
-  for (const auto& args : std::vector<std::vector<std::string>>{
-           {"--help"}, {"topic", "--help"}, {"topic", "create", "--help"}, {"topic", "list", "-h"},
-           {"partition", "inspect", "--help"}, {"cluster", "status", "--help"}}) {
+  for (const auto& args : std::vector<std::vector<std::string>>{{"--help"},
+                                                                {"topic", "--help"},
+                                                                {"topic", "create", "--help"},
+                                                                {"topic", "list", "-h"},
+                                                                {"partition", "inspect", "--help"},
+                                                                {"cluster", "status", "--help"}}) {
     r = f.Rdmq(args);
     INFO("args: " << json(args).dump());
     REQUIRE_RUN(r, 0);
@@ -212,7 +216,8 @@ TEST_CASE("the admin CLI's errors: clear messages and exit codes", "[e2e][cli]")
   }
 
   // A broker that is not there: exit 1 saying so.
-  r = Run({Bin("rdmq"), "--broker", "unix:" + f.tmp().str() + "/nothing.sock", "--timeout", "2000", "topic", "list"});
+  r = Run({Bin("rdmq"), "--broker", "unix:" + f.tmp().str() + "/nothing.sock", "--timeout", "2000", "topic",
+           "list"});
   REQUIRE_RUN(r, 1);
   CHECK(Contains(r.err, "cannot reach the broker at unix:" + f.tmp().str() + "/nothing.sock"));
   r = Run({Bin("rdmq"), "--broker", "unix:" + f.tmp().str() + "/nothing.sock", "--timeout", "2000", "cluster",
@@ -294,9 +299,10 @@ TEST_CASE("rdmq-consume follows the log while rdmq-produce writes", "[e2e][cli]"
   Fixture f;
   REQUIRE_RUN(f.Rdmq({"topic", "create", "live"}), 0);
   // The consumer starts first on the empty topic and waits; the producer is fed through a pipe.
-  auto r = f.Sh("rdmq-consume -c 500 live > out.txt & sleep 0.5; seq 1 500 | rdmq-produce live; wait; "
-                "cat out.txt",
-                120);
+  auto r = f.Sh(
+      "rdmq-consume -c 500 live > out.txt & sleep 0.5; seq 1 500 | rdmq-produce live; wait; "
+      "cat out.txt",
+      120);
   REQUIRE_RUN(r, 0);
   std::string want;
   for (int i = 1; i <= 500; ++i) want += std::to_string(i) + "\n";
@@ -362,8 +368,9 @@ TEST_CASE("partition inspect on the broker's files reports a flipped bit at its 
   }
   r = Run({Bin("rdmq"), "partition", "inspect", data + "/topics/insp-0"});
   REQUIRE_RUN(r, 1);
-  const std::string where = seg["file"].get<std::string>() + " position " + std::to_string(victim["position"].get<uint64_t>()) +
-                            " (file offset " + std::to_string(victim["file_offset"].get<uint64_t>()) + "): CRC mismatch";
+  const std::string where = seg["file"].get<std::string>() + " position " +
+                            std::to_string(victim["position"].get<uint64_t>()) + " (file offset " +
+                            std::to_string(victim["file_offset"].get<uint64_t>()) + "): CRC mismatch";
   CHECK(Contains(r.out, where));
   CHECK(Contains(r.out, "1 problem"));
   r = Run({Bin("rdmq"), "partition", "inspect", data + "/topics/insp-0", "--json"});
@@ -380,8 +387,10 @@ TEST_CASE("rdmq-demo verifies a run and catches missing records", "[e2e][cli]") 
   Fixture f;
   REQUIRE_RUN(f.Rdmq({"topic", "create", "demo", "--partitions", "2"}), 0);
   const std::string n = std::to_string(Trials(20000, 2000));
-  auto r = f.Sh("rdmq-demo consume -t demo -n " + n + " -l 100 > consumer.txt & "
-                "rdmq-demo produce -t demo -n " + n + " -l 100 -s 64 && wait $! && cat consumer.txt");
+  auto r = f.Sh("rdmq-demo consume -t demo -n " + n +
+                " -l 100 > consumer.txt & "
+                "rdmq-demo produce -t demo -n " +
+                n + " -l 100 -s 64 && wait $! && cat consumer.txt");
   REQUIRE_RUN(r, 0);
   CHECK(Contains(r.out, "producer: " + n + " records of 64 B"));
   CHECK(Contains(r.out, "consumer: " + std::to_string(std::stoi(n) + 100) + " of "));

@@ -82,7 +82,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (mode & 32) {
       const uint32_t flip = Take32(p, n);
       area = Synthesize(p, n, base);
-      if (!area.empty() && (flip & 0x80000000u)) area[flip % area.size()] ^= static_cast<char>(1 + (flip >> 24) % 255);
+      if (!area.empty() && (flip & 0x80000000u))
+        area[flip % area.size()] ^= static_cast<char>(1 + (flip >> 24) % 255);
     } else {
       area.assign(reinterpret_cast<const char*>(p), n);
     }
@@ -133,8 +134,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (seg.header_ok && expect_pos > seg.committed_end) Violation("a batch runs past the committed end");
   if (seg.header_ok && seg.committed_end > area) Violation("committed end past the data area");
   for (const auto& pr : dump.problems) {
-    if (pr.position >= 0 && static_cast<uint64_t>(pr.position) > std::max<uint64_t>(area, seg.committed_end) &&
-        pr.message.find("past the data area") == std::string::npos && pr.message.find("seal record") == std::string::npos) {
+    if (pr.position >= 0 &&
+        static_cast<uint64_t>(pr.position) > std::max<uint64_t>(area, seg.committed_end) &&
+        pr.message.find("past the data area") == std::string::npos &&
+        pr.message.find("seal record") == std::string::npos) {
       Violation("a problem's position lies outside the segment");
     }
   }

@@ -58,7 +58,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   CommandSpec spec;
   spec.path = "fuzz";
-  spec.options = {{"flag", 'f', "", "a flag"}, {"value", 'v', "V", "a value"}, {"many", 'm', "M", "repeated", true}};
+  spec.options = {
+      {"flag", 'f', "", "a flag"}, {"value", 'v', "V", "a value"}, {"many", 'm', "M", "repeated", true}};
   spec.max_positional = 1000;
   auto a = spec.Parse(words);
   if (a.ok() && !a->help()) {

@@ -44,7 +44,8 @@ Written WriteLog(const std::string& dir, int batches, int roll_every = 0) {
     }
     const storage::HeaderInput hdr[] = {{"h", "x"}};
     std::vector<RecordInput> recs;
-    for (int i = 0; i < 3; ++i) recs.push_back({keys[i], values[i], hdr, TimestampMs(1700000000000 + next + i)});
+    for (int i = 0; i < 3; ++i)
+      recs.push_back({keys[i], values[i], hdr, TimestampMs(1700000000000 + next + i)});
     storage::BatchOptions bo;
     bo.producer_id = ProducerId(7);
     bo.producer_epoch = 0;
@@ -80,7 +81,8 @@ std::string ReadFile(const std::string& path) {
 std::string SegmentOf(const Written& w, int64_t base) {
   for (const auto& f : w.segment_files) {
     Offset b;
-    if (storage::format::ParseSegmentFileName(fs::path(f).filename().string(), &b) && b.value() == base) return f;
+    if (storage::format::ParseSegmentFileName(fs::path(f).filename().string(), &b) && b.value() == base)
+      return f;
   }
   FAIL("no segment " << base);
   return {};
@@ -167,7 +169,8 @@ TEST_CASE("a flipped bit is reported at the exact batch position", "[cli][inspec
   const int victim = static_cast<int>(rng() % w.batches.size());
   const AppendResult& a = w.batches[victim];
   // A byte covered by the CRC: attributes .. end of the batch.
-  const uint64_t in_batch = storage::batch_field::kAttributes + rng() % (a.bytes - storage::batch_field::kAttributes);
+  const uint64_t in_batch =
+      storage::batch_field::kAttributes + rng() % (a.bytes - storage::batch_field::kAttributes);
   const uint64_t file_offset = 4096 + a.position.value() + in_batch;
   INFO("batch " << victim << " at position " << a.position.value() << ", byte " << in_batch);
   FlipByte(SegmentOf(w, a.segment.value()), file_offset);
@@ -201,7 +204,8 @@ TEST_CASE("a damaged batch header stops the walk with its position", "[cli][insp
   const std::string dir = (tmp / "p1").string();
   const Written w = WriteLog(dir, 5);
   const AppendResult& a = w.batches[2];
-  FlipByte(SegmentOf(w, 0), 4096 + a.position.value() + storage::batch_field::kMagic, 0x40);  // magic 2 -> 0x42
+  FlipByte(SegmentOf(w, 0), 4096 + a.position.value() + storage::batch_field::kMagic,
+           0x40);  // magic 2 -> 0x42
   auto d = InspectPartition(dir, {});
   REQUIRE_OK(d);
   REQUIRE(d->problems.size() == 1);

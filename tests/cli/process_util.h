@@ -24,7 +24,8 @@ struct RunResult {
 RunResult Run(const std::vector<std::string>& argv, const std::string& input = "", int timeout_s = 120,
               const std::map<std::string, std::string>& env = {});
 // Runs a /bin/sh command line (pipelines), with the tools' folder first on PATH.
-RunResult Shell(const std::string& command, int timeout_s = 120, const std::map<std::string, std::string>& env = {});
+RunResult Shell(const std::string& command, int timeout_s = 120,
+                const std::map<std::string, std::string>& env = {});
 
 // An rdmq-broker process on its own data directory (fabric shm unless `extra` says otherwise).
 class BrokerProcess {

@@ -137,8 +137,8 @@ TEST_CASE("offset specs", "[cli][records]") {
   CHECK(at("beginning") == 100);
   CHECK(at("end") == 250);
   CHECK(at("120") == 120);
-  CHECK(at("5") == 100);      // below the log start: the log start
-  CHECK(at("999") == 250);    // past the end: the end
+  CHECK(at("5") == 100);    // below the log start: the log start
+  CHECK(at("999") == 250);  // past the end: the end
   CHECK(at("-10") == 240);
   CHECK(at("-1000") == 100);
   CHECK(ResolveStartOffset(*ParseOffsetSpec("-3"), 0, 0) == 0);
@@ -222,7 +222,8 @@ TEST_CASE("a record over the size limit is an error naming it", "[cli][records]"
   CHECK(rec == "ok");
   auto second = r.Next(&rec);
   REQUIRE_FALSE(second.ok());
-  CHECK(FormatError(second.status()) == "record 2 is longer than 1000 bytes (no delimiter within that length)");
+  CHECK(FormatError(second.status()) ==
+        "record 2 is longer than 1000 bytes (no delimiter within that length)");
   ::close(fd);
 }
 

@@ -28,9 +28,9 @@
 #include "rdmq/common/errors.h"
 #include "rdmq/common/status.h"
 
-#define RDMQ_CLI_ERRORS(X)                                                \
-  X(kUsage, kInvalidArgument, "usage error")                              \
-  X(kVerificationFailed, kCorruption, "verification failed")             \
+#define RDMQ_CLI_ERRORS(X)                                   \
+  X(kUsage, kInvalidArgument, "usage error")                 \
+  X(kVerificationFailed, kCorruption, "verification failed") \
   X(kBrokenPipe, kCancelled, "output closed (broken pipe)")
 RDMQ_DEFINE_ERRORS(rdmq::cli, CliErrc, "cli", RDMQ_CLI_ERRORS)
 
@@ -49,7 +49,7 @@ struct OptionSpec {
   char short_name = 0;          // 'p', or 0 for none
   std::string value_name = {};  // "N"; empty for a flag (takes no value)
   std::string help = {};        // one line, or several separated by '\n'
-  bool repeated = false;   // may be given several times (GetAll)
+  bool repeated = false;        // may be given several times (GetAll)
 };
 
 class ParsedArgs {

@@ -33,8 +33,8 @@
 namespace rdmq::cli {
 
 struct InspectOptions {
-  bool records = false;                  // keep every record (key, value, headers) for printing
-  std::optional<int64_t> segment;        // only the segment with this base offset
+  bool records = false;            // keep every record (key, value, headers) for printing
+  std::optional<int64_t> segment;  // only the segment with this base offset
 };
 
 struct RecordDump {
@@ -92,8 +92,8 @@ struct SegmentDump {
   int64_t checkpoint_next_offset = 0;
   std::string committed_from;  // "seal", "slot" or "scan"
   uint64_t committed_end = 0;
-  int64_t next_offset = 0;          // offset after the last batch walked
-  uint64_t nonzero_past_end = 0;    // bytes past the committed end that are not zero
+  int64_t next_offset = 0;        // offset after the last batch walked
+  uint64_t nonzero_past_end = 0;  // bytes past the committed end that are not zero
   std::vector<BatchDump> batches;
 };
 

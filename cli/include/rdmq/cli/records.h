@@ -46,7 +46,7 @@ class RecordFormatter {
 
  private:
   struct Piece {
-    char directive = 0;   // 0: literal text
+    char directive = 0;  // 0: literal text
     std::string literal;
   };
   std::vector<Piece> pieces_;
@@ -87,8 +87,8 @@ class DelimitedReader {
   std::string delim_;
   size_t max_;
   std::string buf_;
-  size_t start_ = 0;   // first unconsumed byte in buf_
-  size_t scan_ = 0;    // where the delimiter search resumes
+  size_t start_ = 0;  // first unconsumed byte in buf_
+  size_t scan_ = 0;   // where the delimiter search resumes
   bool eof_ = false;
   uint64_t number_ = 0;
 };
