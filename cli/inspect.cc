@@ -383,7 +383,7 @@ void ReadSlot(const std::string& path, PartitionDump* dump) {
         "file is " + std::to_string(f.size()) + " bytes, expected " + std::to_string(fmt::kSlotFileSize)});
     if (f.size() < fmt::kSlotSize) return;
   }
-  auto slot = fmt::ReadPartitionSlot(f.data(), 100);
+  auto slot = fmt::ReadPartitionSlot(f.data(), std::chrono::milliseconds(100));
   if (!slot.ok()) {
     const bool all_zero =
         std::all_of(f.data(), f.data() + fmt::kSlotSize, [](std::byte b) { return b == std::byte{0}; });

@@ -283,11 +283,18 @@ class ConsumerImpl final : public Consumer {
       *out = *s;
       return Status::Ok();
     }
+    // One READ is a snapshot that an update in progress may tear (busy bit, or a CRC that
+    // fails); read again after a pause that lets a descheduled storage node finish.
+    const auto deadline = Clock::now() + std::chrono::seconds(1);
     Status last;
-    for (int i = 0; i < 1000; ++i) {
+    for (int attempt = 0;; ++attempt) {
       RDMQ_RETURN_IF_ERROR(Read(p, *p.slot, 0, format::kSlotSize, 0));
       last = format::DecodePartitionSlot(p.buf->data(), out);
-      if (last.ok()) return last;
+      if (last.ok() || last.is(storage::StorageErrc::kBadMagic) || last.is(storage::StorageErrc::kBadVersion) ||
+          Clock::now() > deadline) {
+        break;
+      }
+      format::SlotBackoff(attempt);
     }
     return last.WithContext("partition slot of " + Name(p));
   }
@@ -340,7 +347,11 @@ class ConsumerImpl final : public Consumer {
       if (!s.ok()) return s.is(Errc::kUnavailable) || s.is(Errc::kTimeout) ? Status::Ok() : s;
     }
     format::PartitionSlot slot;
-    RDMQ_RETURN_IF_ERROR(ReadSlot(p, &slot));
+    if (Status s = ReadSlot(p, &slot); !s.ok()) {
+      // A storage node stuck mid-update (stopped, or starved of CPU) is transient: nothing new
+      // from this partition in this poll.
+      return s.is(storage::StorageErrc::kSlotBusy) ? Status::Ok() : s;
+    }
     p.gen = slot.generation;
     if ((slot.flags & format::kSlotClosed) != 0) {
       // The log closed: the topic was deleted or the broker is restarting. Open it again.
