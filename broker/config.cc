@@ -88,6 +88,8 @@ Status ApplySetting(BrokerConfig* c, std::string_view key, std::string_view valu
     return ParseU32(key, value, 1, 3'600'000, &c->checkpoint_interval_ms);
   } else if (key == "log.retention.check.interval.ms") {
     return ParseU32(key, value, 10, 3'600'000, &c->retention_check_interval_ms);
+  } else if (key == "data.spin.us") {
+    return ParseU32(key, value, 0, 1'000'000, &c->data_spin_us);
   } else if (key == "log.level") {
     log::Level l;
     if (!log::ParseLevel(value, &l)) return Bad(key, value, "must be trace, debug, info, warn, error or off");
@@ -148,6 +150,7 @@ std::vector<std::pair<std::string, std::string>> ConfigEntries(const BrokerConfi
       {"rpc.workers", std::to_string(c.rpc_workers)},
       {"log.checkpoint.interval.ms", std::to_string(c.checkpoint_interval_ms)},
       {"log.retention.check.interval.ms", std::to_string(c.retention_check_interval_ms)},
+      {"data.spin.us", std::to_string(c.data_spin_us)},
       {"log.level", c.log_level},
       {"log.format", c.log_format},
   };
@@ -171,7 +174,7 @@ Status Validate(const BrokerConfig& c) {
     for (const auto& addr : {c.ControlAddress(), c.DataAddress()}) {
       if (!IsHostPort(addr)) return Bad("listen", addr, "tcp and verbs listeners are host:port");
     }
-    if (c.ControlAddress() == c.DataAddress()) {
+    if (c.ControlAddress() == c.DataAddress() && !c.ControlAddress().ends_with(":0")) {
       return Bad("listen.data", c.DataAddress(), "must differ from listen.control");
     }
   } else if (c.ControlAddress() == c.DataAddress()) {

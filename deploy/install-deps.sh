@@ -31,6 +31,8 @@ pkgs=(
   qemu-system-x86 busybox-static cpio kmod iproute2 xz-utils zstd
   # plots
   gnuplot-nox
+  # rdmq-bench's peer backends link the Redis and NATS C clients (the servers come with --with-peers)
+  libhiredis-dev libnats-dev
 )
 if [[ $with_peers == 1 ]]; then
   pkgs+=(redis-server redis-tools libhiredis-dev nats-server libnats-dev)

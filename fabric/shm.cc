@@ -213,17 +213,14 @@ class ShmCq : public SoftCq {
 
 // ------------------------------------------------------------------------------ regions
 
-class ShmRegion : public Region {
+class ShmRegion : public LocalRegion {
  public:
   ShmRegion(std::shared_ptr<ShmCore> core, std::shared_ptr<RegionFds> fds, Mapping owned, std::byte* data,
             size_t size, uint64_t file_offset, uint32_t access)
-      : core_(std::move(core)),
+      : LocalRegion(Provider::kShm, core->address, std::move(owned), data, size, access),
+        core_(std::move(core)),
         fds_(std::move(fds)),
-        owned_(std::move(owned)),
-        data_(data),
-        size_(size),
-        file_offset_(file_offset),
-        access_(access) {}
+        file_offset_(file_offset) {}
   ~ShmRegion() override {
     std::lock_guard lk(mu_);
     for (auto& [acc, key] : keys_) core_->RevokeKey(key);
@@ -236,14 +233,9 @@ class ShmRegion : public Region {
     return Status::Ok();
   }
 
-  std::byte* data() const noexcept override { return data_; }
-  size_t size() const noexcept override { return size_; }
-  uint32_t access() const noexcept override { return access_; }
   RegionDescriptor Descriptor() const override { return Describe(main_key_, 0, size_, access_); }
   Result<RegionDescriptor> Descriptor(uint32_t access) const override {
-    if ((access & ~access_) != 0) {
-      return Status(FabricErrc::kAccessDenied, "descriptor asks for rights the region was not registered with");
-    }
+    RDMQ_RETURN_IF_ERROR(CheckSubset(access));
     std::lock_guard lk(mu_);
     auto it = keys_.find(access | 0x100u);
     if (it != keys_.end()) return Describe(it->second, 0, size_, access);
@@ -251,58 +243,23 @@ class ShmRegion : public Region {
     keys_.emplace(access | 0x100u, e->key);
     return Describe(e->key, 0, size_, access);
   }
-  void Wake(uint64_t offset) noexcept override {
-    if (offset + 8 <= size_ && offset % 8 == 0) WakeWord(data_ + offset);
-  }
-  Status WaitWhileEqual(uint64_t offset, uint64_t expected, std::chrono::nanoseconds timeout) override {
-    if (offset % 8 != 0) return Status(FabricErrc::kUnaligned, "WaitWhileEqual offset " + std::to_string(offset));
-    if (offset + 8 > size_) return Status(FabricErrc::kOutOfBounds, "WaitWhileEqual offset " + std::to_string(offset));
-    return WaitWordWhileEqual(data_ + offset, expected, timeout);
-  }
 
   Result<std::shared_ptr<KeyEntry>> MakeKey(uint64_t offset, uint64_t length, uint32_t access, uint64_t scope) const {
     return core_->AddKey(fds_, reinterpret_cast<uint64_t>(data_) + offset, length, file_offset_ + offset, access,
                          scope);
-  }
-  RegionDescriptor Describe(uint64_t key, uint64_t offset, uint64_t length, uint32_t access) const {
-    RegionDescriptor d;
-    d.provider = Provider::kShm;
-    d.access = access;
-    d.key = key;
-    d.base = reinterpret_cast<uint64_t>(data_) + offset;
-    d.length = length;
-    d.node = core_->address;
-    return d;
   }
   ShmCore* core() const noexcept { return core_.get(); }
 
  private:
   std::shared_ptr<ShmCore> core_;
   std::shared_ptr<RegionFds> fds_;
-  Mapping owned_;
-  std::byte* data_;
-  size_t size_;
   uint64_t file_offset_;
-  uint32_t access_;
   uint64_t main_key_ = 0;
   mutable std::mutex mu_;
   mutable std::map<uint32_t, uint64_t> keys_;  // access | 0x100 -> key (whole-region keys)
 };
 
-class ShmGrant : public Grant {
- public:
-  ShmGrant(std::shared_ptr<ShmCore> core, RegionDescriptor d) : core_(std::move(core)), desc_(std::move(d)) {}
-  ~ShmGrant() override { (void)Revoke(); }
-  const RegionDescriptor& descriptor() const noexcept override { return desc_; }
-  Status Revoke() override {
-    core_->RevokeKey(desc_.key);
-    return Status::Ok();
-  }
-
- private:
-  std::shared_ptr<ShmCore> core_;
-  RegionDescriptor desc_;
-};
+using ShmGrant = KeyGrant<ShmCore>;
 
 class ShmRemote : public RemoteRegion {
  public:
@@ -895,14 +852,7 @@ class ShmEndpoint : public Endpoint {
     if (r == nullptr || r->core() != fab_.get()) {
       return Status(Errc::kInvalidArgument, "GrantAccess: the region is not registered with this shm fabric");
     }
-    if ((access & ~r->access()) != 0) {
-      return Status(FabricErrc::kAccessDenied, "GrantAccess: rights beyond the region's registration");
-    }
-    if (length == 0 || offset > r->size() || length > r->size() - offset) {
-      return Status(FabricErrc::kOutOfBounds, "GrantAccess: [" + std::to_string(offset) + ", +" +
-                                                  std::to_string(length) + ") outside a region of " +
-                                                  std::to_string(r->size()) + " bytes");
-    }
+    RDMQ_RETURN_IF_ERROR(CheckGrant(*r, offset, length, access));
     RDMQ_ASSIGN_OR_RETURN(auto e, r->MakeKey(offset, length, access, core_->id_));
     return std::unique_ptr<Grant>(new ShmGrant(fab_, r->Describe(e->key, offset, length, access)));
   }

@@ -105,74 +105,34 @@ class TcpCq : public SoftCq {
   std::shared_ptr<TcpCore> core_;
 };
 
-class TcpRegion : public Region {
+class TcpRegion : public LocalRegion {
  public:
   TcpRegion(std::shared_ptr<TcpCore> core, Mapping owned, std::byte* data, size_t size, uint32_t access)
-      : core_(std::move(core)), owned_(std::move(owned)), data_(data), size_(size), access_(access) {
+      : LocalRegion(Provider::kTcp, core->address, std::move(owned), data, size, access), core_(std::move(core)) {
     main_key_ = core_->AddKey({data_, size_, access_, 0});
     keys_[access_] = main_key_;
   }
   ~TcpRegion() override {
     for (auto& [a, k] : keys_) core_->RevokeKey(k);
   }
-  std::byte* data() const noexcept override { return data_; }
-  size_t size() const noexcept override { return size_; }
-  uint32_t access() const noexcept override { return access_; }
   RegionDescriptor Descriptor() const override { return Describe(main_key_, 0, size_, access_); }
   Result<RegionDescriptor> Descriptor(uint32_t access) const override {
-    if ((access & ~access_) != 0) {
-      return Status(FabricErrc::kAccessDenied, "descriptor asks for rights the region was not registered with");
-    }
+    RDMQ_RETURN_IF_ERROR(CheckSubset(access));
     std::lock_guard lk(mu_);
     auto it = keys_.find(access);
     if (it == keys_.end()) it = keys_.emplace(access, core_->AddKey({data_, size_, access, 0})).first;
     return Describe(it->second, 0, size_, access);
   }
-  void Wake(uint64_t offset) noexcept override {
-    if (offset + 8 <= size_ && offset % 8 == 0) WakeWord(data_ + offset);
-  }
-  Status WaitWhileEqual(uint64_t offset, uint64_t expected, std::chrono::nanoseconds timeout) override {
-    if (offset % 8 != 0) return Status(FabricErrc::kUnaligned, "WaitWhileEqual offset " + std::to_string(offset));
-    if (offset + 8 > size_) return Status(FabricErrc::kOutOfBounds, "WaitWhileEqual offset " + std::to_string(offset));
-    return WaitWordWhileEqual(data_ + offset, expected, timeout);
-  }
-  RegionDescriptor Describe(uint64_t key, uint64_t offset, uint64_t length, uint32_t access) const {
-    RegionDescriptor d;
-    d.provider = Provider::kTcp;
-    d.access = access;
-    d.key = key;
-    d.base = reinterpret_cast<uint64_t>(data_) + offset;
-    d.length = length;
-    d.node = core_->address;
-    return d;
-  }
   TcpCore* core() const noexcept { return core_.get(); }
 
  private:
   std::shared_ptr<TcpCore> core_;
-  Mapping owned_;
-  std::byte* data_;
-  size_t size_;
-  uint32_t access_;
   uint64_t main_key_ = 0;
   mutable std::mutex mu_;
   mutable std::map<uint32_t, uint64_t> keys_;
 };
 
-class TcpGrant : public Grant {
- public:
-  TcpGrant(std::shared_ptr<TcpCore> core, RegionDescriptor d) : core_(std::move(core)), desc_(std::move(d)) {}
-  ~TcpGrant() override { (void)Revoke(); }
-  const RegionDescriptor& descriptor() const noexcept override { return desc_; }
-  Status Revoke() override {
-    core_->RevokeKey(desc_.key);
-    return Status::Ok();
-  }
-
- private:
-  std::shared_ptr<TcpCore> core_;
-  RegionDescriptor desc_;
-};
+using TcpGrant = KeyGrant<TcpCore>;
 
 class TcpRemote : public RemoteRegion {
  public:
@@ -590,14 +550,7 @@ class TcpEndpoint : public Endpoint {
     if (r == nullptr || r->core() != fab_.get()) {
       return Status(Errc::kInvalidArgument, "GrantAccess: the region is not registered with this tcp fabric");
     }
-    if ((access & ~r->access()) != 0) {
-      return Status(FabricErrc::kAccessDenied, "GrantAccess: rights beyond the region's registration");
-    }
-    if (length == 0 || offset > r->size() || length > r->size() - offset) {
-      return Status(FabricErrc::kOutOfBounds, "GrantAccess: [" + std::to_string(offset) + ", +" +
-                                                  std::to_string(length) + ") outside a region of " +
-                                                  std::to_string(r->size()) + " bytes");
-    }
+    RDMQ_RETURN_IF_ERROR(CheckGrant(*r, offset, length, access));
     const uint64_t key = fab_->AddKey({r->data() + offset, length, access, core_->id_});
     return std::unique_ptr<Grant>(new TcpGrant(fab_, r->Describe(key, offset, length, access)));
   }

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -134,5 +135,58 @@ inline Completion MakeCompletion(uint64_t tag, Opcode op, uint64_t endpoint_id, 
 // (kInvalidArgument): unknown opcode, missing remote, missing local memory, SEND too large,
 // atomic result buffer shorter than 8 bytes.
 Status ValidateWorkRequest(const WorkRequest& wr);
+
+// What every provider's Region shares: the memory it covers and owns, its registered rights,
+// futex wait/wake on its words, and descriptors naming part of it.
+class LocalRegion : public Region {
+ public:
+  LocalRegion(Provider provider, std::string node, Mapping owned, std::byte* data, size_t size, uint32_t access)
+      : owned_(std::move(owned)), data_(data), size_(size), access_(access), provider_(provider),
+        node_(std::move(node)) {}
+
+  std::byte* data() const noexcept final { return data_; }
+  size_t size() const noexcept final { return size_; }
+  uint32_t access() const noexcept final { return access_; }
+  void Wake(uint64_t offset) noexcept final;
+  Status WaitWhileEqual(uint64_t offset, uint64_t expected, std::chrono::nanoseconds timeout) final;
+  // A descriptor for [offset, offset+length) under `key` with `access`.
+  RegionDescriptor Describe(uint64_t key, uint64_t offset, uint64_t length, uint32_t access) const;
+
+ protected:
+  // kAccessDenied unless `access` is within the registration's rights.
+  Status CheckSubset(uint32_t access) const;
+
+  Mapping owned_;
+  std::byte* data_;
+  size_t size_;
+  uint32_t access_;
+
+ private:
+  Provider provider_;
+  std::string node_;
+};
+
+// A grant enforced by a key table in the owner's fabric core (shm, tcp): tcp's agent checks the
+// key on every operation; shm peers check the key's shared slot before every operation (and the
+// owner at attach), so revoking is dropping the key.
+template <class Core>
+class KeyGrant final : public Grant {
+ public:
+  KeyGrant(std::shared_ptr<Core> core, RegionDescriptor d) : core_(std::move(core)), desc_(std::move(d)) {}
+  ~KeyGrant() override { (void)Revoke(); }
+  const RegionDescriptor& descriptor() const noexcept override { return desc_; }
+  Status Revoke() override {
+    core_->RevokeKey(desc_.key);
+    return Status::Ok();
+  }
+
+ private:
+  std::shared_ptr<Core> core_;
+  RegionDescriptor desc_;
+};
+
+// The argument checks of Endpoint::GrantAccess common to every provider: rights within the
+// region's, a non-empty window inside it.
+Status CheckGrant(const Region& region, uint64_t offset, uint64_t length, uint32_t access);
 
 }  // namespace rdmq::fabric::internal

@@ -341,24 +341,21 @@ class VerbsCore {
   std::map<std::byte*, std::pair<VerbsRegion*, size_t>> regions_;
 };
 
-class VerbsRegion : public Region {
+class VerbsRegion : public LocalRegion {
  public:
   VerbsRegion(std::shared_ptr<VerbsCore> core, Mapping owned, std::byte* data, size_t size, uint32_t access, int fd)
-      : core_(std::move(core)), owned_(std::move(owned)), data_(data), size_(size), access_(access), fd_(fd) {}
+      : LocalRegion(Provider::kVerbs, core->address, std::move(owned), data, size, access),
+        core_(std::move(core)),
+        fd_(fd) {}
   ~VerbsRegion() override { core_->RemoveRegion(data_); }
   Status Init() {
     RDMQ_ASSIGN_OR_RETURN(mr_, core_->RegisterMr(data_, size_, access_, fd_));
     core_->AddRegion(this, data_, size_);
     return Status::Ok();
   }
-  std::byte* data() const noexcept override { return data_; }
-  size_t size() const noexcept override { return size_; }
-  uint32_t access() const noexcept override { return access_; }
   RegionDescriptor Descriptor() const override { return Describe(mr_->rkey, 0, size_, access_); }
   Result<RegionDescriptor> Descriptor(uint32_t access) const override {
-    if ((access & ~access_) != 0) {
-      return Status(FabricErrc::kAccessDenied, "descriptor asks for rights the region was not registered with");
-    }
+    RDMQ_RETURN_IF_ERROR(CheckSubset(access));
     if (access == access_) return Descriptor();
     // Fewer rights need their own registration: the rkey is what the NIC enforces.
     std::lock_guard lk(mu_);
@@ -369,33 +366,11 @@ class VerbsRegion : public Region {
     }
     return Describe(it->second->rkey, 0, size_, access);
   }
-  void Wake(uint64_t offset) noexcept override {
-    if (offset + 8 <= size_ && offset % 8 == 0) WakeWord(data_ + offset);
-  }
-  Status WaitWhileEqual(uint64_t offset, uint64_t expected, std::chrono::nanoseconds timeout) override {
-    if (offset % 8 != 0) return Status(FabricErrc::kUnaligned, "WaitWhileEqual offset " + std::to_string(offset));
-    if (offset + 8 > size_) return Status(FabricErrc::kOutOfBounds, "WaitWhileEqual offset " + std::to_string(offset));
-    return WaitWordWhileEqual(data_ + offset, expected, timeout);
-  }
-  RegionDescriptor Describe(uint64_t key, uint64_t offset, uint64_t length, uint32_t access) const {
-    RegionDescriptor d;
-    d.provider = Provider::kVerbs;
-    d.access = access;
-    d.key = key;
-    d.base = reinterpret_cast<uint64_t>(data_) + offset;
-    d.length = length;
-    d.node = core_->address;
-    return d;
-  }
   ibv_mr* mr() const noexcept { return mr_.get(); }
   VerbsCore* core() const noexcept { return core_.get(); }
 
  private:
   std::shared_ptr<VerbsCore> core_;
-  Mapping owned_;
-  std::byte* data_;
-  size_t size_;
-  uint32_t access_;
   int fd_;
   MrPtr mr_;
   mutable std::mutex mu_;
@@ -1143,14 +1118,7 @@ class VerbsEndpoint : public Endpoint {
     if (r == nullptr || r->core() != fab_.get()) {
       return Status(Errc::kInvalidArgument, "GrantAccess: the region is not registered with this verbs fabric");
     }
-    if ((access & ~r->access()) != 0) {
-      return Status(FabricErrc::kAccessDenied, "GrantAccess: rights beyond the region's registration");
-    }
-    if (length == 0 || offset > r->size() || length > r->size() - offset) {
-      return Status(FabricErrc::kOutOfBounds, "GrantAccess: [" + std::to_string(offset) + ", +" +
-                                                  std::to_string(length) + ") outside a region of " +
-                                                  std::to_string(r->size()) + " bytes");
-    }
+    RDMQ_RETURN_IF_ERROR(CheckGrant(*r, offset, length, access));
     if (!fab_->has_mw) {
       return Status(Errc::kUnsupported, "device " + fab_->device_name + " has no type-2 memory windows");
     }

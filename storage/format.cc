@@ -1,8 +1,12 @@
 #include "rdmq/storage/format.h"
 
+#include <sched.h>
+
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <thread>
 
 #include "rdmq/common/coding.h"
 #include "rdmq/common/crc32c.h"
@@ -144,6 +148,9 @@ void EncodePartitionSlot(const PartitionSlot& s, std::byte out[kSlotSize]) {
 }
 
 Status DecodePartitionSlot(const std::byte in[kSlotSize], PartitionSlot* out) {
+  if ((LoadLE<uint64_t>(in + 0) & kSlotBusyBit) != 0) {
+    return Status(StorageErrc::kSlotBusy, "partition slot is being updated");
+  }
   if (LoadLE<uint32_t>(in + 8) != kSlotMagic) {
     return Status(StorageErrc::kBadMagic, "partition slot magic is not \"RSLT\"");
   }
@@ -164,13 +171,33 @@ Status DecodePartitionSlot(const std::byte in[kSlotSize], PartitionSlot* out) {
   return Status::Ok();
 }
 
-Result<PartitionSlot> ReadPartitionSlot(const void* slot, int attempts) {
+void SlotBackoff(int attempt) {
+  if (attempt < 64) {
+    __builtin_ia32_pause();
+  } else if (attempt < 128) {
+    sched_yield();
+  } else {
+    std::this_thread::sleep_for(std::chrono::microseconds(std::min(100, attempt - 127)));
+  }
+}
+
+Result<PartitionSlot> ReadPartitionSlot(const void* slot, std::chrono::nanoseconds patience) {
   auto* words = static_cast<uint64_t*>(const_cast<void*>(slot));
+  const auto deadline = std::chrono::steady_clock::now() + patience;
   Status last;
-  for (int i = 0; i < attempts; ++i) {
-    alignas(8) std::byte snap[kSlotSize];
-    // Generation first (acquire), then the body: pairs with StorePartitionSlot.
+  for (int attempt = 0;; ++attempt) {
+    if (attempt > 0) {
+      if ((attempt & 15) == 0 && std::chrono::steady_clock::now() > deadline) break;
+      SlotBackoff(attempt);
+    }
+    // Seqlock read: generation (acquire), body, fence, generation again; pairs with
+    // StorePartitionSlot. A busy or changed generation means an update was in progress.
     const uint64_t gen = std::atomic_ref<uint64_t>(words[0]).load(std::memory_order_acquire);
+    if ((gen & kSlotBusyBit) != 0) {
+      last = Status(StorageErrc::kSlotBusy, "partition slot stayed mid-update (is the storage node stopped?)");
+      continue;
+    }
+    alignas(8) std::byte snap[kSlotSize];
     StoreLE<uint64_t>(snap, gen);
     for (size_t w = 1; w < kSlotSize / 8; ++w) {
       StoreLE<uint64_t>(snap + 8 * w, std::atomic_ref<uint64_t>(words[w]).load(std::memory_order_relaxed));
@@ -180,20 +207,24 @@ Result<PartitionSlot> ReadPartitionSlot(const void* slot, int attempts) {
     PartitionSlot s;
     last = DecodePartitionSlot(snap, &s);
     if (last.ok()) return s;
-    if (last.is(StorageErrc::kBadMagic) || last.is(StorageErrc::kBadVersion)) return last;
+    // A stable snapshot that fails: not a torn read. Magic and version are final; a CRC
+    // mismatch is re-read a few times in case of a writer that does not use the busy bit.
+    if (last.is(StorageErrc::kBadMagic) || last.is(StorageErrc::kBadVersion) || attempt > 256) return last;
   }
-  return last.ok() ? Status(StorageErrc::kCorruptHeader, "partition slot kept changing while being read")
-                   : last;
+  return last;
 }
 
 void StorePartitionSlot(void* slot, const PartitionSlot& s) {
   alignas(8) std::byte enc[kSlotSize];
   EncodePartitionSlot(s, enc);
   auto* words = static_cast<uint64_t*>(slot);
+  auto gen_word = std::atomic_ref<uint64_t>(words[0]);
+  gen_word.store(gen_word.load(std::memory_order_relaxed) | kSlotBusyBit, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);  // the busy bit before any body store
   for (size_t w = 1; w < kSlotSize / 8; ++w) {
     std::atomic_ref<uint64_t>(words[w]).store(LoadLE<uint64_t>(enc + 8 * w), std::memory_order_relaxed);
   }
-  std::atomic_ref<uint64_t>(words[0]).store(s.generation, std::memory_order_release);
+  gen_word.store(s.generation & ~kSlotBusyBit, std::memory_order_release);
 }
 
 }  // namespace rdmq::storage::format

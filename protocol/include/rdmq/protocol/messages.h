@@ -162,12 +162,19 @@ enum class ProduceMode : uint8_t { kExclusive = 1, kShared = 2 };
 
 struct SegmentLocation {
   int64_t base_offset = 0;
-  Blob region;                  // encoded fabric::RegionDescriptor of the whole segment file
-  uint64_t data_offset = 0;     // start of the data area within the region
+  // Encoded fabric::RegionDescriptor: the whole segment file (consumers, shared producers), or
+  // for an exclusive producer a window of the data area starting at `region_position`.
+  Blob region;
+  uint64_t data_offset = 0;     // region offset of data-area position `region_position`
   uint64_t capacity = 0;        // data-area bytes
-  uint64_t reservation_offset = 0;
+  uint64_t reservation_offset = 0;  // region offset of the reservation word (whole-file regions)
+  uint64_t region_position = 0;     // data-area position the region's data starts at (0: all)
+  // The region offset of data-area position p (p >= region_position).
+  uint64_t RemoteOffset(uint64_t p) const { return data_offset + (p - region_position); }
   template <class V>
-  void Visit(V& v) { v(base_offset); v(region); v(data_offset); v(capacity); v(reservation_offset); }
+  void Visit(V& v) {
+    v(base_offset); v(region); v(data_offset); v(capacity); v(reservation_offset); v(region_position);
+  }
 };
 
 struct OpenProduceRequest {
@@ -196,10 +203,14 @@ struct LeaseResponse {  // OpenProduce, RenewLease
     v(last_sequence); v(slot);
   }
 };
+// RenewLease flag: the exclusive producer's next batch does not fit the segment; seal it at the
+// committed end and move the lease to a new segment.
+inline constexpr uint32_t kRenewRoll = 1u << 0;
 struct LeaseRequest {  // RenewLease, ReleaseLease
   uint64_t lease_id = 0;
+  uint32_t flags = 0;
   template <class V>
-  void Visit(V& v) { v(lease_id); }
+  void Visit(V& v) { v(lease_id); v(flags); }
 };
 struct CommitRequest {
   uint64_t lease_id = 0;

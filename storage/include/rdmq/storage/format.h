@@ -41,6 +41,7 @@
 // kTruncatedFile.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -130,14 +131,28 @@ struct PartitionSlot {
   Offset log_start_offset{0};
   uint64_t active_capacity = 0;
 };
+// Bit 63 of the generation word: set by the writer while it updates the slot (a seqlock). It
+// leaves the low 32 bits alone, so futex sleepers on the word wake only for a finished update.
+inline constexpr uint64_t kSlotBusyBit = 1ull << 63;
+
 void EncodePartitionSlot(const PartitionSlot& s, std::byte out[kSlotSize]);
-// kBadMagic / kCorruptHeader when the snapshot is not a valid slot (e.g. torn: read again).
+// kSlotBusy when the snapshot caught an update in progress (read again, after a pause);
+// kCorruptHeader when its CRC fails (torn remote read: read again; persistent: corruption);
+// kBadMagic / kBadVersion when it is not a version-1 slot.
 Status DecodePartitionSlot(const std::byte in[kSlotSize], PartitionSlot* out);
-// Reads a live slot (a local mapping of partition.slot), retrying torn snapshots up to
-// `attempts` times. Safe against a concurrent writer in another thread or process.
-Result<PartitionSlot> ReadPartitionSlot(const void* slot, int attempts = 1000);
-// Publishes `s` into a live slot: the body first, then the generation word with a release
-// store, so a reader that sees the new generation and a valid CRC sees the whole update.
+// Reads a live slot (a local mapping of partition.slot), safe against a concurrent writer in
+// another thread or process: a seqlock read, backing off (spin, then yield, then short sleeps)
+// while an update is in progress, for at most `patience`. kSlotBusy when the writer stayed in
+// the middle of an update that long (it is stopped or descheduled); kCorruptHeader when a stable
+// snapshot fails its CRC.
+Result<PartitionSlot> ReadPartitionSlot(const void* slot,
+                                        std::chrono::nanoseconds patience = std::chrono::seconds(1));
+// Publishes `s` into a live slot (single writer): sets the busy bit in the generation word,
+// stores words 1..7, then stores the new generation with a release store.
 void StorePartitionSlot(void* slot, const PartitionSlot& s);
+// Waits a little before re-reading a slot found busy or torn; `attempt` counts from 0. Spins
+// for the first attempts, then yields, then sleeps up to 100 us, so a descheduled writer gets
+// the CPU back.
+void SlotBackoff(int attempt);
 
 }  // namespace rdmq::storage::format

@@ -1,0 +1,40 @@
+// Physical limits of this machine, measured in the same run as the brokers so that every broker
+// figure can be read against them: memcpy bandwidth (1 MiB buffers, which stay in cache, and
+// 64 MiB, which do not), loopback TCP bandwidth (one stream, 1 MiB writes) and loopback TCP
+// round-trip latency with 100-byte messages (TCP_NODELAY, one in flight).
+//
+// Threading: each function runs its own threads and joins them. Errors: socket failures with
+// the call and errno.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+
+#include <nlohmann/json.hpp>
+
+#include "rdmq/bench/histogram.h"
+#include "rdmq/common/status.h"
+
+namespace rdmq::bench {
+
+struct Limits {
+  double memcpy_1mib_gb_s = 0;
+  double memcpy_64mib_gb_s = 0;
+  double tcp_gb_s = 0;
+  LogHistogram tcp_rtt_100b;  // nanoseconds
+};
+
+// Copies `bytes` between two buffers repeatedly for about `time`; GB/s (1e9 bytes/s) of the best
+// of three rounds.
+double MeasureMemcpy(size_t bytes, std::chrono::milliseconds time);
+// One client thread writing 1 MiB chunks to a server thread reading them over 127.0.0.1.
+Result<double> MeasureTcpBandwidth(std::chrono::milliseconds time);
+// Ping-pong of `size`-byte messages over 127.0.0.1, `rounds` times (after a warm-up).
+Result<LogHistogram> MeasureTcpRoundTrip(size_t size, int rounds);
+
+// All of the above; `quick` shortens every measurement.
+Result<Limits> MeasureLimits(bool quick);
+nlohmann::json LimitsJson(const Limits& l);
+void PrintLimits(const Limits& l, std::FILE* out);
+
+}  // namespace rdmq::bench

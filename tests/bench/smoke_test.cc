@@ -1,0 +1,176 @@
+// Smoke tests of the rdmq-bench binary: short runs that must complete with the right counts.
+// They assert nothing about speed.
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "rdmq/bench/report.h"
+#include "support/test_util.h"
+
+using namespace rdmq;
+using namespace rdmq::bench;
+
+namespace {
+
+std::string BenchBinary() {
+  const char* dir = std::getenv("RDMQ_TEST_BIN_DIR");
+  return std::string(dir ? dir : "build/release/bin") + "/rdmq-bench";
+}
+
+// Runs a shell command; returns its exit status and what it printed.
+int Run(const std::string& cmd, std::string* output) {
+  std::FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  REQUIRE(p != nullptr);
+  char buf[1024];
+  output->clear();
+  while (std::fgets(buf, sizeof(buf), p) != nullptr) *output += buf;
+  const int status = pclose(p);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+bool HaveBinary() {
+  std::ifstream f(BenchBinary());
+  return f.good();
+}
+
+void CheckCounts(const nlohmann::json& j, uint64_t records) {
+  INFO(j.dump(2).substr(0, 3000));
+  CHECK(j["ok"] == true);
+  CHECK(j["counts"]["sent"] == records);
+  CHECK(j["counts"]["acked"] == records);
+  CHECK(j["counts"]["consumed"] == records);
+  CHECK(j["counts"]["missing"] == 0);
+  CHECK(j["counts"]["duplicates"] == 0);
+  CHECK(j["latency_ns"]["ack"]["count"] == records);
+  CHECK(j["latency_ns"]["e2e"]["count"] == records);
+  CHECK(j["timeline"].size() > 0);
+}
+
+}  // namespace
+
+TEST_CASE("rdmq-bench mem run with threads: counts, JSON and plot", "[bench][smoke]") {
+  if (!HaveBinary()) RDMQ_SKIP("rdmq-bench is not built at " + BenchBinary());
+  rdmq::test::TempDir dir;
+  const std::string json = (dir / "r.json").string(), png = (dir / "r.png").string();
+  std::string out;
+  const int rc = Run(BenchBinary() + " run --system mem -p 2 -c 2 --partitions 4 -n 20000 -s 100 --progress plain --json " +
+                         json + " --plot " + png,
+                     &out);
+  INFO(out);
+  // Without gnuplot the plot step fails (exit 1) after writing the JSON; the counts still count.
+  const bool have_gnuplot = std::system("command -v gnuplot >/dev/null 2>&1") == 0;
+  REQUIRE(rc == (have_gnuplot ? 0 : 1));
+  CHECK(out.find("check      OK") != std::string::npos);
+  Result<nlohmann::json> j = ReadJson(json);
+  REQUIRE_OK(j);
+  CheckCounts(*j, 40000);
+  if (have_gnuplot) {
+    std::ifstream f(png, std::ios::binary);
+    char magic[8] = {};
+    f.read(magic, 8);
+    CHECK(std::string(magic + 1, 3) == "PNG");
+  }
+}
+
+TEST_CASE("rdmq-bench mem run with processes, one record in flight", "[bench][smoke]") {
+  if (!HaveBinary()) RDMQ_SKIP("rdmq-bench is not built at " + BenchBinary());
+  rdmq::test::TempDir dir;
+  const std::string json = (dir / "r.json").string();
+  std::string out;
+  const int rc = Run(BenchBinary() + " --system mem --procs -p 2 -c 1 --partitions 2 -n 5000 -w 1 --progress none --json " +
+                         json,
+                     &out);
+  INFO(out);
+  REQUIRE(rc == 0);
+  Result<nlohmann::json> j = ReadJson(json);
+  REQUIRE_OK(j);
+  CheckCounts(*j, 10000);
+  CHECK((*j)["workload"]["processes"] == true);
+}
+
+bool HaveBroker() {
+  std::ifstream f(BenchBinary().substr(0, BenchBinary().rfind('/')) + "/rdmq-broker");
+  return f.good();
+}
+
+TEST_CASE("rdmq-bench rdmq run against its own broker: threads, exclusive producers", "[bench][smoke]") {
+  if (!HaveBinary() || !HaveBroker()) RDMQ_SKIP("rdmq-bench or rdmq-broker is not built beside " + BenchBinary());
+  rdmq::test::TempDir dir;
+  const std::string json = (dir / "r.json").string();
+  std::string out;
+  const int rc = Run(BenchBinary() + " --system rdmq --start-broker --broker-dir " + (dir / "broker").string() +
+                         " -p 2 -c 2 --partitions 2 -n 20000 -s 100 --progress plain --json " + json,
+                     &out);
+  INFO(out);
+  REQUIRE(rc == 0);
+  Result<nlohmann::json> j = ReadJson(json);
+  REQUIRE_OK(j);
+  CheckCounts(*j, 40000);
+  CHECK((*j)["cpu"]["server"].is_object());  // the broker's CPU time was read
+}
+
+TEST_CASE("rdmq-bench rdmq run: processes, one record in flight", "[bench][smoke]") {
+  if (!HaveBinary() || !HaveBroker()) RDMQ_SKIP("rdmq-bench or rdmq-broker is not built beside " + BenchBinary());
+  rdmq::test::TempDir dir;
+  const std::string json = (dir / "r.json").string();
+  std::string out;
+  const int rc = Run(BenchBinary() + " --system rdmq --start-broker --broker-dir " + (dir / "broker").string() +
+                         " --procs -p 2 -c 1 --partitions 2 --durability visibility -n 3000 -w 1"
+                         " --progress none --json " + json,
+                     &out);
+  INFO(out);
+  REQUIRE(rc == 0);
+  Result<nlohmann::json> j = ReadJson(json);
+  REQUIRE_OK(j);
+  CheckCounts(*j, 6000);
+}
+
+TEST_CASE("rdmq-bench rdmq: an unreachable broker fails the run with exit status 1", "[bench][smoke]") {
+  if (!HaveBinary()) RDMQ_SKIP("rdmq-bench is not built at " + BenchBinary());
+  rdmq::test::TempDir dir;
+  std::string out;
+  CHECK(Run(BenchBinary() + " --system rdmq --address unix:" + (dir / "nobody.sock").string() +
+                " -n 10 --progress none",
+            &out) == 1);
+  CHECK(out.find("set up rdmq") != std::string::npos);
+}
+
+TEST_CASE("rdmq-bench limits and table", "[bench][smoke]") {
+  if (!HaveBinary()) RDMQ_SKIP("rdmq-bench is not built at " + BenchBinary());
+  rdmq::test::TempDir dir;
+  std::string out;
+  const std::string limits = (dir / "limits.json").string();
+  REQUIRE(Run(BenchBinary() + " limits --quick --json " + limits, &out) == 0);
+  INFO(out);
+  Result<nlohmann::json> l = ReadJson(limits);
+  REQUIRE_OK(l);
+  CHECK((*l)["memcpy_1mib_gb_s"].get<double>() > 0);
+  CHECK((*l)["memcpy_64mib_gb_s"].get<double>() > 0);
+  CHECK((*l)["tcp_loopback_gb_s"].get<double>() > 0);
+  CHECK((*l)["tcp_rtt_100b_ns"]["count"].get<uint64_t>() > 0);
+
+  const std::string a = (dir / "a.json").string(), b = (dir / "b.json").string();
+  REQUIRE(Run(BenchBinary() + " --system mem -n 3000 --progress none --json " + a, &out) == 0);
+  REQUIRE(Run(BenchBinary() + " --system mem -n 3000 -w 1 --progress none --json " + b, &out) == 0);
+  REQUIRE(Run(BenchBinary() + " table --reference mem " + a + " " + b, &out) == 0);
+  CHECK(out.find("reference") != std::string::npos);
+  REQUIRE(Run(BenchBinary() + " table --markdown " + a, &out) == 0);
+  CHECK(out.find("| system |") != std::string::npos);
+}
+
+TEST_CASE("rdmq-bench rejects bad options with exit status 2", "[bench][smoke]") {
+  if (!HaveBinary()) RDMQ_SKIP("rdmq-bench is not built at " + BenchBinary());
+  std::string out;
+  CHECK(Run(BenchBinary() + " --system nosuch -n 10", &out) == 2);
+  CHECK(out.find("unknown --system 'nosuch'") != std::string::npos);
+  CHECK(Run(BenchBinary() + " --size 8 -n 10", &out) == 2);
+  CHECK(out.find("--size") != std::string::npos);
+  CHECK(Run(BenchBinary() + " --count 10 --duration 1", &out) == 2);
+  CHECK(Run(BenchBinary() + " --no-such-option", &out) == 2);
+  CHECK(Run(BenchBinary() + " frobnicate", &out) == 2);
+  CHECK(Run(BenchBinary() + " table /nonexistent/x.json", &out) == 1);
+  CHECK(out.find("/nonexistent/x.json") != std::string::npos);
+}

@@ -1,0 +1,149 @@
+// Helpers for the end-to-end tests: a real rdmq-broker in a child process, its addresses, and
+// child processes running the e2e peer (producers and consumers to kill at will).
+#pragma once
+
+#include <signal.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "rdmq/client/options.h"
+#include "support/test_util.h"
+
+namespace rdmq::test {
+
+// Directory of the test binaries (rdmq-broker and the peer live there too).
+inline std::string BinDir() {
+  if (const char* d = std::getenv("RDMQ_TEST_BIN_DIR"); d != nullptr && *d != '\0') return d;
+  return std::filesystem::read_symlink("/proc/self/exe").parent_path().string();
+}
+
+// A child process started with execv; killed (SIGKILL) on destruction if still running.
+class Child {
+ public:
+  Child() = default;
+  explicit Child(const std::vector<std::string>& argv, const std::string& stdout_file = "") { Start(argv, stdout_file); }
+  ~Child() { Kill(SIGKILL); }
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+  Child(Child&& o) noexcept : pid_(o.pid_) { o.pid_ = -1; }
+
+  void Start(const std::vector<std::string>& argv, const std::string& stdout_file = "") {
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    pid_ = fork();
+    if (pid_ == 0) {
+      if (!stdout_file.empty()) {
+        FILE* f = std::freopen(stdout_file.c_str(), "w", stdout);
+        (void)f;
+      }
+      execv(args[0], args.data());
+      _exit(127);
+    }
+  }
+  pid_t pid() const { return pid_; }
+  bool running() {
+    if (pid_ <= 0) return false;
+    int st = 0;
+    const pid_t r = waitpid(pid_, &st, WNOHANG);
+    if (r == pid_) {
+      status_ = st;
+      pid_ = -1;
+      return false;
+    }
+    return true;
+  }
+  // Sends `sig` and waits for the exit. Returns the wait status.
+  int Kill(int sig) {
+    if (pid_ <= 0) return status_;
+    ::kill(pid_, sig);
+    return Wait();
+  }
+  int Wait() {
+    if (pid_ <= 0) return status_;
+    int st = 0;
+    waitpid(pid_, &st, 0);
+    pid_ = -1;
+    status_ = st;
+    return st;
+  }
+  // Waits up to `timeout` for the exit; true if it exited.
+  bool WaitFor(std::chrono::milliseconds timeout) {
+    const auto end = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < end) {
+      if (!running()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return !running();
+  }
+  int status() const { return status_; }
+
+ private:
+  pid_t pid_ = -1;
+  int status_ = 0;
+};
+
+// A broker process on a data directory. The broker writes <data dir>/rdmq.addr once it serves.
+class BrokerProcess {
+ public:
+  BrokerProcess(std::string data_dir, std::string fabric, std::vector<std::string> sets = {})
+      : dir_(std::move(data_dir)), fabric_(std::move(fabric)), sets_(std::move(sets)) {}
+
+  // Starts the broker and waits until it serves. False (with the log tail in `why`) if not.
+  bool Start(std::string* why = nullptr) {
+    std::filesystem::remove(dir_ + "/rdmq.addr");
+    std::vector<std::string> argv = {BinDir() + "/rdmq-broker", "--data-dir", dir_, "--fabric", fabric_};
+    if (fabric_ != "shm") {
+      argv.insert(argv.end(), {"--set", "listen.control=127.0.0.1:0", "--set", "listen.data=127.0.0.1:0"});
+    }
+    for (const auto& s : sets_) argv.insert(argv.end(), {"--set", s});
+    log_ = dir_ + ".broker.log";
+    child_.Start(argv, log_);
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (std::chrono::steady_clock::now() < end) {
+      std::ifstream in(dir_ + "/rdmq.addr");
+      std::string key, addr;
+      if (in >> key >> addr && key == "control") {
+        control_ = addr;
+        return true;
+      }
+      if (!child_.running()) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    if (why != nullptr) *why = "broker did not start (status " + std::to_string(child_.status()) + ")";
+    return false;
+  }
+  void Kill() { child_.Kill(SIGKILL); }
+  // Graceful stop; returns the exit code (-1 if killed by a signal).
+  int Stop() {
+    const int st = child_.Kill(SIGTERM);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  }
+  bool running() { return child_.running(); }
+  const std::string& control() const { return control_; }
+  const std::string& dir() const { return dir_; }
+  client::ClientOptions Options() const {
+    client::ClientOptions o;
+    o.bootstrap = control_;
+    o.request_timeout = std::chrono::seconds(10);
+    return o;
+  }
+
+ private:
+  std::string dir_, fabric_;
+  std::vector<std::string> sets_;
+  std::string log_;
+  std::string control_;
+  Child child_;
+};
+
+}  // namespace rdmq::test
