@@ -198,6 +198,7 @@ RPC_TEST_BOTH(RingLimits, "request rings are capped at the server's limit, overs
 RPC_TEST_BOTH(WrapAround, "rings wrap many times without disturbing credits or channel state", "[rpc][io]") {
   START_OR_SKIP(rig, provider);
   ClientOptions co;
+  co.channels = 1;  // a handle always keeps one channel (Eq. 3.1): no state change is legitimate
   co.request_ring_bytes = 8 << 10;  // pads at the end of nearly every lap
   co.response_ring_bytes = 8 << 10;
   auto client = Connect(rig, co);
