@@ -6,6 +6,7 @@
 //
 // Exit status: 0 (stopped by -c, -e, a signal, or a closed output pipe), 1 on an error (the
 // broker, a corrupt batch, an unknown topic), 2 on a bad command line.
+#include <poll.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -89,6 +90,14 @@ Status WriteOut(std::string_view data) {
     data.remove_prefix(static_cast<size_t>(n));
   }
   return Status::Ok();
+}
+
+// True when stdout is a pipe or socket whose reader has gone away. Checked while no records
+// arrive, so `rdmq-consume topic | head -n 3` ends once head does even when the log is quiet and
+// there is nothing more to write (a write would only then report EPIPE).
+bool StdoutReaderGone() {
+  pollfd p{STDOUT_FILENO, 0, 0};
+  return ::poll(&p, 1, 0) == 1 && (p.revents & (POLLERR | POLLHUP)) != 0;
 }
 
 int Main(int argc, char** argv) {
@@ -257,6 +266,7 @@ int Main(int argc, char** argv) {
       code = Fail("poll " + topic, records.status());
       break;
     }
+    if (records->empty() && StdoutReaderGone()) break;
     out.clear();
     bool reached_count = false;
     for (const consumer::ConsumerRecord& r : *records) {

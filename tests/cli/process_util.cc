@@ -47,6 +47,7 @@ RunResult Spawn(const std::vector<std::string>& argv, const std::string& input, 
   }
   const pid_t pid = fork();
   if (pid == 0) {
+    setpgid(0, 0);  // its own group, so a timeout kills the whole pipeline it may start
     dup2(in[0], 0);
     dup2(out[1], 1);
     dup2(err[1], 2);
@@ -68,6 +69,7 @@ RunResult Spawn(const std::vector<std::string>& argv, const std::string& input, 
     close(in[1]);
     in[1] = -1;
   }
+  setpgid(pid, pid);  // also here, so the group exists before any kill below
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
   bool out_open = true, err_open = true, killed = false;
   char buf[65536];
@@ -78,10 +80,14 @@ RunResult Spawn(const std::vector<std::string>& argv, const std::string& input, 
     if (err_open) fds[n++] = {err[0], POLLIN, 0};
     if (in[1] >= 0) fds[n++] = {in[1], POLLOUT, 0};
     const int ready = poll(fds, n, 100);
-    if (std::chrono::steady_clock::now() > deadline && !killed) {
-      kill(pid, SIGKILL);
+    const auto now = std::chrono::steady_clock::now();
+    if (now > deadline && !killed) {
+      kill(-pid, SIGKILL);
       killed = true;
+      r.err += "\n[test harness: killed after " + std::to_string(timeout_s) + " s]\n";
     }
+    // A grandchild that left the group could still hold the pipes open: give up on it.
+    if (killed && now > deadline + std::chrono::seconds(5)) break;
     if (ready <= 0) continue;
     for (nfds_t i = 0; i < n; ++i) {
       if (fds[i].revents == 0) continue;
