@@ -18,6 +18,7 @@
 #include <cstring>
 #include <deque>
 #include <list>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -32,6 +33,7 @@
 #include "rdmq/producer/partitioner.h"
 #include "rdmq/protocol/data_plane.h"
 #include "rdmq/protocol/messages.h"
+#include "rdmq/storage/format.h"
 #include "rdmq/storage/record_batch.h"
 
 namespace rdmq::producer {
@@ -167,6 +169,10 @@ struct PState {
   std::unique_ptr<fabric::Grant> ack_grant;
   std::byte* ack_block = nullptr;
   uint64_t ack_gen_seen = 0;
+  protocol::AckBlock last_ack;  // the newest ack block of the current lease
+  // Shared mode: read-only attachments of segments holding batches whose offsets are read back.
+  std::map<int64_t, std::unique_ptr<fabric::RemoteRegion>> read_segs;
+  bool have_ack = false;
   // Sequences (idempotence).
   int32_t next_sequence = 0;
   // Batches.
@@ -182,6 +188,7 @@ struct PState {
 struct TopicState {
   std::string name;
   int32_t partitions = 0;
+  uint32_t max_message_bytes = 0;  // the topic's max.message.bytes: the largest batch
   std::vector<PState*> parts;
   std::atomic<int32_t> sticky{-1};
 };
@@ -219,6 +226,8 @@ class Core : public std::enable_shared_from_this<Core> {
   Status PostShared(PState& ps, Batch& b);             // ps.mu held
   Status Roll(PState& ps);                             // ps.mu held
   void CheckAcks(PState& ps);                          // ps.mu held
+  void CompleteCovered(PState& ps);                    // ps.mu held
+  Result<const fabric::RemoteRegion*> ReadSegment(PState& ps, int64_t base);  // ps.mu held
   void CompleteBatch(PState& ps, Batch* b, const Status& s);  // ps.mu held
   void FailAll(PState& ps, const Status& s);           // ps.mu held
   void Finish(std::vector<Batch*>& done);              // no lock: callbacks, memory
@@ -366,6 +375,7 @@ Core::~Core() {
   if (io_.joinable()) io_.join();
   for (auto& ps : part_store_) {
     ps.remote.reset();
+    ps.read_segs.clear();
     ps.ack_grant.reset();
     for (Batch* b : ps.sealed) delete b;
     for (Batch* b : ps.inflight) delete b;
@@ -385,13 +395,16 @@ Result<TopicState*> Core::Topic(std::string_view name) {
   protocol::TopicNameRequest req{std::string(name)};
   RDMQ_ASSIGN_OR_RETURN(auto d, (conn_->Call<protocol::DescribeTopicResponse>(Api::kDescribeTopic, req)));
   int32_t partitions = 0;
+  uint32_t max_message = max_batch_;
   for (const auto& e : d.topic.configs) {
     if (e.key == "partitions") std::from_chars(e.value.data(), e.value.data() + e.value.size(), partitions);
+    if (e.key == "max.message.bytes") std::from_chars(e.value.data(), e.value.data() + e.value.size(), max_message);
   }
   if (partitions <= 0) partitions = static_cast<int32_t>(d.partitions.size());
   TopicState& t = topic_store_.emplace_back();
   t.name = std::string(name);
   t.partitions = partitions;
+  t.max_message_bytes = max_message;
   for (int32_t i = 0; i < partitions; ++i) {
     PState& ps = part_store_.emplace_back();
     ps.id = static_cast<uint32_t>(parts_.size());
@@ -455,6 +468,7 @@ Status Core::OpenLease(PState& ps) {
   // Sync with the ack block's generation so that old acks are not taken for new ones.
   protocol::AckBlock a;
   if (protocol::DecodeAckBlock(ps.ack_block, &a)) ps.ack_gen_seen = a.generation;
+  ps.have_ack = false;
   // Batches the broker already has (a lease lost after the commit, before its ack): complete
   // them instead of writing them twice.
   if (producer_id_ >= 0) {
@@ -578,12 +592,13 @@ void Core::ReleaseChunk(Chunk* c) {
 }
 
 Status Core::NewBatch(PState& ps, size_t need, std::unique_lock<std::mutex>& lock) {
-  size_t cap = std::min<size_t>(cfg_.batch_size, max_batch_);
+  const size_t max_batch = ps.topic->max_message_bytes;
+  size_t cap = std::min<size_t>(cfg_.batch_size, max_batch);
   cap = std::max(cap, need);
-  if (need > max_batch_) {
+  if (need > max_batch) {
     return Status(WireError::kRecordTooLarge, "a record of " + std::to_string(need) +
-                                                  " bytes (batch overhead included) exceeds the broker's "
-                                                  "max.message.bytes " + std::to_string(max_batch_));
+                                                  " bytes (batch overhead included) exceeds max.message.bytes " +
+                                                  std::to_string(max_batch) + " of topic '" + ps.topic->name + "'");
   }
   if (ps.cur_chunk == nullptr || ps.cur_chunk->span * chunk_size_ - ps.cur_off < cap) {
     if (ps.cur_chunk != nullptr) {
@@ -900,64 +915,95 @@ void Core::HandleCommitResults() {
 void Core::CheckAcks(PState& ps) {
   if (ps.ack_block == nullptr) return;
   protocol::AckBlock a;
-  if (!protocol::DecodeAckBlock(ps.ack_block, &a)) return;  // being written: next time
-  if (a.generation == ps.ack_gen_seen) return;
-  ps.ack_gen_seen = a.generation;
-  auto covered = [&](const Batch* b) {
-    return b->segment_base == a.segment_base && b->position + b->size <= a.acked_position;
-  };
-  if (a.error != 0 || (a.flags & protocol::kAckLeaseRevoked) != 0) {
-    // What the ack covers is committed; the rest is resent on a new lease.
-    const Status why = a.error != 0 ? Status(static_cast<WireError>(a.error), "the broker refused a commit")
-                                    : Status(WireError::kLeaseExpired, "lease revoked");
-    if (cfg_.mode == PartitionMode::kExclusive) {
-      while (!ps.inflight.empty() && covered(ps.inflight.front())) {
-        CompleteBatch(ps, ps.inflight.front(), Status::Ok());
-        ps.inflight.pop_front();
-      }
-      if (a.error != 0 && !Retriable(why) && !ps.inflight.empty()) {
+  if (protocol::DecodeAckBlock(ps.ack_block, &a) && a.generation != ps.ack_gen_seen) {
+    ps.ack_gen_seen = a.generation;
+    ps.last_ack = a;
+    ps.have_ack = true;
+    if (a.error != 0 || (a.flags & protocol::kAckLeaseRevoked) != 0) {
+      // What the ack covers is committed; the rest is resent on a new lease.
+      const Status why = a.error != 0 ? Status(static_cast<WireError>(a.error), "the broker refused a commit")
+                                      : Status(WireError::kLeaseExpired, "lease revoked");
+      CompleteCovered(ps);
+      if (cfg_.mode == PartitionMode::kExclusive && a.error != 0 && !Retriable(why) && !ps.inflight.empty()) {
         // Not retriable (a bad batch): fail the first unacknowledged batch, resend the others.
         CompleteBatch(ps, ps.inflight.front(), why);
         ps.inflight.pop_front();
       }
+      ps.have_ack = false;
+      LeaseLost(ps, why);
+      return;
     }
-    LeaseLost(ps, why);
-    return;
+    ps.last_commit_ns = MonoNanos();
   }
-  ps.last_commit_ns = MonoNanos();
+  // The ack block is cumulative; a shared batch whose Commit response came after its ack is
+  // covered by the ack seen before.
+  if (ps.have_ack) CompleteCovered(ps);
+  PostSealed(ps);
+  // linger 0: what accumulated behind the acknowledged batches goes now.
+  if (cfg_.linger.count() == 0 && ps.open_batch != nullptr && ps.inflight.empty() && ps.sealed.empty()) Seal(ps);
+}
+
+void Core::CompleteCovered(PState& ps) {
+  const protocol::AckBlock& a = ps.last_ack;
+  auto covered = [&](const Batch* b) {
+    return b->segment_base == a.segment_base && b->position + b->size <= a.acked_position;
+  };
   if (cfg_.mode == PartitionMode::kExclusive) {
     while (!ps.inflight.empty() && covered(ps.inflight.front())) {
       CompleteBatch(ps, ps.inflight.front(), Status::Ok());
       ps.inflight.pop_front();
     }
-  } else {
-    for (auto it = ps.inflight.begin(); it != ps.inflight.end();) {
-      Batch* b = *it;
-      if (b->committed && !b->complete && covered(b)) {
-        // Complete: the node wrote its offsets into its header (8 bytes at its position).
-        int64_t base = -1;
-        if (const std::byte* m = ps.remote ? ps.remote->mapped() : nullptr; m != nullptr) {
-          base = coding::LoadBE<int64_t>(m + ps.seg.RemoteOffset(b->position));
-        } else if (ps.remote) {
-          std::byte* tmp = acks_->data() + kScratchOffset + uint64_t{ps.ack_slot} * 64 + 8;
-          fabric::WorkRequest rd;
-          rd.opcode = fabric::Opcode::kRead;
-          rd.local = {tmp, 8, acks_.get()};
-          rd.remote = ps.remote.get();
-          rd.remote_offset = ps.seg.RemoteOffset(b->position);
-          if (PostAndWait(rd).ok()) base = coding::LoadBE<int64_t>(tmp);
-        }
-        b->base_offset = base;
-        CompleteBatch(ps, b, Status::Ok());
-        it = ps.inflight.erase(it);
+    return;
+  }
+  for (auto it = ps.inflight.begin(); it != ps.inflight.end();) {
+    Batch* b = *it;
+    if (!b->committed || b->complete || !covered(b)) {
+      ++it;
+      continue;
+    }
+    // Complete: the node wrote its offsets into its header (8 bytes at its position), which
+    // is read through a read-only attachment of that segment (the write grant has no read right
+    // and moves on with the lease).
+    int64_t base = -1;
+    auto rs = ReadSegment(ps, b->segment_base);
+    if (rs.ok()) {
+      const uint64_t off = storage::format::kSegmentHeaderSize + b->position;
+      if (const std::byte* m = (*rs)->mapped(); m != nullptr) {
+        base = coding::LoadBE<int64_t>(m + off);
       } else {
-        ++it;
+        std::byte* tmp = acks_->data() + kScratchOffset + uint64_t{ps.ack_slot} * 64 + 8;
+        fabric::WorkRequest rd;
+        rd.opcode = fabric::Opcode::kRead;
+        rd.local = {tmp, 8, acks_.get()};
+        rd.remote = *rs;
+        rd.remote_offset = off;
+        if (PostAndWait(rd).ok()) base = coding::LoadBE<int64_t>(tmp);
       }
     }
+    b->base_offset = base;
+    CompleteBatch(ps, b, Status::Ok());
+    it = ps.inflight.erase(it);
   }
-  PostSealed(ps);
-  // linger 0: what accumulated behind the acknowledged batches goes now.
-  if (cfg_.linger.count() == 0 && ps.open_batch != nullptr && ps.inflight.empty() && ps.sealed.empty()) Seal(ps);
+  // Forget read attachments of segments no batch waits for any more.
+  int64_t oldest = ps.seg.base_offset;
+  for (const Batch* b : ps.inflight) oldest = std::min(oldest, b->segment_base);
+  while (!ps.read_segs.empty() && ps.read_segs.begin()->first < oldest) {
+    std::lock_guard lock(post_mu_);
+    ps.read_segs.erase(ps.read_segs.begin());
+  }
+}
+
+Result<const fabric::RemoteRegion*> Core::ReadSegment(PState& ps, int64_t base) {
+  auto it = ps.read_segs.find(base);
+  if (it != ps.read_segs.end()) return it->second.get();
+  protocol::GetSegmentRequest req{ps.topic->name, ps.partition, base};
+  RDMQ_ASSIGN_OR_RETURN(auto r, (conn_->Call<protocol::GetSegmentResponse>(Api::kGetSegment, req)));
+  RDMQ_ASSIGN_OR_RETURN(auto d, fabric::RegionDescriptor::Decode(std::as_bytes(std::span(r.segment.region.bytes))));
+  std::lock_guard lock(post_mu_);
+  RDMQ_ASSIGN_OR_RETURN(auto remote, conn_->data()->Attach(d));
+  const fabric::RemoteRegion* out = remote.get();
+  ps.read_segs[base] = std::move(remote);
+  return out;
 }
 
 void Core::CompleteBatch(PState& ps, Batch* b, const Status& s) {
@@ -1212,7 +1258,8 @@ Status Core::Send(const ProducerRecord& r, SendCallback cb, SendFuture* fut) {
       const size_t need = storage::kBatchHeaderSize + storage::EncodedRecordSize(in, 0, 0);
       return Status(WireError::kRecordTooLarge, "a record of " + std::to_string(need) +
                                                     " bytes (with the batch header) exceeds max.message.bytes " +
-                                                    std::to_string(max_batch_));
+                                                    std::to_string(t->max_message_bytes) + " of topic '" + t->name +
+                                                    "'");
     }
     Seal(ps);
   }
@@ -1263,6 +1310,7 @@ Status Core::Close(std::chrono::milliseconds timeout) {
     std::lock_guard lock(ps->mu);
     std::lock_guard plock(post_mu_);
     ps->remote.reset();
+    ps->read_segs.clear();
     ps->ack_grant.reset();
   }
   conn_.reset();

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -40,11 +41,15 @@ class Child {
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
+    std::fflush(nullptr);  // the child must not repeat what this process buffered
     pid_ = fork();
     if (pid_ == 0) {
+      // Dies with the test process, whatever kills it.
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (!stdout_file.empty()) {
         FILE* f = std::freopen(stdout_file.c_str(), "w", stdout);
         (void)f;
+        dup2(fileno(stdout), STDERR_FILENO);
       }
       execv(args[0], args.data());
       _exit(127);
