@@ -338,5 +338,191 @@ TEST_CASE("keys land on the partition Kafka's murmur2 partitioner picks", "[e2e]
   CHECK(broker.Stop() == 0);
 }
 
+// Waits until `path` holds at least `n` "ack" lines (or the deadline passes).
+bool WaitForAcks(const std::string& path, size_t n, std::chrono::milliseconds timeout) {
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < end) {
+    if (ReadPeer(path).acks.size() >= n) return true;
+    std::this_thread::sleep_for(5ms);
+  }
+  return false;
+}
+
+int64_t HighWatermark(client::AdminClient& admin, const std::string& topic, int32_t partition) {
+  auto d = admin.DescribeTopic(topic);
+  REQUIRE_OK(d);
+  for (const auto& p : d->partitions) {
+    if (p.partition == partition) return p.high_watermark;
+  }
+  FAIL("no partition " << partition);
+  return -1;
+}
+
+E2E_BOTH(BrokerKilledMidStream,
+         "a broker killed with SIGKILL mid-stream and restarted: every acknowledged record is there, nothing torn",
+         "[e2e][crash]") {
+  TempDir dir;
+  START_BROKER(broker, dir, fabric);
+  {
+    auto admin = Admin(broker);
+    REQUIRE_OK(admin->CreateTopic("k", {{"segment.bytes", "1048576"}, {"max.message.bytes", "262144"}}));
+  }
+  const std::string out = (dir / "K.out").string();
+  Child peer(PeerArgs(broker, "k", "K", 10'000'000, {"partition=0", "min=1", "max=600", "linger.ms=0.05"}), out);
+  REQUIRE(WaitForAcks(out, static_cast<size_t>(Trials(20000, 2000)), 60s));
+  broker.Kill();
+  peer.WaitFor(5s);
+  peer.Kill(SIGKILL);
+  const PeerOutput acked = ReadPeer(out);
+  REQUIRE(!acked.acks.empty());
+  INFO("acknowledged before the kill: " << acked.acks.size());
+
+  // Restart on the same directory: recovery, then everything acknowledged must be readable.
+  BrokerProcess again((dir / "data").string(), fabric);
+  std::string why;
+  REQUIRE(again.Start(&why));
+  auto admin = Admin(again);
+  const int64_t hwm = HighWatermark(*admin, "k", 0);
+  REQUIRE(hwm >= static_cast<int64_t>(acked.acks.size()));
+  auto got = ConsumeUntil(CConfig(again), {{"k", 0}}, static_cast<size_t>(hwm), 60s);
+  REQUIRE_OK(got.status);
+  REQUIRE(got.recs.size() == static_cast<size_t>(hwm));
+  auto seen = Verify(got.recs)["K"];
+  // The exclusive producer assigned offsets in order: record i is offset i, with no hole.
+  for (int64_t o = 0; o < hwm; ++o) {
+    REQUIRE(got.recs[static_cast<size_t>(o)].offset == o);
+    REQUIRE(seen.count(o) == 1);
+  }
+  for (const auto& [p, off, i] : acked.acks) {
+    REQUIRE(seen.count(i) == 1);
+    CHECK(seen[i].offset == off);
+  }
+  // And the log takes new records after the restart.
+  auto p = Producer::Create(PConfig(again));
+  REQUIRE_OK(p);
+  auto md = (*p)->Send(MakeRecord("k", 0, std::nullopt, MakeValue("N", 0, 100))).get();
+  REQUIRE_OK(md);
+  CHECK(md->offset == hwm);
+  REQUIRE_OK((*p)->Close(10s));
+  CHECK(again.Stop() == 0);
+}
+
+E2E_BOTH(SharedReservationHole,
+         "a producer that stops while holding a shared reservation: the others complete once its lease expires",
+         "[e2e]") {
+  TempDir dir;
+  START_BROKER(broker, dir, fabric, {"lease.ms=500"});
+  auto admin = Admin(broker);
+  REQUIRE_OK(admin->CreateTopic("s", {}));
+  // A producer reserves 200 bytes at the start of the segment and then hangs (SIGSTOP), so
+  // its connection stays up but it neither commits nor renews; later it dies.
+  const std::string out = (dir / "R.out").string();
+  Child hung({BinDir() + "/rdmq_e2e_peer", "reserve", broker.control(), "s", "0", "200"}, out);
+  const auto end = std::chrono::steady_clock::now() + 20s;
+  std::string line;
+  while (std::chrono::steady_clock::now() < end) {
+    std::ifstream in(out);
+    if (std::getline(in, line) && line.rfind("reserved", 0) == 0) break;
+    std::this_thread::sleep_for(5ms);
+  }
+  REQUIRE(line == "reserved 0");
+  ::kill(hung.pid(), SIGSTOP);
+
+  ProducerConfig pc = PConfig(broker);
+  pc.mode = producer::PartitionMode::kShared;
+  auto p = Producer::Create(pc);
+  REQUIRE_OK(p);
+  std::vector<producer::SendFuture> futs;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 100; ++i) {
+    const std::string v = MakeValue("S", i, 50 + i);
+    futs.push_back((*p)->Send(MakeRecord("s", 0, std::nullopt, v)));
+  }
+  // Nothing completes before the hole is filled: it lies before every other range.
+  CHECK_FALSE(futs.front().wait_for(100ms));
+  REQUIRE_OK((*p)->Flush(30s));
+  const auto took = std::chrono::steady_clock::now() - t0;
+  CHECK(took >= 400ms);  // not before the lease could expire
+  int64_t last = -1;
+  for (auto& f : futs) {
+    auto md = f.get();
+    REQUIRE_OK(md);
+    CHECK(md->offset > last);
+    last = md->offset;
+  }
+  auto got = ConsumeUntil(CConfig(broker), {{"s", 0}}, 100, 20s);
+  REQUIRE_OK(got.status);
+  REQUIRE(got.recs.size() == 100);
+  auto seen = Verify(got.recs)["S"];
+  CHECK(seen.size() == 100);
+  ::kill(hung.pid(), SIGKILL);
+  REQUIRE_OK((*p)->Close(10s));
+  CHECK(broker.Stop() == 0);
+}
+
+E2E_BOTH(RollAndRetention,
+         "a consumer reading across segment rolls and retention: every record it may, then a clear out-of-range",
+         "[e2e]") {
+  TempDir dir;
+  START_BROKER(broker, dir, fabric, {"log.retention.check.interval.ms=10"});
+  auto admin = Admin(broker);
+  // Segments of 64 KiB whose records are deleted 5 s after they were written.
+  REQUIRE_OK(admin->CreateTopic("r", {{"segment.bytes", "65536"}, {"max.message.bytes", "16384"},
+                                      {"retention.ms", "5000"}}));
+  auto p = Producer::Create(PConfig(broker));
+  REQUIRE_OK(p);
+  const int n = 1200;  // about 10 segments
+  for (int i = 0; i < n; ++i) REQUIRE_OK((*p)->Send(MakeRecord("r", 0, std::nullopt, MakeValue("R", i, 500)), nullptr));
+  REQUIRE_OK((*p)->Flush(30s));
+  auto d = admin->DescribeTopic("r");
+  REQUIRE_OK(d);
+  REQUIRE(d->partitions.size() == 1);
+  CHECK(d->partitions[0].segments >= 8);
+  CHECK(d->partitions[0].log_start_offset == 0);
+
+  // A consumer reads everything across the rolls before retention comes.
+  auto all = ConsumeUntil(CConfig(broker), {{"r", 0}}, n, 30s);
+  REQUIRE_OK(all.status);
+  REQUIRE(all.recs.size() == static_cast<size_t>(n));
+  auto seen = Verify(all.recs)["R"];
+  for (int i = 0; i < n; ++i) CHECK(seen[i].offset == i);
+
+  // Another one reads 100 records, then retention deletes the segments under its position.
+  ConsumerConfig none = CConfig(broker);
+  none.auto_offset_reset = consumer::OffsetReset::kNone;
+  none.max_poll_records = 100;
+  auto early = Consumer::Create(none);
+  REQUIRE_OK(early);
+  REQUIRE_OK((*early)->Assign({{"r", 0}}));
+  REQUIRE_OK((*early)->SeekToBeginning({}));
+  size_t read_early = 0;
+  while (read_early < 100) {
+    auto recs = (*early)->Poll(1s);
+    REQUIRE_OK(recs);
+    read_early += recs->size();
+  }
+  int64_t start = 0;
+  for (int i = 0; i < 3000 && start <= 100; ++i) {
+    auto dd = admin->DescribeTopic("r");
+    REQUIRE_OK(dd);
+    start = dd->partitions[0].log_start_offset;
+    std::this_thread::sleep_for(10ms);
+  }
+  REQUIRE(start > 100);
+  // auto.offset.reset=none: a clear out-of-range error naming the partition.
+  auto r = (*early)->Poll(1s);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().is(protocol::WireError::kOffsetOutOfRange));
+  CHECK(r.status().ToString().find("r-0") != std::string::npos);
+  // auto.offset.reset=earliest: moves to the log start and reads every record still kept.
+  auto rest = ConsumeUntil(CConfig(broker), {{"r", 0}}, static_cast<size_t>(n - start), 30s);
+  REQUIRE_OK(rest.status);
+  REQUIRE(rest.recs.size() == static_cast<size_t>(n - start));
+  CHECK(rest.recs.front().offset == start);
+  CHECK(rest.recs.back().offset == n - 1);
+  REQUIRE_OK((*p)->Close(10s));
+  CHECK(broker.Stop() == 0);
+}
+
 }  // namespace
 }  // namespace rdmq::test
