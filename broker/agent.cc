@@ -108,14 +108,18 @@ Status BrokerImpl::SyncSegments(Partition& p) {
     reg.info = std::move(s);
     p.segments.emplace(base, std::move(reg));
   }
+  const uint64_t now = MonoNanos();
   for (auto it = p.segments.begin(); it != p.segments.end();) {
     if (live.count(it->first) == 0) {
-      RDMQ_LOG(kDebug, "broker", "segment unregistered").kv("partition", Where(p)).kv("base", it->first);
-      it = p.segments.erase(it);  // destroys the region first (declared after info), then the pin
+      RDMQ_LOG(kDebug, "broker", "segment retired").kv("partition", Where(p)).kv("base", it->first);
+      p.retired.emplace_back(now + kRetiredGraceNs, std::move(it->second));
+      it = p.segments.erase(it);
     } else {
       ++it;
     }
   }
+  // Registrations past their grace period go: the region first, then the pin (member order).
+  std::erase_if(p.retired, [now](const auto& r) { return r.first <= now; });
   RefreshActive(p);
   return Status::Ok();
 }
@@ -138,6 +142,7 @@ void BrokerImpl::ClosePartition(Partition& p, bool remove_files) {
   p.deleted = true;
   p.watches.clear();
   p.segments.clear();
+  p.retired.clear();
   p.slot_region.reset();
   p.slot = {};
   p.log.reset();
@@ -733,6 +738,7 @@ void BrokerImpl::Housekeep(uint64_t now) {
         AfterPublish(p);
       }
     }
+    if (!p.retired.empty()) std::erase_if(p.retired, [now](const auto& r) { return r.first <= now; });
     if (checkpoint && p.dirty) {
       p.dirty = false;
       if (Status s = p.log->Checkpoint(); !s.ok()) {

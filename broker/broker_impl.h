@@ -99,6 +99,10 @@ struct Partition {
   std::mutex mu;
   std::unique_ptr<storage::PartitionLog> log;
   std::map<int64_t, SegmentReg> segments;  // by base offset
+  // Segments retention deleted, kept registered (and mapped) for a grace period: a consumer
+  // that read the slot just before the deletion may still READ them (on verbs a READ with a
+  // deregistered key would break its connection). Unchanged bytes; the slot says they are gone.
+  std::vector<std::pair<uint64_t, SegmentReg>> retired;  // (drop after, registration)
   storage::SlotInfo slot;
   std::unique_ptr<fabric::Region> slot_region;
   std::string slot_descriptor;  // encoded read-only
@@ -236,6 +240,7 @@ class BrokerImpl final : public Broker {
   } n_;
 
   static constexpr uint32_t kMaxLeases = 16384;
+  static constexpr uint64_t kRetiredGraceNs = 10'000'000'000;
   static constexpr uint32_t kNotifySlots = 4096;
   static constexpr uint32_t kRecvDepth = 512;
 };

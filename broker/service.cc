@@ -301,8 +301,12 @@ void BrokerImpl::HandleOpenProduce(const rpc::RequestContext& ctx, std::span<con
   const std::string where = req.topic + "-" + std::to_string(req.partition);
   if (req.mode == protocol::ProduceMode::kExclusive) {
     if (p.exclusive) {
-      const auto& h = p.exclusive;
-      if (req.producer_id >= 0 && req.producer_id == h->producer_id && req.producer_epoch > h->producer_epoch) {
+      const auto h = p.exclusive;
+      if (h->session == session) {
+        // The same client opening again (it gave up on its lease): the new lease replaces it.
+        EndLeaseLocked(p, h, WireError::kLeaseExpired, false);
+      } else if (req.producer_id >= 0 && req.producer_id == h->producer_id &&
+                 req.producer_epoch > h->producer_epoch) {
         EndLeaseLocked(p, h, WireError::kInvalidProducerEpoch, true);  // fenced by the newer epoch
       } else {
         return Error(resp, Status(WireError::kPartitionBusy,

@@ -91,7 +91,10 @@ constexpr uint32_t kInternalReserve = 8;  // send-queue slots kept for binds and
 constexpr uint64_t kRecvBit = 1ULL << 63;
 
 int ToIbvAccess(uint32_t a) {
-  int f = IBV_ACCESS_LOCAL_WRITE;  // needed for READ targets, receives, and any remote write
+  // Local write is needed for READ targets, receives and any remote write or atomic; a region
+  // registered for remote reads only gets none, so read-only mappings (sealed log segments,
+  // which the storage engine maps PROT_READ) can be registered too.
+  int f = (a & (kLocalWrite | kRemoteWrite | kRemoteAtomic)) != 0 ? IBV_ACCESS_LOCAL_WRITE : 0;
   if (a & kRemoteRead) f |= IBV_ACCESS_REMOTE_READ;
   if (a & kRemoteWrite) f |= IBV_ACCESS_REMOTE_WRITE;
   if (a & kRemoteAtomic) f |= IBV_ACCESS_REMOTE_ATOMIC;

@@ -86,7 +86,8 @@ bool Retriable(const Status& s) {
 
 constexpr uint64_t kTagKindShift = 56;
 constexpr uint32_t kMaxPartitions = 1024;
-constexpr uint64_t kScratchOffset = uint64_t{kMaxPartitions} * 64;
+constexpr uint32_t kAckBlocksPerPartition = 4;
+constexpr uint64_t kScratchOffset = uint64_t{kMaxPartitions} * kAckBlocksPerPartition * 64;
 constexpr uint64_t kTagWrite = 1;  // low bits: partition number (errors only)
 constexpr uint64_t kTagWait = 2;   // low bits: wait-op id
 
@@ -165,7 +166,8 @@ struct PState {
   uint64_t lost_since_ns = 0;
   Status last_error;
   // Acks.
-  uint32_t ack_slot = 0;
+  uint32_t ack_slot = 0;  // this partition's scratch word (atomics' results, small READs)
+  uint64_t leases_opened = 0;
   std::unique_ptr<fabric::Grant> ack_grant;
   std::byte* ack_block = nullptr;
   uint64_t ack_gen_seen = 0;
@@ -349,9 +351,9 @@ Status Core::Init() {
     chunks_[i].index = static_cast<uint32_t>(i);
     free_chunks_.push_back(static_cast<uint32_t>(n - 1 - i));
   }
-  // 1023 ack blocks (one per partition written to), then as many 64-byte scratch words for
-  // atomics' results and small READs.
-  RDMQ_ASSIGN_OR_RETURN(acks_, conn_->fabric().Allocate(2 * kScratchOffset,
+  // Four ack blocks per partition written to (one per lease, in turn), then a 64-byte scratch
+  // word per partition for atomics' results and small READs.
+  RDMQ_ASSIGN_OR_RETURN(acks_, conn_->fabric().Allocate(kScratchOffset + uint64_t{kMaxPartitions} * 64,
                                                         fabric::kLocalWrite | fabric::kRemoteWrite));
   {
     std::vector<fabric::RecvRequest> rr(1024);
@@ -429,16 +431,19 @@ Result<int32_t> Core::PartitionCount(std::string_view topic) {
 // Leases
 
 Status Core::OpenLease(PState& ps) {
-  if (!ps.ack_grant) {
+  {
+    // Each lease gets the next of the partition's ack blocks, so that a late ack of an earlier
+    // lease (its last words) can never be taken for one of this lease.
     std::lock_guard lock(post_mu_);
     if (ps.id >= kMaxPartitions) {
       return Status(Errc::kResourceExhausted,
                     "a producer writes to at most " + std::to_string(kMaxPartitions) + " partitions");
     }
     ps.ack_slot = ps.id;
-    RDMQ_ASSIGN_OR_RETURN(ps.ack_grant, conn_->data()->GrantAccess(*acks_, uint64_t{ps.ack_slot} * 64, 64,
-                                                                    fabric::kRemoteWrite));
-    ps.ack_block = acks_->data() + uint64_t{ps.ack_slot} * 64;
+    const uint64_t block = uint64_t{ps.id} * kAckBlocksPerPartition + (ps.leases_opened++ % kAckBlocksPerPartition);
+    ps.ack_grant.reset();
+    RDMQ_ASSIGN_OR_RETURN(ps.ack_grant, conn_->data()->GrantAccess(*acks_, block * 64, 64, fabric::kRemoteWrite));
+    ps.ack_block = acks_->data() + block * 64;
   }
   protocol::OpenProduceRequest req;
   req.topic = ps.topic->name;

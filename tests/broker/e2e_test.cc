@@ -25,11 +25,22 @@ using consumer::ConsumerConfig;
 using producer::Producer;
 using producer::ProducerConfig;
 
+// Each test runs on shm and tcp, or (in the verbs build of this file) on verbs.
+#ifdef RDMQ_E2E_VERBS
+#define E2E_BOTH(name, title, tags)                                                  \
+  static void name(const std::string& fabric);                                      \
+  TEST_CASE(title " (verbs)", tags "[verbs]") {                                     \
+    if (!VerbsAvailable()) RDMQ_SKIP("no RDMA device (run tests/verbs/softroce-vm.sh)"); \
+    name("verbs");                                                                  \
+  }                                                                                 \
+  static void name(const std::string& fabric)
+#else
 #define E2E_BOTH(name, title, tags)                                                  \
   static void name(const std::string& fabric);                                      \
   TEST_CASE(title " (shm)", tags "[shm]") { name("shm"); }                          \
   TEST_CASE(title " (tcp)", tags "[tcp]") { name("tcp"); }                          \
   static void name(const std::string& fabric)
+#endif
 
 #define START_BROKER(var, dir, fabric, ...)                     \
   BrokerProcess var((dir / "data").string(), fabric, ##__VA_ARGS__); \
@@ -309,6 +320,7 @@ E2E_BOTH(ManyProducersAndConsumers,
   CHECK(broker.Stop() == 0);
 }
 
+#ifndef RDMQ_E2E_VERBS
 TEST_CASE("keys land on the partition Kafka's murmur2 partitioner picks", "[e2e][shm]") {
   TempDir dir;
   START_BROKER(broker, dir, "shm");
@@ -337,6 +349,7 @@ TEST_CASE("keys land on the partition Kafka's murmur2 partitioner picks", "[e2e]
   }
   CHECK(broker.Stop() == 0);
 }
+#endif
 
 // Waits until `path` holds at least `n` "ack" lines (or the deadline passes).
 bool WaitForAcks(const std::string& path, size_t n, std::chrono::milliseconds timeout) {
