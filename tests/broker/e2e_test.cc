@@ -11,6 +11,7 @@
 #include "e2e_util.h"
 #include "e2e_values.h"
 #include "rdmq/client/admin.h"
+#include "rdmq/common/clock.h"
 #include "rdmq/consumer/consumer.h"
 #include "rdmq/producer/partitioner.h"
 #include "rdmq/producer/producer.h"
@@ -393,7 +394,9 @@ E2E_BOTH(BrokerKilledMidStream,
   // Restart on the same directory: recovery, then everything acknowledged must be readable.
   BrokerProcess again((dir / "data").string(), fabric);
   std::string why;
-  REQUIRE(again.Start(&why));
+  const bool restarted = again.Start(&why);
+  INFO(why);
+  REQUIRE(restarted);
   auto admin = Admin(again);
   const int64_t hwm = HighWatermark(*admin, "k", 0);
   REQUIRE(hwm >= static_cast<int64_t>(acked.acks.size()));
@@ -479,13 +482,21 @@ E2E_BOTH(RollAndRetention,
   TempDir dir;
   START_BROKER(broker, dir, fabric, {"log.retention.check.interval.ms=10"});
   auto admin = Admin(broker);
-  // Segments of 64 KiB whose records are deleted 5 s after they were written.
+  // Segments of 64 KiB whose records are deleted a minute after their timestamps. The records
+  // are stamped 50 s in the past: every sealed segment goes in one wave about 10 s from now,
+  // after which only the active one is left and nothing more is deleted.
   REQUIRE_OK(admin->CreateTopic("r", {{"segment.bytes", "65536"}, {"max.message.bytes", "16384"},
-                                      {"retention.ms", "5000"}}));
+                                      {"retention.ms", "60000"}}));
   auto p = Producer::Create(PConfig(broker));
   REQUIRE_OK(p);
   const int n = 1200;  // about 10 segments
-  for (int i = 0; i < n; ++i) REQUIRE_OK((*p)->Send(MakeRecord("r", 0, std::nullopt, MakeValue("R", i, 500)), nullptr));
+  const int64_t stamp = WallMillis().value() - 50'000;
+  for (int i = 0; i < n; ++i) {
+    const std::string value = MakeValue("R", i, 500);
+    auto rec = MakeRecord("r", 0, std::nullopt, value);
+    rec.timestamp_ms = stamp;
+    REQUIRE_OK((*p)->Send(rec, nullptr));
+  }
   REQUIRE_OK((*p)->Flush(30s));
   auto d = admin->DescribeTopic("r");
   REQUIRE_OK(d);
@@ -515,7 +526,7 @@ E2E_BOTH(RollAndRetention,
     read_early += recs->size();
   }
   int64_t start = 0;
-  for (int i = 0; i < 3000 && start <= 100; ++i) {
+  for (int i = 0; i < 6000 && start <= 100; ++i) {
     auto dd = admin->DescribeTopic("r");
     REQUIRE_OK(dd);
     start = dd->partitions[0].log_start_offset;
