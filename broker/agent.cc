@@ -1,6 +1,10 @@
 // The storage-node agent: partition logs as fabric regions, leases, the data-plane commit path,
 // acks, shared-mode settlement, watches, sessions and housekeeping (expiry, retention,
 // checkpoints).
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <filesystem>
 
 #include "broker_impl.h"
@@ -45,6 +49,18 @@ inline void CpuRelax() {
 
 // ---------------------------------------------------------------------------------------------
 // Partitions
+
+Result<std::unique_ptr<WritableAlias>> WritableAlias::Map(const std::string& path, size_t size) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return Status::FromErrno(errno, "open " + path + " read-write (to register it)");
+  void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  const int err = errno;
+  ::close(fd);
+  if (p == MAP_FAILED) return Status::FromErrno(err, "mmap " + path + " read-write (to register it)");
+  return std::unique_ptr<WritableAlias>(new WritableAlias(static_cast<std::byte*>(p), size));
+}
+
+WritableAlias::~WritableAlias() { ::munmap(data_, size_); }
 
 Result<std::shared_ptr<Partition>> BrokerImpl::OpenPartition(const metadata::TopicInfo& topic, int32_t index) {
   auto p = std::make_shared<Partition>();
@@ -98,9 +114,14 @@ Status BrokerImpl::SyncSegments(Partition& p) {
     }
     // Sealed segments are mapped read-only by the log (after recovery): register them so.
     const uint32_t access = s.sealed ? fabric::kRemoteRead : kSegmentAccess;
-    auto region = data_fabric_->Register(s.mapping, s.mapping_size, s.fd, s.file_offset, access);
-    if (!region.ok()) return region.status().WithContext("register segment " + s.path);
     SegmentReg reg;
+    std::byte* addr = s.mapping;
+    if (s.sealed && data_fabric_->provider() == fabric::Provider::kVerbs) {
+      RDMQ_ASSIGN_OR_RETURN(reg.alias, WritableAlias::Map(s.path, s.mapping_size));
+      addr = reg.alias->data();
+    }
+    auto region = data_fabric_->Register(addr, s.mapping_size, s.fd, s.file_offset, access);
+    if (!region.ok()) return region.status().WithContext("register segment " + s.path);
     reg.region = std::move(*region);
     auto rd = reg.region->Descriptor(fabric::kRemoteRead);
     if (!rd.ok()) return rd.status().WithContext("read-only descriptor of segment " + s.path);

@@ -67,8 +67,24 @@ struct Lease {
   bool ended = false;
 };
 
+// A read-write MAP_SHARED mapping of a file the log maps read-only (a sealed segment after a
+// restart), made only to register it on verbs: Linux before 6.2 pins every MR's pages for
+// writing (FOLL_FORCE), which a read-only shared mapping refuses. Nothing writes through it.
+class WritableAlias {
+ public:
+  static Result<std::unique_ptr<WritableAlias>> Map(const std::string& path, size_t size);
+  ~WritableAlias();
+  std::byte* data() const { return data_; }
+
+ private:
+  WritableAlias(std::byte* d, size_t n) : data_(d), size_(n) {}
+  std::byte* data_;
+  size_t size_;
+};
+
 struct SegmentReg {
   storage::SegmentInfo info;                // its pin keeps the mapping alive
+  std::unique_ptr<WritableAlias> alias;     // verbs: what is registered for a read-only mapping
   std::unique_ptr<fabric::Region> region;   // the whole file: read, write, atomics
   std::string read_descriptor;              // encoded read-only descriptor for consumers
 };

@@ -1152,7 +1152,7 @@ template <class Pred>
 bool Core::WaitFor(Pred pred, Clock::time_point deadline) {
   if (pred()) return true;
   waiters_.fetch_add(1, std::memory_order_acq_rel);
-  const auto spin_until = Clock::now() + std::chrono::microseconds(200);
+  const auto spin_until = Clock::now() + cfg_.spin;
   bool ok = false;
   while (true) {
     if (pred()) {
@@ -1499,6 +1499,12 @@ Status ProducerConfig::Set(std::string_view key, std::string_view value) {
     max_block = std::chrono::milliseconds(ms);
     return Status::Ok();
   }
+  if (key == "rdmq.wait.spin.us") {
+    int64_t us = 0;
+    RDMQ_RETURN_IF_ERROR(ParseInt<int64_t>(key, value, 0, 10'000'000, &us));
+    spin = std::chrono::microseconds(us);
+    return Status::Ok();
+  }
   if (key == "delivery.timeout.ms") {
     int64_t ms = 0;
     RDMQ_RETURN_IF_ERROR(ParseInt<int64_t>(key, value, 1, 86'400'000, &ms));
@@ -1511,7 +1517,7 @@ Status ProducerConfig::Set(std::string_view key, std::string_view value) {
                 "unknown producer config key '" + std::string(key) +
                     "' (known: batch.size, linger.ms, acks, enable.idempotence, partition.mode, "
                     "max.in.flight.requests.per.connection, buffer.memory, max.block.ms, delivery.timeout.ms, "
-                    "bootstrap.servers, client.id, request.timeout.ms, rdma.device)");
+                    "rdmq.wait.spin.us, bootstrap.servers, client.id, request.timeout.ms, rdma.device)");
 }
 
 }  // namespace rdmq::producer

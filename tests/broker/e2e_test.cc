@@ -2,6 +2,7 @@
 // child processes where a test kills them), on the shm and tcp fabrics.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -11,6 +12,7 @@
 #include "e2e_util.h"
 #include "e2e_values.h"
 #include "rdmq/client/admin.h"
+#include "rdmq/client/connection.h"
 #include "rdmq/common/clock.h"
 #include "rdmq/consumer/consumer.h"
 #include "rdmq/producer/partitioner.h"
@@ -546,6 +548,132 @@ E2E_BOTH(RollAndRetention,
   CHECK(rest.recs.back().offset == n - 1);
   REQUIRE_OK((*p)->Close(10s));
   CHECK(broker.Stop() == 0);
+}
+
+E2E_BOTH(PausedProducer,
+         "a producer paused past its lease resumes: the lease is lost, what was not acknowledged is resent, "
+         "nothing lost or duplicated", "[e2e]") {
+  TempDir dir;
+  START_BROKER(broker, dir, fabric, {"lease.ms=300"});
+  auto admin = Admin(broker);
+  REQUIRE_OK(admin->CreateTopic("p", {{"segment.bytes", "1048576"}, {"max.message.bytes", "262144"}}));
+  const long n = Trials(20000, 4000);
+  const std::string out = (dir / "P.out").string();
+  Child peer(PeerArgs(broker, "p", "P", n, {"partition=0", "min=10", "max=300", "linger.ms=0.1"}), out);
+  REQUIRE(WaitForAcks(out, static_cast<size_t>(n / 10), 60s));
+  ::kill(peer.pid(), SIGSTOP);
+  std::this_thread::sleep_for(1500ms);  // five leases long
+  ::kill(peer.pid(), SIGCONT);
+  REQUIRE(peer.WaitFor(120s));
+  CHECK(WIFEXITED(peer.status()));
+  CHECK(WEXITSTATUS(peer.status()) == 0);
+  const PeerOutput acked = ReadPeer(out);
+  CHECK(acked.acks.size() == static_cast<size_t>(n));
+  CHECK(acked.fails.empty());
+  auto got = ConsumeUntil(CConfig(broker), {{"p", 0}}, static_cast<size_t>(n), 60s);
+  REQUIRE_OK(got.status);
+  REQUIRE(got.recs.size() == static_cast<size_t>(n));
+  auto seen = Verify(got.recs)["P"];
+  REQUIRE(seen.size() == static_cast<size_t>(n));
+  for (long i = 0; i < n; ++i) CHECK(seen[i].offset == i);
+  for (const auto& [p, off, i] : acked.acks) CHECK(seen[i].offset == off);
+  CHECK(HighWatermark(*admin, "p", 0) == n);
+  CHECK(broker.Stop() == 0);
+}
+
+E2E_BOTH(DeleteTopicWhileInUse, "deleting a topic in use ends its leases, wakes its consumers and removes its files",
+         "[e2e]") {
+  TempDir dir;
+  START_BROKER(broker, dir, fabric);
+  auto admin = Admin(broker);
+  REQUIRE_OK(admin->CreateTopic("gone", {}));
+  auto p = Producer::Create(PConfig(broker));
+  REQUIRE_OK(p);
+  REQUIRE_OK((*p)->Send(MakeRecord("gone", 0, std::nullopt, "x")).get());
+  auto c = Consumer::Create(CConfig(broker));
+  REQUIRE_OK(c);
+  REQUIRE_OK((*c)->Assign({{"gone", 0}}));
+  auto first = (*c)->Poll(5s);
+  REQUIRE_OK(first);
+  CHECK(first->size() == 1);
+  Status polled;
+  std::thread waiter([&] {
+    for (int i = 0; i < 100; ++i) {
+      auto r = (*c)->Poll(200ms);
+      if (!r.ok()) {
+        polled = r.status();
+        return;
+      }
+    }
+  });
+  std::this_thread::sleep_for(100ms);
+  REQUIRE_OK(admin->DeleteTopic("gone"));
+  waiter.join();
+  CHECK(polled.is(protocol::WireError::kUnknownTopic));
+  CHECK_FALSE(std::filesystem::exists(dir / "data" / "topics" / "gone-0"));
+  auto md = (*p)->Send(MakeRecord("gone", 0, std::nullopt, "y")).get();
+  CHECK_FALSE(md.ok());
+  auto d = admin->DescribeTopic("gone");
+  CHECK(d.status().is(protocol::WireError::kUnknownTopic));
+  // The name can be used again, from offset 0.
+  REQUIRE_OK(admin->CreateTopic("gone", {}));
+  auto p2 = Producer::Create(PConfig(broker));
+  REQUIRE_OK(p2);
+  auto md2 = (*p2)->Send(MakeRecord("gone", 0, std::nullopt, "z")).get();
+  REQUIRE_OK(md2);
+  CHECK(md2->offset == 0);
+  CHECK(broker.Stop() == 0);
+}
+
+E2E_BOTH(IdempotenceAcrossRestart, "an idempotent producer's last sequence survives a broker restart", "[e2e][crash]") {
+  TempDir dir;
+  START_BROKER(broker, dir, fabric);
+  auto admin = Admin(broker);
+  REQUIRE_OK(admin->CreateTopic("i", {}));
+  ProducerConfig pc = PConfig(broker);
+  pc.buffer_memory = 1 << 20;  // flow control: four chunks of 256 KiB
+  auto p = Producer::Create(pc);
+  REQUIRE_OK(p);
+  const std::string big(20000, 'b');
+  for (int i = 0; i < 300; ++i) REQUIRE_OK((*p)->Send(MakeRecord("i", 0, std::nullopt, big), nullptr));
+  REQUIRE_OK((*p)->Flush(30s));
+  broker.Kill();
+  p->reset();
+  BrokerProcess again((dir / "data").string(), fabric);
+  std::string why;
+  const bool restarted = again.Start(&why);
+  INFO(why);
+  REQUIRE(restarted);
+  CHECK(HighWatermark(*Admin(again), "i", 0) == 300);
+  // The producer state came back from the log: a client claiming the same producer id sees
+  // its last sequence (299) and the next offset.
+  auto conn = client::Connection::Open(again.Options());
+  REQUIRE_OK(conn);
+  auto acks = (*conn)->fabric().Allocate(4096, fabric::kLocalWrite | fabric::kRemoteWrite);
+  REQUIRE_OK(acks);
+  auto grant = (*conn)->data()->GrantAccess(**acks, 0, 64, fabric::kRemoteWrite);
+  REQUIRE_OK(grant);
+  protocol::OpenProduceRequest req;
+  req.topic = "i";
+  req.partition = 0;
+  {
+    // The producer's id, from the first batch header in the segment file (bytes 43..50, BE).
+    std::ifstream seg(dir / "data" / "topics" / "i-0" / "00000000000000000000.seg", std::ios::binary);
+    seg.seekg(4096 + 43);
+    unsigned char b[8];
+    seg.read(reinterpret_cast<char*>(b), 8);
+    int64_t id = 0;
+    for (unsigned char x : b) id = (id << 8) | x;
+    req.producer_id = id;
+  }
+  REQUIRE(req.producer_id >= 0);
+  req.producer_epoch = 0;
+  req.ack_region.bytes = (*grant)->descriptor().Encode();
+  auto lease = (*conn)->Call<protocol::LeaseResponse>(protocol::Api::kOpenProduce, req);
+  REQUIRE_OK(lease);
+  CHECK(lease->last_sequence == 299);
+  CHECK(lease->next_offset == 300);
+  CHECK(again.Stop() == 0);
 }
 
 }  // namespace

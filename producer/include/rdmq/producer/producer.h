@@ -53,6 +53,9 @@ struct ProducerConfig {
   uint64_t buffer_memory = 64ull << 20;            // "buffer.memory": unacknowledged bytes
   std::chrono::milliseconds max_block{60000};      // "max.block.ms": Send waits this long for room
   std::chrono::milliseconds delivery_timeout{120000};  // "delivery.timeout.ms"
+  // "rdmq.wait.spin.us": a thread waiting for an ack (SendFuture::get, Flush) polls for it
+  // this long before it sleeps.
+  std::chrono::microseconds spin{200};
 
   // Kafka-named keys (above) plus the ClientOptions keys. kInvalidArgument names the key.
   Status Set(std::string_view key, std::string_view value);
