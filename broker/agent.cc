@@ -162,6 +162,16 @@ void BrokerImpl::ClosePartition(Partition& p, bool remove_files) {
   AfterPublish(p);
   p.deleted = true;
   p.watches.clear();
+  if (remove_files && !stopping_.load()) {
+    Buried b;
+    b.drop_after_ns = MonoNanos() + kRetiredGraceNs;
+    b.segments = std::move(p.segments);
+    b.retired = std::move(p.retired);
+    b.slot_region = std::move(p.slot_region);
+    b.slot = std::move(p.slot);
+    std::lock_guard g(graveyard_mu_);
+    graveyard_.push_back(std::move(b));
+  }
   p.segments.clear();
   p.retired.clear();
   p.slot_region.reset();
@@ -781,6 +791,21 @@ void BrokerImpl::Housekeep(uint64_t now) {
 }
 
 void BrokerImpl::HousekeepingLoop() {
+  auto bury = [this] {
+    const uint64_t now = MonoNanos();
+    std::vector<Buried> drop;
+    {
+      std::lock_guard g(graveyard_mu_);
+      for (auto it = graveyard_.begin(); it != graveyard_.end();) {
+        if (it->drop_after_ns <= now) {
+          drop.push_back(std::move(*it));
+          it = graveyard_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
+  };
   const auto tick = std::chrono::milliseconds(std::clamp<uint32_t>(cfg_.lease_ms / 10, 5, 100));
   std::unique_lock lock(hk_mu_);
   while (!stopping_.load(std::memory_order_acquire)) {
@@ -788,6 +813,7 @@ void BrokerImpl::HousekeepingLoop() {
     if (stopping_.load(std::memory_order_acquire)) break;
     lock.unlock();
     Housekeep(MonoNanos());
+    bury();
     lock.lock();
   }
 }

@@ -235,6 +235,18 @@ class BrokerImpl final : public Broker {
   uint64_t next_lease_id_ = 1;
 
   std::atomic<uint32_t> notify_cursor_{0};
+  // Registrations of deleted partitions, kept for the same grace period as retired segments
+  // (a client that raced the deletion must not READ a dead key: on verbs that would break its
+  // connection). Guarded by graveyard_mu_.
+  struct Buried {
+    uint64_t drop_after_ns = 0;
+    std::map<int64_t, SegmentReg> segments;
+    std::vector<std::pair<uint64_t, SegmentReg>> retired;
+    std::unique_ptr<fabric::Region> slot_region;
+    storage::SlotInfo slot;
+  };
+  std::mutex graveyard_mu_;
+  std::vector<Buried> graveyard_;
   uint64_t last_checkpoint_ns_ = 0;  // housekeeping thread only
   uint64_t last_retention_ns_ = 0;
   std::mutex admin_mu_;  // serialises topic creation, deletion and changes

@@ -225,7 +225,9 @@ class ConsumerImpl final : public Consumer {
     p.slot_mapped = p.slot->mapped();
     for (auto& loc : r.segments) RDMQ_RETURN_IF_ERROR(AddSegment(p, std::move(loc)));
     if (!shm_ && !p.buf) {
-      p.buf_cap = 64 + cfg_.fetch_max_bytes;
+      // One READ per partition per Poll lands here: up to 1 MiB (Kafka's default
+      // max.partition.fetch.bytes) or fetch.max.bytes if smaller; a larger batch grows it.
+      p.buf_cap = 64 + std::min<size_t>(cfg_.fetch_max_bytes, size_t{1} << 20);
       RDMQ_ASSIGN_OR_RETURN(p.buf, conn_->fabric().Allocate(p.buf_cap, fabric::kLocalWrite));
     }
     p.opened = true;
@@ -340,10 +342,12 @@ class ConsumerImpl final : public Consumer {
       if (!s.ok()) return s.is(Errc::kUnavailable) || s.is(Errc::kTimeout) ? Status::Ok() : s;
     }
     format::PartitionSlot slot;
-    RDMQ_RETURN_IF_ERROR(ReadSlot(p, &slot));
-    p.gen = slot.generation;
-    if ((slot.flags & format::kSlotClosed) != 0) {
-      // The log closed: the topic was deleted or the broker is restarting. Open it again.
+    Status rs = ReadSlot(p, &slot);
+    if (!rs.ok() && !rs.is(Errc::kPermissionDenied)) return rs;
+    p.gen = rs.ok() ? slot.generation : p.gen;
+    if (!rs.ok() || (slot.flags & format::kSlotClosed) != 0) {
+      // The slot went away (its region was unregistered: the topic was deleted) or says the
+      // log closed (deleted, or the broker is restarting): open the partition again.
       p.opened = false;
       Status s = Open(p);
       if (s.is(WireError::kUnknownTopic)) return s;
@@ -412,6 +416,7 @@ class ConsumerImpl final : public Consumer {
 
   Status Parse(Part& p, Seg& s, uint64_t end, std::vector<ConsumerRecord>* out) {
     size_t len = std::min<uint64_t>(end - p.cur_pos, cfg_.fetch_max_bytes);
+    if (s.mapped == nullptr) len = std::min(len, p.buf_cap - 64);
     const std::byte* data;
     auto fetch = [&](size_t n) -> Status {
       if (s.mapped != nullptr) {

@@ -609,6 +609,7 @@ E2E_BOTH(DeleteTopicWhileInUse, "deleting a topic in use ends its leases, wakes 
   std::this_thread::sleep_for(100ms);
   REQUIRE_OK(admin->DeleteTopic("gone"));
   waiter.join();
+  INFO("Poll after the deletion: " << polled.ToString());
   CHECK(polled.is(protocol::WireError::kUnknownTopic));
   CHECK_FALSE(std::filesystem::exists(dir / "data" / "topics" / "gone-0"));
   auto md = (*p)->Send(MakeRecord("gone", 0, std::nullopt, "y")).get();
