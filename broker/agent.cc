@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 
 #include "broker_impl.h"
@@ -378,6 +379,20 @@ void BrokerImpl::AfterPublish(Partition& p) {
   p.watches = std::move(keep);
 }
 
+void BrokerImpl::SpoilTail(Partition& p, uint64_t pos, uint64_t len) {
+  if (p.active_data == nullptr || pos >= p.capacity || len == 0) return;
+  const uint64_t n = std::min<uint64_t>({len, storage::kBatchHeaderSize, p.capacity - pos});
+  std::memset(p.active_data + pos, 0, n);
+  if (p.topic.config.durability == metadata::Durability::kDurable) {
+    const uintptr_t page = 4096;
+    const uintptr_t a = reinterpret_cast<uintptr_t>(p.active_data + pos) & ~(page - 1);
+    const uintptr_t b = reinterpret_cast<uintptr_t>(p.active_data + pos + n);
+    if (::msync(reinterpret_cast<void*>(a), b - a, MS_SYNC) != 0) {
+      RDMQ_LOG(kWarn, "broker", "msync of a refused range failed").kv("partition", Where(p)).kv("errno", errno);
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Idempotence
 
@@ -550,6 +565,10 @@ void BrokerImpl::CommitFromImm(const fabric::Completion& c) {
         .kv("client", session->client_id)
         .kv("error", s);
     EndLeaseLocked(p, l, protocol::ToWireError(s), true);
+    // The refused bytes lie at the committed end: recovery's forward scan would adopt a batch
+    // there whose CRC and offsets are fine (a duplicate, a sequence gap). Spoil its header
+    // now that the producer can no longer write.
+    if (!p.deleted && l->segment_base == p.active_base) SpoilTail(p, p.committed, c.byte_len);
   };
   if (p.deleted) return fail(Status(WireError::kUnknownTopic, "topic " + p.topic.name + " was deleted"));
   if (l->mode != protocol::ProduceMode::kExclusive) {

@@ -197,6 +197,8 @@ class BrokerImpl final : public Broker {
   Status CheckProducer(Partition& p, Lease& l, std::byte* data, uint64_t len, bool shared,
                        ProducerState* next, int32_t* first_sequence);
   void RebuildProducers(Partition& p);
+  // Zeroes the first batch header of a refused range at the committed end (Partition::mu held).
+  void SpoilTail(Partition& p, uint64_t pos, uint64_t len);
   // Acks the producers of completed shared ranges and ends the leases of dropped ones.
   void SettleShared(Partition& p, std::span<const storage::CompletedRange> completed,
                     std::span<const storage::CompletedRange> dropped);

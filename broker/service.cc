@@ -478,6 +478,8 @@ void BrokerImpl::HandleCommit(const rpc::RequestContext& ctx, std::span<const st
     }
     if (Status s = CheckProducer(p, *l, data + req.position, req.length, shared, &next, &first_seq); !s.ok()) {
       n_.commit_errors.fetch_add(1, std::memory_order_relaxed);
+      // Exclusive: the bytes sit at the committed end, where recovery would adopt them.
+      if (!shared && req.segment_base == p.active_base) SpoilTail(p, req.position, req.length);
       return Error(resp, s);
     }
   }
@@ -505,6 +507,9 @@ void BrokerImpl::HandleCommit(const rpc::RequestContext& ctx, std::span<const st
     }
     n_.commit_errors.fetch_add(1, std::memory_order_relaxed);
     RDMQ_LOG(kWarn, "broker", "commit refused").kv("partition", where).kv("lease", l->id).kv("error", out.status());
+    if (!shared && req.segment_base == p.active_base && req.position == p.committed) {
+      SpoilTail(p, req.position, req.length);
+    }
     return Error(resp, Status(protocol::ToWireError(out.status()), std::string(out.status().context())));
   }
   n_.commits.fetch_add(1, std::memory_order_relaxed);

@@ -533,5 +533,40 @@ BAD_BOTH(CorruptAndDuplicate, "corrupt batches are refused; duplicate sequences 
   StillServes(broker, "t");
 }
 
+BAD_BOTH(RefusedNotRecovered, "a refused batch never comes back after a restart", "[e2e][bad-input][crash]") {
+  TempDir dir;
+  START(broker, dir, fabric);
+  auto admin = Admin(broker);
+  REQUIRE_OK(admin->CreateTopic("t", {}));
+  std::string before;
+  {
+    RawClient raw(broker.Options());
+    auto pid = raw.conn().Call<protocol::InitProducerIdResponse>(Api::kInitProducerId, protocol::Empty{});
+    REQUIRE_OK(pid);
+    auto lease = raw.Open("t", 0, protocol::ProduceMode::kExclusive, pid->producer_id, pid->producer_epoch);
+    REQUIRE_OK(lease);
+    const std::string b0 = Batch(0, 10, pid->producer_id, pid->producer_epoch, 0);
+    REQUIRE_OK(raw.Write(0, b0, true));
+    REQUIRE_OK(raw.NextAck());
+    before = Committed(broker, "t", 0);
+    // A duplicate (valid CRC, offsets that continue the log), refused at commit.
+    REQUIRE_OK(raw.Write(b0.size(), Batch(10, 10, pid->producer_id, pid->producer_epoch, 0), true));
+    auto ack = raw.NextAck();
+    REQUIRE_OK(ack);
+    CHECK(ack->error == static_cast<uint16_t>(WireError::kDuplicateSequence));
+  }
+  broker.Kill();  // no chance to tidy up
+  BrokerProcess again((dir / "data").string(), fabric);
+  std::string why;
+  const bool ok = again.Start(&why);
+  INFO(why);
+  REQUIRE(ok);
+  CHECK(Committed(again, "t", 0) == before);
+  auto d = Admin(again)->DescribeTopic("t");
+  REQUIRE_OK(d);
+  CHECK(d->partitions[0].high_watermark == 10);
+  CHECK(again.Stop() == 0);
+}
+
 }  // namespace
 }  // namespace rdmq::test
