@@ -116,6 +116,7 @@ class ConsumerImpl final : public Consumer {
 
   Result<std::vector<ConsumerRecord>> Poll(std::chrono::milliseconds timeout) override {
     RDMQ_RETURN_IF_ERROR(CheckOpen());
+    RDMQ_RETURN_IF_ERROR(CheckConnected());
     std::vector<ConsumerRecord> out;
     const auto deadline = Clock::now() + timeout;
     bool first = true;
@@ -134,6 +135,7 @@ class ConsumerImpl final : public Consumer {
       if (wakeup_.exchange(false)) break;
       if (Clock::now() >= deadline) break;
       first = false;
+      RDMQ_RETURN_IF_ERROR(CheckConnected());
       RDMQ_RETURN_IF_ERROR(Sleep(deadline));
     }
     for (auto& p : parts_) p->fetched_this_poll = false;
@@ -193,6 +195,10 @@ class ConsumerImpl final : public Consumer {
   Status CheckOpen() const {
     if (closed_) return Status(Errc::kFailedPrecondition, "the consumer is closed");
     return Status::Ok();
+  }
+  Status CheckConnected() const {
+    if (conn_->connected()) return Status::Ok();
+    return Status(Errc::kUnavailable, "the broker at " + conn_->address() + " went away");
   }
   std::vector<TopicPartition> SelectOrAll(const std::vector<TopicPartition>& v) const {
     return v.empty() ? Assignment() : v;

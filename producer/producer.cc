@@ -211,6 +211,8 @@ class Core : public std::enable_shared_from_this<Core> {
   // Progress: drains the queues (if no one else is) and processes new acks. True if it did
   // anything.
   bool Progress();
+  // When the broker is gone: fails every unacknowledged record with kUnavailable, once.
+  void CheckConnection();
   // Waits until pred() holds or the deadline passes, driving progress meanwhile.
   template <class Pred>
   bool WaitFor(Pred pred, Clock::time_point deadline);
@@ -308,6 +310,10 @@ class Core : public std::enable_shared_from_this<Core> {
 
   std::atomic<bool> closing_{false};
   std::atomic<bool> broken_logged_{false};
+  std::atomic<bool> lost_{false};  // the connection to the broker is gone
+  std::mutex failed_mu_;
+  uint64_t failed_records_ = 0;  // since the last Flush
+  Status first_failure_;
   std::atomic<bool> closed_{false};
   std::thread io_;
   std::mutex io_mu_;
@@ -1041,6 +1047,11 @@ void Core::FailAll(PState& ps, const Status& s) {
 void Core::Finish(std::vector<Batch*>& done) {
   for (Batch* b : done) {
     SendFuture::State& st = *b->state;
+    if (!st.status.ok()) {
+      std::lock_guard lock(failed_mu_);
+      if (failed_records_ == 0) first_failure_ = st.status;
+      failed_records_ += static_cast<uint64_t>(st.records.size());
+    }
     for (auto& [i, cb] : b->callbacks) {
       if (!st.status.ok()) {
         cb(st.status);
@@ -1113,7 +1124,25 @@ bool Core::DrainQueues() {
   return total > 0;
 }
 
+void Core::CheckConnection() {
+  if (conn_->connected() || lost_.exchange(true)) return;
+  const Status why(Errc::kUnavailable, "the broker at " + conn_->address() + " went away");
+  RDMQ_LOG(kWarn, "producer", "lost the broker; failing every unacknowledged record").kv("broker", conn_->address());
+  std::vector<PState*> parts;
+  {
+    std::lock_guard lock(topics_mu_);
+    parts = parts_;
+  }
+  for (PState* ps : parts) {
+    PLock lock(this, *ps);
+    ps->fatal = why;
+    ps->open = false;
+    FailAll(*ps, why);
+  }
+}
+
 bool Core::Progress() {
+  if (!lost_.load(std::memory_order_relaxed) && !conn_->connected()) CheckConnection();
   bool any = DrainQueues();
   HandleCommitResults();
   std::vector<uint32_t> failed;
@@ -1184,6 +1213,9 @@ bool Core::WaitFor(Pred pred, Clock::time_point deadline) {
 
 Status Core::Send(const ProducerRecord& r, SendCallback cb, SendFuture* fut) {
   if (closed_.load(std::memory_order_acquire)) return Status(Errc::kFailedPrecondition, "the producer is closed");
+  if (lost_.load(std::memory_order_relaxed)) {
+    return Status(Errc::kUnavailable, "the broker at " + conn_->address() + " went away");
+  }
   RDMQ_ASSIGN_OR_RETURN(TopicState * t, Topic(r.topic));
   int32_t part = r.partition;
   if (part < 0) {
@@ -1288,7 +1320,12 @@ Status Core::Flush(std::chrono::milliseconds timeout) {
     return Status(Errc::kTimeout, std::to_string(unacked_.load()) + " batches still unacknowledged after " +
                                       std::to_string(timeout.count()) + " ms");
   }
-  return Status::Ok();
+  std::lock_guard lock(failed_mu_);
+  if (failed_records_ == 0) return Status::Ok();
+  Status first = first_failure_.WithContext(std::to_string(failed_records_) + " records failed since the last flush");
+  failed_records_ = 0;
+  first_failure_ = Status::Ok();
+  return first;
 }
 
 Status Core::Close(std::chrono::milliseconds timeout) {
@@ -1363,6 +1400,7 @@ void Core::IoLoop() {
   while (!closing_.load(std::memory_order_acquire)) {
     const uint64_t now = MonoNanos();
     if (now - last_tick >= static_cast<uint64_t>(tick.count())) {
+      if (!lost_.load(std::memory_order_relaxed) && !conn_->connected()) CheckConnection();
       Tick(now);
       last_tick = now;
     }

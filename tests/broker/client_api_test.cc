@@ -284,5 +284,41 @@ TEST_CASE("rdmq-broker: --help, --print-config, bad options, a second broker on 
   CHECK(broker.Stop() == 0);
 }
 
+TEST_CASE("when the broker dies, pending records and polls fail with kUnavailable", "[client][e2e]") {
+  TempDir dir;
+  START(broker, dir);
+  auto admin = client::AdminClient::Connect(broker.Options());
+  REQUIRE_OK(admin);
+  REQUIRE_OK((*admin)->CreateTopic("t", {}));
+  producer::ProducerConfig pc;
+  pc.client = broker.Options();
+  pc.linger = 10ms;
+  auto p = producer::Producer::Create(pc);
+  REQUIRE_OK(p);
+  REQUIRE_OK((*p)->Send(Record("t", 0, "first")).get());
+  consumer::ConsumerConfig cc;
+  cc.client = broker.Options();
+  auto c = consumer::Consumer::Create(cc);
+  REQUIRE_OK(c);
+  REQUIRE_OK((*c)->Assign({{"t", 0}}));
+  REQUIRE_OK((*c)->Poll(1s));
+  broker.Kill();
+  auto f = (*p)->Send(Record("t", 0, "lost"));
+  const auto t0 = std::chrono::steady_clock::now();
+  Status flushed = (*p)->Flush(30s);
+  CHECK(std::chrono::steady_clock::now() - t0 < 10s);
+  CHECK_FALSE(flushed.ok());
+  REQUIRE(f.wait_for(10s));
+  CHECK(f.get().status().is(Errc::kUnavailable));
+  CHECK((*p)->Send(Record("t", 0, "later")).get().status().is(Errc::kUnavailable));
+  Status polled;
+  for (int i = 0; i < 50 && polled.ok(); ++i) {
+    auto r = (*c)->Poll(200ms);
+    if (!r.ok()) polled = r.status();
+  }
+  CHECK(polled.is(Errc::kUnavailable));
+  CHECK((*admin)->ListTopics().status().is(Errc::kUnavailable));
+}
+
 }  // namespace
 }  // namespace rdmq::test

@@ -108,7 +108,10 @@ class Producer {
   virtual SendFuture Send(const ProducerRecord& record) = 0;
   // Like Send, but reports through `callback` (no future allocated): the fastest path.
   virtual Status Send(const ProducerRecord& record, SendCallback callback) = 0;
-  // Sends every buffered record and waits until all are acknowledged or failed.
+  // Sends every buffered record and waits until all are acknowledged or failed. Returns kTimeout
+  // if some are neither by then, otherwise the first error of the records that failed since the
+  // previous Flush (with their count), or OK. (Each record's own outcome is in its future or
+  // callback, as with Kafka.)
   virtual Status Flush(std::chrono::milliseconds timeout = std::chrono::milliseconds(120000)) = 0;
   // Flushes, releases leases, disconnects. Later calls fail with kFailedPrecondition.
   virtual Status Close(std::chrono::milliseconds timeout = std::chrono::milliseconds(120000)) = 0;
