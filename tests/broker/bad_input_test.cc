@@ -568,5 +568,40 @@ BAD_BOTH(RefusedNotRecovered, "a refused batch never comes back after a restart"
   CHECK(again.Stop() == 0);
 }
 
+BAD_BOTH(EpochFencing, "a newer epoch of the same producer id fences the holder; an older one is refused",
+         "[e2e][bad-input]") {
+  TempDir dir;
+  START(broker, dir, fabric);
+  auto admin = Admin(broker);
+  REQUIRE_OK(admin->CreateTopic("t", {}));
+  RawClient a(broker.Options()), b(broker.Options());
+  auto pid = a.conn().Call<protocol::InitProducerIdResponse>(Api::kInitProducerId, protocol::Empty{});
+  REQUIRE_OK(pid);
+  const int64_t id = pid->producer_id;
+  auto la = a.Open("t", 0, protocol::ProduceMode::kExclusive, id, 0);
+  REQUIRE_OK(la);
+  REQUIRE_OK(a.Write(0, Batch(0, 2, id, 0, 0), true));
+  REQUIRE_OK(a.NextAck());
+  // Another client with a different id is turned away; the same id with a newer epoch wins.
+  auto other = b.Open("t", 0, protocol::ProduceMode::kExclusive, id + 1000, 0);
+  CHECK(other.status().is(WireError::kPartitionBusy));
+  auto lb = b.Open("t", 0, protocol::ProduceMode::kExclusive, id, 1);
+  REQUIRE_OK(lb);
+  CHECK(lb->last_sequence == -1);  // a new epoch starts its sequences over
+  auto fenced = a.NextAck();
+  REQUIRE_OK(fenced);
+  CHECK(fenced->error == static_cast<uint16_t>(WireError::kInvalidProducerEpoch));
+  CHECK((fenced->flags & protocol::kAckLeaseRevoked) != 0);
+  REQUIRE_OK(b.Write(lb->write_position, Batch(lb->next_offset, 1, id, 1, 0), true));
+  auto ack = b.NextAck();
+  REQUIRE_OK(ack);
+  CHECK(ack->error == 0);
+  REQUIRE_OK((b.conn().Call<protocol::Empty>(Api::kReleaseLease, protocol::LeaseRequest{lb->lease_id, 0})));
+  // The old epoch is refused from now on.
+  auto old = a.Open("t", 0, protocol::ProduceMode::kExclusive, id, 0);
+  CHECK(old.status().is(WireError::kInvalidProducerEpoch));
+  StillServes(broker, "t");
+}
+
 }  // namespace
 }  // namespace rdmq::test
