@@ -309,9 +309,9 @@ void BrokerImpl::WriteAck(Lease& l, uint16_t error, uint16_t flags) {
 
 void BrokerImpl::EndLeaseLocked(Partition& p, const std::shared_ptr<Lease>& l, WireError error, bool notify) {
   if (l->ended) return;
-  if (notify) WriteAck(*l, static_cast<uint16_t>(error), protocol::kAckLeaseRevoked);
   l->ended = true;
   {
+    // Revoke first: a producer that reads the final ack may write at once, and must fail.
     std::lock_guard slock(l->session->mu);
     if (l->grant) {
       if (Status s = l->grant->Revoke(); !s.ok()) {
@@ -319,6 +319,10 @@ void BrokerImpl::EndLeaseLocked(Partition& p, const std::shared_ptr<Lease>& l, W
       }
       l->grant.reset();
     }
+  }
+  if (notify) WriteAck(*l, static_cast<uint16_t>(error), protocol::kAckLeaseRevoked);
+  {
+    std::lock_guard slock(l->session->mu);
     l->ack.reset();
     l->session->leases.erase(l->id);
   }
@@ -694,12 +698,14 @@ void BrokerImpl::AcceptLoop() {
         continue;
       }
       s->ep_id = e->id();
+      {
+        // Known by its endpoint before the client hears OK: its first immediate may follow at
+        // once, and the commit poller finds the session by endpoint.
+        std::lock_guard lock(sessions_mu_);
+        sessions_by_ep_[s->ep_id] = s;
+      }
       reply(WireError::kOk_, "");
       s->ep = std::move(e);
-    }
-    {
-      std::lock_guard lock(sessions_mu_);
-      sessions_by_ep_[s->ep_id] = s;
     }
     RDMQ_LOG(kDebug, "broker", "data endpoint bound").kv("client", client_id).kv("name", s->name);
   }

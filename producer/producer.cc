@@ -26,6 +26,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include <sys/mman.h>
+
 #include "rdmq/client/connection.h"
 #include "rdmq/common/clock.h"
 #include "rdmq/common/coding.h"
@@ -35,6 +37,10 @@
 #include "rdmq/protocol/messages.h"
 #include "rdmq/storage/format.h"
 #include "rdmq/storage/record_batch.h"
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
 
 namespace rdmq::producer {
 namespace {
@@ -185,6 +191,9 @@ struct PState {
   std::deque<Batch*> inflight;  // posted, not acknowledged, in position order
   std::vector<Batch*> completed;  // to finish (callbacks, memory) once the lock is released
   bool need_roll = false;
+  // shm, exclusive: the window is prefaulted (for write) up to this data-area position by the
+  // I/O thread, ahead of write_pos, so the sending thread does not take page faults.
+  uint64_t prefault_to = 0;
 };
 
 struct TopicState {
@@ -261,6 +270,7 @@ class Core : public std::enable_shared_from_this<Core> {
   Status PostAndWait(fabric::WorkRequest wr);
   Status PostData(std::span<const fabric::WorkRequest> wrs);
   void IoLoop();
+  void Prefault();  // I/O thread: prefaults exclusive windows ahead of the writes (shm)
   void Tick(uint64_t now);
   void HandleCommitResults();
   struct CommitResult {
@@ -473,6 +483,7 @@ Status Core::OpenLease(PState& ps) {
   ps.seg = std::move(resp.segment);
   ps.write_pos = resp.write_position;
   ps.next_offset = resp.next_offset;
+  ps.prefault_to = resp.write_position;
   ps.last_commit_ns = MonoNanos();
   ps.lost_since_ns = 0;
   ps.need_roll = false;
@@ -684,8 +695,9 @@ void Core::PostSealed(PState& ps) {
     const Status s = cfg_.mode == PartitionMode::kExclusive ? PostExclusive(ps, *b) : PostShared(ps, *b);
     if (s.is(Errc::kResourceExhausted)) break;  // waiting for the in-flight batches (a roll)
     if (!s.ok()) {
-      if (s.code().category() != module_error_category<WireError>() && !s.is(Errc::kTimeout)) {
-        // The data connection itself failed: nothing can be sent any more.
+      if (s.code().category() == module_error_category<fabric::FabricErrc>() && s.is(Errc::kUnavailable)) {
+        // The data connection itself failed (peer gone, flushed): nothing can be sent any more.
+        // (A revoked or unknown key is only a lost lease: the retriable path below.)
         ps.fatal = Status(Errc::kUnavailable, "the data connection to the broker at " + conn_->address() +
                                                   " failed: " + s.ToString());
         FailAll(ps, ps.fatal);
@@ -740,6 +752,7 @@ Status Core::Roll(PState& ps) {
   ps.seg = std::move(resp->segment);
   ps.write_pos = resp->write_position;
   ps.next_offset = resp->next_offset;
+  ps.prefault_to = resp->write_position;
   ps.need_roll = false;
   return Status::Ok();
 }
@@ -1393,6 +1406,43 @@ void Core::Tick(uint64_t now) {
   }
 }
 
+void Core::Prefault() {
+  if (cfg_.mode != PartitionMode::kExclusive) return;
+  constexpr uint64_t kAhead = 16 << 20;  // keep this much of the window ready ahead of writes
+  constexpr uint64_t kStep = 4 << 20;
+  std::vector<PState*> parts;
+  {
+    std::lock_guard lock(topics_mu_);
+    parts = parts_;
+  }
+  for (PState* ps : parts) {
+    for (int steps = 0; steps < 8; ++steps) {
+      const std::byte* base = nullptr;
+      uint64_t from = 0, to = 0;
+      {
+        std::unique_lock lock(ps->mu, std::try_to_lock);
+        if (!lock.owns_lock() || !ps->open || !ps->remote) break;
+        const std::byte* m = ps->remote->mapped();
+        if (m == nullptr) break;
+        const uint64_t cap = ps->seg.capacity;
+        if (ps->prefault_to >= cap || ps->prefault_to >= ps->write_pos + kAhead) break;
+        from = std::max(ps->prefault_to, ps->write_pos);
+        to = std::min(cap, from + kStep);
+        base = m;
+        // Claimed now; a roll meanwhile resets it (and the range may then be unmapped: madvise
+        // on it fails harmlessly or populates the new mapping).
+        ps->prefault_to = to;
+        from = ps->seg.RemoteOffset(from);
+        to = ps->seg.RemoteOffset(to);
+      }
+      const uintptr_t page = 4096;
+      const uintptr_t a = (reinterpret_cast<uintptr_t>(base) + from) & ~(page - 1);
+      const uintptr_t b = (reinterpret_cast<uintptr_t>(base) + to) & ~(page - 1);
+      if (b > a) (void)::madvise(reinterpret_cast<void*>(a), b - a, MADV_POPULATE_WRITE);
+    }
+  }
+}
+
 void Core::IoLoop() {
   const uint64_t linger_ns = static_cast<uint64_t>(cfg_.linger.count()) * 1000;
   const auto tick = std::chrono::nanoseconds(linger_ns > 0 ? std::min<uint64_t>(linger_ns, 1'000'000) : 1'000'000);
@@ -1404,6 +1454,7 @@ void Core::IoLoop() {
       Tick(now);
       last_tick = now;
     }
+    Prefault();
     if (app_active_.exchange(false, std::memory_order_relaxed)) last_app_progress_ns_.store(now, std::memory_order_relaxed);
     const bool app_active = waiters_.load(std::memory_order_acquire) > 0 ||
                             now - last_app_progress_ns_.load(std::memory_order_relaxed) < 200'000;
