@@ -301,6 +301,7 @@ class Core : public std::enable_shared_from_this<Core> {
   std::vector<std::unique_ptr<std::unordered_map<std::string_view, TopicState*>>> old_maps_;
 
   std::atomic_flag polling_ = ATOMIC_FLAG_INIT;
+  std::atomic_flag cq_sleeper_ = ATOMIC_FLAG_INIT;  // who may sleep in the receive queue
   std::mutex post_mu_;  // one posting thread at a time on the data endpoint
   uint32_t recv_owed_ = 0;
   std::mutex ops_mu_;
@@ -1208,13 +1209,20 @@ bool Core::WaitFor(Pred pred, Clock::time_point deadline) {
       CpuRelax();
       continue;
     }
-    // Sleep; the I/O thread polls meanwhile.
+    // Sleep. One sleeper at a time waits in the receive queue itself (an ack's immediate
+    // wakes it, and it then processes the ack: no hand-off); others wait to be notified.
+    const auto until = std::min(deadline, Clock::now() + std::chrono::milliseconds(1));
+    if (!cq_sleeper_.test_and_set(std::memory_order_acquire)) {
+      if (!pred()) (void)conn_->recv_cq()->Wait(until - Clock::now());
+      cq_sleeper_.clear(std::memory_order_release);
+      continue;
+    }
     waiters_.fetch_sub(1, std::memory_order_acq_rel);
     io_cv_.notify_all();
     {
       std::unique_lock lock(wait_mu_);
       sleepers_.fetch_add(1, std::memory_order_acq_rel);
-      if (!pred()) wait_cv_.wait_until(lock, std::min(deadline, Clock::now() + std::chrono::milliseconds(1)));
+      if (!pred()) wait_cv_.wait_until(lock, until);
       sleepers_.fetch_sub(1, std::memory_order_acq_rel);
     }
     waiters_.fetch_add(1, std::memory_order_acq_rel);
@@ -1457,10 +1465,16 @@ void Core::IoLoop() {
     Prefault();
     if (app_active_.exchange(false, std::memory_order_relaxed)) last_app_progress_ns_.store(now, std::memory_order_relaxed);
     const bool app_active = waiters_.load(std::memory_order_acquire) > 0 ||
-                            now - last_app_progress_ns_.load(std::memory_order_relaxed) < 200'000;
+                            now - last_app_progress_ns_.load(std::memory_order_relaxed) < 100'000;
     if (unacked_.load(std::memory_order_acquire) > 0 && !app_active) {
       if (Progress()) continue;
-      (void)conn_->recv_cq()->Wait(tick);
+      if (!cq_sleeper_.test_and_set(std::memory_order_acquire)) {
+        (void)conn_->recv_cq()->Wait(tick);
+        cq_sleeper_.clear(std::memory_order_release);
+      } else {
+        std::unique_lock lock(io_mu_);
+        io_cv_.wait_for(lock, tick);
+      }
       Progress();
     } else {
       std::unique_lock lock(io_mu_);
