@@ -1,6 +1,11 @@
 // The storage-node agent: partition logs as fabric regions, leases, the data-plane commit path,
 // acks, shared-mode settlement, watches, sessions and housekeeping (expiry, retention,
 // checkpoints).
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
 #include <filesystem>
 
 #include "broker_impl.h"
@@ -45,6 +50,18 @@ inline void CpuRelax() {
 
 // ---------------------------------------------------------------------------------------------
 // Partitions
+
+Result<std::unique_ptr<WritableAlias>> WritableAlias::Map(const std::string& path, size_t size) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return Status::FromErrno(errno, "open " + path + " read-write (to register it)");
+  void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  const int err = errno;
+  ::close(fd);
+  if (p == MAP_FAILED) return Status::FromErrno(err, "mmap " + path + " read-write (to register it)");
+  return std::unique_ptr<WritableAlias>(new WritableAlias(static_cast<std::byte*>(p), size));
+}
+
+WritableAlias::~WritableAlias() { ::munmap(data_, size_); }
 
 Result<std::shared_ptr<Partition>> BrokerImpl::OpenPartition(const metadata::TopicInfo& topic, int32_t index) {
   auto p = std::make_shared<Partition>();
@@ -98,9 +115,14 @@ Status BrokerImpl::SyncSegments(Partition& p) {
     }
     // Sealed segments are mapped read-only by the log (after recovery): register them so.
     const uint32_t access = s.sealed ? fabric::kRemoteRead : kSegmentAccess;
-    auto region = data_fabric_->Register(s.mapping, s.mapping_size, s.fd, s.file_offset, access);
-    if (!region.ok()) return region.status().WithContext("register segment " + s.path);
     SegmentReg reg;
+    std::byte* addr = s.mapping;
+    if (s.sealed && data_fabric_->provider() == fabric::Provider::kVerbs) {
+      RDMQ_ASSIGN_OR_RETURN(reg.alias, WritableAlias::Map(s.path, s.mapping_size));
+      addr = reg.alias->data();
+    }
+    auto region = data_fabric_->Register(addr, s.mapping_size, s.fd, s.file_offset, access);
+    if (!region.ok()) return region.status().WithContext("register segment " + s.path);
     reg.region = std::move(*region);
     auto rd = reg.region->Descriptor(fabric::kRemoteRead);
     if (!rd.ok()) return rd.status().WithContext("read-only descriptor of segment " + s.path);
@@ -108,14 +130,18 @@ Status BrokerImpl::SyncSegments(Partition& p) {
     reg.info = std::move(s);
     p.segments.emplace(base, std::move(reg));
   }
+  const uint64_t now = MonoNanos();
   for (auto it = p.segments.begin(); it != p.segments.end();) {
     if (live.count(it->first) == 0) {
-      RDMQ_LOG(kDebug, "broker", "segment unregistered").kv("partition", Where(p)).kv("base", it->first);
-      it = p.segments.erase(it);  // destroys the region first (declared after info), then the pin
+      RDMQ_LOG(kDebug, "broker", "segment retired").kv("partition", Where(p)).kv("base", it->first);
+      p.retired.emplace_back(now + kRetiredGraceNs, std::move(it->second));
+      it = p.segments.erase(it);
     } else {
       ++it;
     }
   }
+  // Registrations past their grace period go: the region first, then the pin (member order).
+  std::erase_if(p.retired, [now](const auto& r) { return r.first <= now; });
   RefreshActive(p);
   return Status::Ok();
 }
@@ -137,7 +163,18 @@ void BrokerImpl::ClosePartition(Partition& p, bool remove_files) {
   AfterPublish(p);
   p.deleted = true;
   p.watches.clear();
+  if (remove_files && !stopping_.load()) {
+    Buried b;
+    b.drop_after_ns = MonoNanos() + kRetiredGraceNs;
+    b.segments = std::move(p.segments);
+    b.retired = std::move(p.retired);
+    b.slot_region = std::move(p.slot_region);
+    b.slot = std::move(p.slot);
+    std::lock_guard g(graveyard_mu_);
+    graveyard_.push_back(std::move(b));
+  }
   p.segments.clear();
+  p.retired.clear();
   p.slot_region.reset();
   p.slot = {};
   p.log.reset();
@@ -272,9 +309,9 @@ void BrokerImpl::WriteAck(Lease& l, uint16_t error, uint16_t flags) {
 
 void BrokerImpl::EndLeaseLocked(Partition& p, const std::shared_ptr<Lease>& l, WireError error, bool notify) {
   if (l->ended) return;
-  if (notify) WriteAck(*l, static_cast<uint16_t>(error), protocol::kAckLeaseRevoked);
   l->ended = true;
   {
+    // Revoke first: a producer that reads the final ack may write at once, and must fail.
     std::lock_guard slock(l->session->mu);
     if (l->grant) {
       if (Status s = l->grant->Revoke(); !s.ok()) {
@@ -282,6 +319,10 @@ void BrokerImpl::EndLeaseLocked(Partition& p, const std::shared_ptr<Lease>& l, W
       }
       l->grant.reset();
     }
+  }
+  if (notify) WriteAck(*l, static_cast<uint16_t>(error), protocol::kAckLeaseRevoked);
+  {
+    std::lock_guard slock(l->session->mu);
     l->ack.reset();
     l->session->leases.erase(l->id);
   }
@@ -340,6 +381,20 @@ void BrokerImpl::AfterPublish(Partition& p) {
     n_.notifications.fetch_add(1, std::memory_order_relaxed);
   }
   p.watches = std::move(keep);
+}
+
+void BrokerImpl::SpoilTail(Partition& p, uint64_t pos, uint64_t len) {
+  if (p.active_data == nullptr || pos >= p.capacity || len == 0) return;
+  const uint64_t n = std::min<uint64_t>({len, storage::kBatchHeaderSize, p.capacity - pos});
+  std::memset(p.active_data + pos, 0, n);
+  if (p.topic.config.durability == metadata::Durability::kDurable) {
+    const uintptr_t page = 4096;
+    const uintptr_t a = reinterpret_cast<uintptr_t>(p.active_data + pos) & ~(page - 1);
+    const uintptr_t b = reinterpret_cast<uintptr_t>(p.active_data + pos + n);
+    if (::msync(reinterpret_cast<void*>(a), b - a, MS_SYNC) != 0) {
+      RDMQ_LOG(kWarn, "broker", "msync of a refused range failed").kv("partition", Where(p)).kv("errno", errno);
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -514,6 +569,10 @@ void BrokerImpl::CommitFromImm(const fabric::Completion& c) {
         .kv("client", session->client_id)
         .kv("error", s);
     EndLeaseLocked(p, l, protocol::ToWireError(s), true);
+    // The refused bytes lie at the committed end: recovery's forward scan would adopt a batch
+    // there whose CRC and offsets are fine (a duplicate, a sequence gap). Spoil its header
+    // now that the producer can no longer write.
+    if (!p.deleted && l->segment_base == p.active_base) SpoilTail(p, p.committed, c.byte_len);
   };
   if (p.deleted) return fail(Status(WireError::kUnknownTopic, "topic " + p.topic.name + " was deleted"));
   if (l->mode != protocol::ProduceMode::kExclusive) {
@@ -639,12 +698,14 @@ void BrokerImpl::AcceptLoop() {
         continue;
       }
       s->ep_id = e->id();
+      {
+        // Known by its endpoint before the client hears OK: its first immediate may follow at
+        // once, and the commit poller finds the session by endpoint.
+        std::lock_guard lock(sessions_mu_);
+        sessions_by_ep_[s->ep_id] = s;
+      }
       reply(WireError::kOk_, "");
       s->ep = std::move(e);
-    }
-    {
-      std::lock_guard lock(sessions_mu_);
-      sessions_by_ep_[s->ep_id] = s;
     }
     RDMQ_LOG(kDebug, "broker", "data endpoint bound").kv("client", client_id).kv("name", s->name);
   }
@@ -733,6 +794,7 @@ void BrokerImpl::Housekeep(uint64_t now) {
         AfterPublish(p);
       }
     }
+    if (!p.retired.empty()) std::erase_if(p.retired, [now](const auto& r) { return r.first <= now; });
     if (checkpoint && p.dirty) {
       p.dirty = false;
       if (Status s = p.log->Checkpoint(); !s.ok()) {
@@ -754,6 +816,21 @@ void BrokerImpl::Housekeep(uint64_t now) {
 }
 
 void BrokerImpl::HousekeepingLoop() {
+  auto bury = [this] {
+    const uint64_t now = MonoNanos();
+    std::vector<Buried> drop;
+    {
+      std::lock_guard g(graveyard_mu_);
+      for (auto it = graveyard_.begin(); it != graveyard_.end();) {
+        if (it->drop_after_ns <= now) {
+          drop.push_back(std::move(*it));
+          it = graveyard_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
+  };
   const auto tick = std::chrono::milliseconds(std::clamp<uint32_t>(cfg_.lease_ms / 10, 5, 100));
   std::unique_lock lock(hk_mu_);
   while (!stopping_.load(std::memory_order_acquire)) {
@@ -761,6 +838,7 @@ void BrokerImpl::HousekeepingLoop() {
     if (stopping_.load(std::memory_order_acquire)) break;
     lock.unlock();
     Housekeep(MonoNanos());
+    bury();
     lock.lock();
   }
 }

@@ -155,6 +155,10 @@ Status BrokerImpl::Shutdown() {
     if (!result.ok()) RDMQ_LOG(kWarn, "broker", "metadata checkpoint failed").kv("error", result);
   }
   rpc_.reset();
+  {
+    std::lock_guard g(graveyard_mu_);
+    graveyard_.clear();
+  }
   std::error_code ec;
   std::filesystem::remove(cfg_.data_dir + "/rdmq.addr", ec);
   RDMQ_LOG(kInfo, "broker", "broker stopped")

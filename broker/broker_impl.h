@@ -67,8 +67,24 @@ struct Lease {
   bool ended = false;
 };
 
+// A read-write MAP_SHARED mapping of a file the log maps read-only (a sealed segment after a
+// restart), made only to register it on verbs: Linux before 6.2 pins every MR's pages for
+// writing (FOLL_FORCE), which a read-only shared mapping refuses. Nothing writes through it.
+class WritableAlias {
+ public:
+  static Result<std::unique_ptr<WritableAlias>> Map(const std::string& path, size_t size);
+  ~WritableAlias();
+  std::byte* data() const { return data_; }
+
+ private:
+  WritableAlias(std::byte* d, size_t n) : data_(d), size_(n) {}
+  std::byte* data_;
+  size_t size_;
+};
+
 struct SegmentReg {
   storage::SegmentInfo info;                // its pin keeps the mapping alive
+  std::unique_ptr<WritableAlias> alias;     // verbs: what is registered for a read-only mapping
   std::unique_ptr<fabric::Region> region;   // the whole file: read, write, atomics
   std::string read_descriptor;              // encoded read-only descriptor for consumers
 };
@@ -99,6 +115,10 @@ struct Partition {
   std::mutex mu;
   std::unique_ptr<storage::PartitionLog> log;
   std::map<int64_t, SegmentReg> segments;  // by base offset
+  // Segments retention deleted, kept registered (and mapped) for a grace period: a consumer
+  // that read the slot just before the deletion may still READ them (on verbs a READ with a
+  // deregistered key would break its connection). Unchanged bytes; the slot says they are gone.
+  std::vector<std::pair<uint64_t, SegmentReg>> retired;  // (drop after, registration)
   storage::SlotInfo slot;
   std::unique_ptr<fabric::Region> slot_region;
   std::string slot_descriptor;  // encoded read-only
@@ -177,6 +197,8 @@ class BrokerImpl final : public Broker {
   Status CheckProducer(Partition& p, Lease& l, std::byte* data, uint64_t len, bool shared,
                        ProducerState* next, int32_t* first_sequence);
   void RebuildProducers(Partition& p);
+  // Zeroes the first batch header of a refused range at the committed end (Partition::mu held).
+  void SpoilTail(Partition& p, uint64_t pos, uint64_t len);
   // Acks the producers of completed shared ranges and ends the leases of dropped ones.
   void SettleShared(Partition& p, std::span<const storage::CompletedRange> completed,
                     std::span<const storage::CompletedRange> dropped);
@@ -215,6 +237,18 @@ class BrokerImpl final : public Broker {
   uint64_t next_lease_id_ = 1;
 
   std::atomic<uint32_t> notify_cursor_{0};
+  // Registrations of deleted partitions, kept for the same grace period as retired segments
+  // (a client that raced the deletion must not READ a dead key: on verbs that would break its
+  // connection). Guarded by graveyard_mu_.
+  struct Buried {
+    uint64_t drop_after_ns = 0;
+    std::map<int64_t, SegmentReg> segments;
+    std::vector<std::pair<uint64_t, SegmentReg>> retired;
+    std::unique_ptr<fabric::Region> slot_region;
+    storage::SlotInfo slot;
+  };
+  std::mutex graveyard_mu_;
+  std::vector<Buried> graveyard_;
   uint64_t last_checkpoint_ns_ = 0;  // housekeeping thread only
   uint64_t last_retention_ns_ = 0;
   std::mutex admin_mu_;  // serialises topic creation, deletion and changes
@@ -236,6 +270,7 @@ class BrokerImpl final : public Broker {
   } n_;
 
   static constexpr uint32_t kMaxLeases = 16384;
+  static constexpr uint64_t kRetiredGraceNs = 10'000'000'000;
   static constexpr uint32_t kNotifySlots = 4096;
   static constexpr uint32_t kRecvDepth = 512;
 };

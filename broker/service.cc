@@ -301,8 +301,12 @@ void BrokerImpl::HandleOpenProduce(const rpc::RequestContext& ctx, std::span<con
   const std::string where = req.topic + "-" + std::to_string(req.partition);
   if (req.mode == protocol::ProduceMode::kExclusive) {
     if (p.exclusive) {
-      const auto& h = p.exclusive;
-      if (req.producer_id >= 0 && req.producer_id == h->producer_id && req.producer_epoch > h->producer_epoch) {
+      const auto h = p.exclusive;
+      if (h->session == session) {
+        // The same client opening again (it gave up on its lease): the new lease replaces it.
+        EndLeaseLocked(p, h, WireError::kLeaseExpired, false);
+      } else if (req.producer_id >= 0 && req.producer_id == h->producer_id &&
+                 req.producer_epoch > h->producer_epoch) {
         EndLeaseLocked(p, h, WireError::kInvalidProducerEpoch, true);  // fenced by the newer epoch
       } else {
         return Error(resp, Status(WireError::kPartitionBusy,
@@ -474,6 +478,8 @@ void BrokerImpl::HandleCommit(const rpc::RequestContext& ctx, std::span<const st
     }
     if (Status s = CheckProducer(p, *l, data + req.position, req.length, shared, &next, &first_seq); !s.ok()) {
       n_.commit_errors.fetch_add(1, std::memory_order_relaxed);
+      // Exclusive: the bytes sit at the committed end, where recovery would adopt them.
+      if (!shared && req.segment_base == p.active_base) SpoilTail(p, req.position, req.length);
       return Error(resp, s);
     }
   }
@@ -501,6 +507,9 @@ void BrokerImpl::HandleCommit(const rpc::RequestContext& ctx, std::span<const st
     }
     n_.commit_errors.fetch_add(1, std::memory_order_relaxed);
     RDMQ_LOG(kWarn, "broker", "commit refused").kv("partition", where).kv("lease", l->id).kv("error", out.status());
+    if (!shared && req.segment_base == p.active_base && req.position == p.committed) {
+      SpoilTail(p, req.position, req.length);
+    }
     return Error(resp, Status(protocol::ToWireError(out.status()), std::string(out.status().context())));
   }
   n_.commits.fetch_add(1, std::memory_order_relaxed);

@@ -116,6 +116,7 @@ class ConsumerImpl final : public Consumer {
 
   Result<std::vector<ConsumerRecord>> Poll(std::chrono::milliseconds timeout) override {
     RDMQ_RETURN_IF_ERROR(CheckOpen());
+    RDMQ_RETURN_IF_ERROR(CheckConnected());
     std::vector<ConsumerRecord> out;
     const auto deadline = Clock::now() + timeout;
     bool first = true;
@@ -134,6 +135,7 @@ class ConsumerImpl final : public Consumer {
       if (wakeup_.exchange(false)) break;
       if (Clock::now() >= deadline) break;
       first = false;
+      RDMQ_RETURN_IF_ERROR(CheckConnected());
       RDMQ_RETURN_IF_ERROR(Sleep(deadline));
     }
     for (auto& p : parts_) p->fetched_this_poll = false;
@@ -194,6 +196,10 @@ class ConsumerImpl final : public Consumer {
     if (closed_) return Status(Errc::kFailedPrecondition, "the consumer is closed");
     return Status::Ok();
   }
+  Status CheckConnected() const {
+    if (conn_->connected()) return Status::Ok();
+    return Status(Errc::kUnavailable, "the broker at " + conn_->address() + " went away");
+  }
   std::vector<TopicPartition> SelectOrAll(const std::vector<TopicPartition>& v) const {
     return v.empty() ? Assignment() : v;
   }
@@ -225,7 +231,9 @@ class ConsumerImpl final : public Consumer {
     p.slot_mapped = p.slot->mapped();
     for (auto& loc : r.segments) RDMQ_RETURN_IF_ERROR(AddSegment(p, std::move(loc)));
     if (!shm_ && !p.buf) {
-      p.buf_cap = 64 + cfg_.fetch_max_bytes;
+      // One READ per partition per Poll lands here: up to 1 MiB (Kafka's default
+      // max.partition.fetch.bytes) or fetch.max.bytes if smaller; a larger batch grows it.
+      p.buf_cap = 64 + std::min<size_t>(cfg_.fetch_max_bytes, size_t{1} << 20);
       RDMQ_ASSIGN_OR_RETURN(p.buf, conn_->fabric().Allocate(p.buf_cap, fabric::kLocalWrite));
     }
     p.opened = true;
@@ -347,14 +355,15 @@ class ConsumerImpl final : public Consumer {
       if (!s.ok()) return s.is(Errc::kUnavailable) || s.is(Errc::kTimeout) ? Status::Ok() : s;
     }
     format::PartitionSlot slot;
-    if (Status s = ReadSlot(p, &slot); !s.ok()) {
-      // A storage node stuck mid-update (stopped, or starved of CPU) is transient: nothing new
-      // from this partition in this poll.
-      return s.is(storage::StorageErrc::kSlotBusy) ? Status::Ok() : s;
-    }
-    p.gen = slot.generation;
-    if ((slot.flags & format::kSlotClosed) != 0) {
-      // The log closed: the topic was deleted or the broker is restarting. Open it again.
+    Status rs = ReadSlot(p, &slot);
+    // A storage node stuck mid-update (stopped, or starved of CPU) is transient: nothing new
+    // from this partition in this poll.
+    if (rs.is(storage::StorageErrc::kSlotBusy)) return Status::Ok();
+    if (!rs.ok() && !rs.is(Errc::kPermissionDenied)) return rs;
+    p.gen = rs.ok() ? slot.generation : p.gen;
+    if (!rs.ok() || (slot.flags & format::kSlotClosed) != 0) {
+      // The slot went away (its region was unregistered: the topic was deleted) or says the
+      // log closed (deleted, or the broker is restarting): open the partition again.
       p.opened = false;
       Status s = Open(p);
       if (s.is(WireError::kUnknownTopic)) return s;
@@ -423,6 +432,7 @@ class ConsumerImpl final : public Consumer {
 
   Status Parse(Part& p, Seg& s, uint64_t end, std::vector<ConsumerRecord>* out) {
     size_t len = std::min<uint64_t>(end - p.cur_pos, cfg_.fetch_max_bytes);
+    if (s.mapped == nullptr) len = std::min(len, p.buf_cap - 64);
     const std::byte* data;
     auto fetch = [&](size_t n) -> Status {
       if (s.mapped != nullptr) {

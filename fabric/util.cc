@@ -30,7 +30,12 @@ Result<Mapping> MapShared(int fd, size_t len, uint64_t offset, bool writable, co
   const int prot = PROT_READ | (writable ? PROT_WRITE : 0);
   // MAP_POPULATE maps shared pages read-only, so every page still takes a write fault
   // (page_mkwrite) on its first store: writable mappings are populated for write instead, all
-  // those faults in one pass in the kernel (Linux 5.14+; older kernels fault lazily).
+  // those faults in one pass in the kernel (Linux 5.14+; older kernels fault lazily). Large
+  // writable mappings (a producer's window on a log segment) are left to fault lazily: the
+  // owner of such a mapping prefaults ahead of its writes where that pays (the producer does,
+  // off its sending thread), instead of stalling here for the whole range.
+  constexpr size_t kMaxWritePopulate = size_t{8} << 20;
+  if (writable && len > kMaxWritePopulate) populate = false;
   const int flags = MAP_SHARED | (populate && !writable ? MAP_POPULATE : 0);
   void* p = ::mmap(nullptr, len, prot, flags, fd, static_cast<off_t>(offset));
   if (p == MAP_FAILED) {

@@ -91,7 +91,10 @@ constexpr uint32_t kInternalReserve = 8;  // send-queue slots kept for binds and
 constexpr uint64_t kRecvBit = 1ULL << 63;
 
 int ToIbvAccess(uint32_t a) {
-  int f = IBV_ACCESS_LOCAL_WRITE;  // needed for READ targets, receives, and any remote write
+  // Local write is needed for READ targets, receives and any remote write or atomic; a region
+  // registered for remote reads only gets none, so read-only mappings (sealed log segments,
+  // which the storage engine maps PROT_READ) can be registered too.
+  int f = (a & (kLocalWrite | kRemoteWrite | kRemoteAtomic)) != 0 ? IBV_ACCESS_LOCAL_WRITE : 0;
   if (a & kRemoteRead) f |= IBV_ACCESS_REMOTE_READ;
   if (a & kRemoteWrite) f |= IBV_ACCESS_REMOTE_WRITE;
   if (a & kRemoteAtomic) f |= IBV_ACCESS_REMOTE_ATOMIC;
@@ -299,8 +302,12 @@ class VerbsCore {
 
   // Registers [addr, addr+len) with `access`; falls back to on-demand paging; says which
   // backing to use when nothing works.
-  Result<MrPtr> RegisterMr(void* addr, size_t len, uint32_t access, int fd) {
-    const int flags = ToIbvAccess(access) | (has_mw ? IBV_ACCESS_MW_BIND : 0);
+  // `window`: the MR a memory window is bound to (always needs MW_BIND). Other MRs get MW_BIND
+  // only when writable: the kernel pins MW_BIND memory for writing, which a read-only mapping
+  // (a sealed log segment) refuses.
+  Result<MrPtr> RegisterMr(void* addr, size_t len, uint32_t access, int fd, bool window = false) {
+    const bool writable = (access & (kLocalWrite | kRemoteWrite | kRemoteAtomic)) != 0;
+    const int flags = ToIbvAccess(access) | (has_mw && (writable || window) ? IBV_ACCESS_MW_BIND : 0);
     MrPtr mr(ibv_reg_mr(pd.get(), addr, len, flags));
     if (mr) return mr;
     const int err1 = errno;
@@ -1124,7 +1131,7 @@ class VerbsEndpoint : public Endpoint {
     }
     // The window is bound to an MR of exactly the granted bytes: some devices (rdma_rxe in
     // Linux 6.1) check an access through a window against the window's MR, not the window.
-    RDMQ_ASSIGN_OR_RETURN(MrPtr window_mr, fab_->RegisterMr(r->data() + offset, length, access, -1));
+    RDMQ_ASSIGN_OR_RETURN(MrPtr window_mr, fab_->RegisterMr(r->data() + offset, length, access, -1, true));
     MwPtr mw(ibv_alloc_mw(fab_->pd.get(), IBV_MW_TYPE_2));
     if (!mw) return CmError("ibv_alloc_mw(type 2) on " + fab_->device_name);
     ibv_send_wr wr{};

@@ -18,12 +18,15 @@
 #include <cstring>
 #include <deque>
 #include <list>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <random>
 #include <thread>
 #include <unordered_map>
 #include <vector>
+
+#include <sys/mman.h>
 
 #include "rdmq/client/connection.h"
 #include "rdmq/common/clock.h"
@@ -32,7 +35,12 @@
 #include "rdmq/producer/partitioner.h"
 #include "rdmq/protocol/data_plane.h"
 #include "rdmq/protocol/messages.h"
+#include "rdmq/storage/format.h"
 #include "rdmq/storage/record_batch.h"
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
 
 namespace rdmq::producer {
 namespace {
@@ -84,7 +92,8 @@ bool Retriable(const Status& s) {
 
 constexpr uint64_t kTagKindShift = 56;
 constexpr uint32_t kMaxPartitions = 1024;
-constexpr uint64_t kScratchOffset = uint64_t{kMaxPartitions} * 64;
+constexpr uint32_t kAckBlocksPerPartition = 4;
+constexpr uint64_t kScratchOffset = uint64_t{kMaxPartitions} * kAckBlocksPerPartition * 64;
 constexpr uint64_t kTagWrite = 1;  // low bits: partition number (errors only)
 constexpr uint64_t kTagWait = 2;   // low bits: wait-op id
 
@@ -163,10 +172,15 @@ struct PState {
   uint64_t lost_since_ns = 0;
   Status last_error;
   // Acks.
-  uint32_t ack_slot = 0;
+  uint32_t ack_slot = 0;  // this partition's scratch word (atomics' results, small READs)
+  uint64_t leases_opened = 0;
   std::unique_ptr<fabric::Grant> ack_grant;
   std::byte* ack_block = nullptr;
   uint64_t ack_gen_seen = 0;
+  protocol::AckBlock last_ack;  // the newest ack block of the current lease
+  // Shared mode: read-only attachments of segments holding batches whose offsets are read back.
+  std::map<int64_t, std::unique_ptr<fabric::RemoteRegion>> read_segs;
+  bool have_ack = false;
   // Sequences (idempotence).
   int32_t next_sequence = 0;
   // Batches.
@@ -177,11 +191,15 @@ struct PState {
   std::deque<Batch*> inflight;  // posted, not acknowledged, in position order
   std::vector<Batch*> completed;  // to finish (callbacks, memory) once the lock is released
   bool need_roll = false;
+  // shm, exclusive: the window is prefaulted (for write) up to this data-area position by the
+  // I/O thread, ahead of write_pos, so the sending thread does not take page faults.
+  uint64_t prefault_to = 0;
 };
 
 struct TopicState {
   std::string name;
   int32_t partitions = 0;
+  uint32_t max_message_bytes = 0;  // the topic's max.message.bytes: the largest batch
   std::vector<PState*> parts;
   std::atomic<int32_t> sticky{-1};
 };
@@ -202,6 +220,8 @@ class Core : public std::enable_shared_from_this<Core> {
   // Progress: drains the queues (if no one else is) and processes new acks. True if it did
   // anything.
   bool Progress();
+  // When the broker is gone: fails every unacknowledged record with kUnavailable, once.
+  void CheckConnection();
   // Waits until pred() holds or the deadline passes, driving progress meanwhile.
   template <class Pred>
   bool WaitFor(Pred pred, Clock::time_point deadline);
@@ -219,6 +239,8 @@ class Core : public std::enable_shared_from_this<Core> {
   Status PostShared(PState& ps, Batch& b);             // ps.mu held
   Status Roll(PState& ps);                             // ps.mu held
   void CheckAcks(PState& ps);                          // ps.mu held
+  void CompleteCovered(PState& ps);                    // ps.mu held
+  Result<const fabric::RemoteRegion*> ReadSegment(PState& ps, int64_t base);  // ps.mu held
   void CompleteBatch(PState& ps, Batch* b, const Status& s);  // ps.mu held
   void FailAll(PState& ps, const Status& s);           // ps.mu held
   void Finish(std::vector<Batch*>& done);              // no lock: callbacks, memory
@@ -248,6 +270,7 @@ class Core : public std::enable_shared_from_this<Core> {
   Status PostAndWait(fabric::WorkRequest wr);
   Status PostData(std::span<const fabric::WorkRequest> wrs);
   void IoLoop();
+  void Prefault();  // I/O thread: prefaults exclusive windows ahead of the writes (shm)
   void Tick(uint64_t now);
   void HandleCommitResults();
   struct CommitResult {
@@ -278,6 +301,7 @@ class Core : public std::enable_shared_from_this<Core> {
   std::vector<std::unique_ptr<std::unordered_map<std::string_view, TopicState*>>> old_maps_;
 
   std::atomic_flag polling_ = ATOMIC_FLAG_INIT;
+  std::atomic_flag cq_sleeper_ = ATOMIC_FLAG_INIT;  // who may sleep in the receive queue
   std::mutex post_mu_;  // one posting thread at a time on the data endpoint
   uint32_t recv_owed_ = 0;
   std::mutex ops_mu_;
@@ -297,6 +321,10 @@ class Core : public std::enable_shared_from_this<Core> {
 
   std::atomic<bool> closing_{false};
   std::atomic<bool> broken_logged_{false};
+  std::atomic<bool> lost_{false};  // the connection to the broker is gone
+  std::mutex failed_mu_;
+  uint64_t failed_records_ = 0;  // since the last Flush
+  Status first_failure_;
   std::atomic<bool> closed_{false};
   std::thread io_;
   std::mutex io_mu_;
@@ -340,9 +368,9 @@ Status Core::Init() {
     chunks_[i].index = static_cast<uint32_t>(i);
     free_chunks_.push_back(static_cast<uint32_t>(n - 1 - i));
   }
-  // 1023 ack blocks (one per partition written to), then as many 64-byte scratch words for
-  // atomics' results and small READs.
-  RDMQ_ASSIGN_OR_RETURN(acks_, conn_->fabric().Allocate(2 * kScratchOffset,
+  // Four ack blocks per partition written to (one per lease, in turn), then a 64-byte scratch
+  // word per partition for atomics' results and small READs.
+  RDMQ_ASSIGN_OR_RETURN(acks_, conn_->fabric().Allocate(kScratchOffset + uint64_t{kMaxPartitions} * 64,
                                                         fabric::kLocalWrite | fabric::kRemoteWrite));
   {
     std::vector<fabric::RecvRequest> rr(1024);
@@ -366,6 +394,7 @@ Core::~Core() {
   if (io_.joinable()) io_.join();
   for (auto& ps : part_store_) {
     ps.remote.reset();
+    ps.read_segs.clear();
     ps.ack_grant.reset();
     for (Batch* b : ps.sealed) delete b;
     for (Batch* b : ps.inflight) delete b;
@@ -385,13 +414,16 @@ Result<TopicState*> Core::Topic(std::string_view name) {
   protocol::TopicNameRequest req{std::string(name)};
   RDMQ_ASSIGN_OR_RETURN(auto d, (conn_->Call<protocol::DescribeTopicResponse>(Api::kDescribeTopic, req)));
   int32_t partitions = 0;
+  uint32_t max_message = max_batch_;
   for (const auto& e : d.topic.configs) {
     if (e.key == "partitions") std::from_chars(e.value.data(), e.value.data() + e.value.size(), partitions);
+    if (e.key == "max.message.bytes") std::from_chars(e.value.data(), e.value.data() + e.value.size(), max_message);
   }
   if (partitions <= 0) partitions = static_cast<int32_t>(d.partitions.size());
   TopicState& t = topic_store_.emplace_back();
   t.name = std::string(name);
   t.partitions = partitions;
+  t.max_message_bytes = max_message;
   for (int32_t i = 0; i < partitions; ++i) {
     PState& ps = part_store_.emplace_back();
     ps.id = static_cast<uint32_t>(parts_.size());
@@ -416,16 +448,19 @@ Result<int32_t> Core::PartitionCount(std::string_view topic) {
 // Leases
 
 Status Core::OpenLease(PState& ps) {
-  if (!ps.ack_grant) {
+  {
+    // Each lease gets the next of the partition's ack blocks, so that a late ack of an earlier
+    // lease (its last words) can never be taken for one of this lease.
     std::lock_guard lock(post_mu_);
     if (ps.id >= kMaxPartitions) {
       return Status(Errc::kResourceExhausted,
                     "a producer writes to at most " + std::to_string(kMaxPartitions) + " partitions");
     }
     ps.ack_slot = ps.id;
-    RDMQ_ASSIGN_OR_RETURN(ps.ack_grant, conn_->data()->GrantAccess(*acks_, uint64_t{ps.ack_slot} * 64, 64,
-                                                                    fabric::kRemoteWrite));
-    ps.ack_block = acks_->data() + uint64_t{ps.ack_slot} * 64;
+    const uint64_t block = uint64_t{ps.id} * kAckBlocksPerPartition + (ps.leases_opened++ % kAckBlocksPerPartition);
+    ps.ack_grant.reset();
+    RDMQ_ASSIGN_OR_RETURN(ps.ack_grant, conn_->data()->GrantAccess(*acks_, block * 64, 64, fabric::kRemoteWrite));
+    ps.ack_block = acks_->data() + block * 64;
   }
   protocol::OpenProduceRequest req;
   req.topic = ps.topic->name;
@@ -449,12 +484,14 @@ Status Core::OpenLease(PState& ps) {
   ps.seg = std::move(resp.segment);
   ps.write_pos = resp.write_position;
   ps.next_offset = resp.next_offset;
+  ps.prefault_to = resp.write_position;
   ps.last_commit_ns = MonoNanos();
   ps.lost_since_ns = 0;
   ps.need_roll = false;
   // Sync with the ack block's generation so that old acks are not taken for new ones.
   protocol::AckBlock a;
   if (protocol::DecodeAckBlock(ps.ack_block, &a)) ps.ack_gen_seen = a.generation;
+  ps.have_ack = false;
   // Batches the broker already has (a lease lost after the commit, before its ack): complete
   // them instead of writing them twice.
   if (producer_id_ >= 0) {
@@ -578,12 +615,13 @@ void Core::ReleaseChunk(Chunk* c) {
 }
 
 Status Core::NewBatch(PState& ps, size_t need, std::unique_lock<std::mutex>& lock) {
-  size_t cap = std::min<size_t>(cfg_.batch_size, max_batch_);
+  const size_t max_batch = ps.topic->max_message_bytes;
+  size_t cap = std::min<size_t>(cfg_.batch_size, max_batch);
   cap = std::max(cap, need);
-  if (need > max_batch_) {
+  if (need > max_batch) {
     return Status(WireError::kRecordTooLarge, "a record of " + std::to_string(need) +
-                                                  " bytes (batch overhead included) exceeds the broker's "
-                                                  "max.message.bytes " + std::to_string(max_batch_));
+                                                  " bytes (batch overhead included) exceeds max.message.bytes " +
+                                                  std::to_string(max_batch) + " of topic '" + ps.topic->name + "'");
   }
   if (ps.cur_chunk == nullptr || ps.cur_chunk->span * chunk_size_ - ps.cur_off < cap) {
     if (ps.cur_chunk != nullptr) {
@@ -658,8 +696,9 @@ void Core::PostSealed(PState& ps) {
     const Status s = cfg_.mode == PartitionMode::kExclusive ? PostExclusive(ps, *b) : PostShared(ps, *b);
     if (s.is(Errc::kResourceExhausted)) break;  // waiting for the in-flight batches (a roll)
     if (!s.ok()) {
-      if (s.code().category() != module_error_category<WireError>() && !s.is(Errc::kTimeout)) {
-        // The data connection itself failed: nothing can be sent any more.
+      if (s.code().category() == module_error_category<fabric::FabricErrc>() && s.is(Errc::kUnavailable)) {
+        // The data connection itself failed (peer gone, flushed): nothing can be sent any more.
+        // (A revoked or unknown key is only a lost lease: the retriable path below.)
         ps.fatal = Status(Errc::kUnavailable, "the data connection to the broker at " + conn_->address() +
                                                   " failed: " + s.ToString());
         FailAll(ps, ps.fatal);
@@ -714,6 +753,7 @@ Status Core::Roll(PState& ps) {
   ps.seg = std::move(resp->segment);
   ps.write_pos = resp->write_position;
   ps.next_offset = resp->next_offset;
+  ps.prefault_to = resp->write_position;
   ps.need_roll = false;
   return Status::Ok();
 }
@@ -900,64 +940,95 @@ void Core::HandleCommitResults() {
 void Core::CheckAcks(PState& ps) {
   if (ps.ack_block == nullptr) return;
   protocol::AckBlock a;
-  if (!protocol::DecodeAckBlock(ps.ack_block, &a)) return;  // being written: next time
-  if (a.generation == ps.ack_gen_seen) return;
-  ps.ack_gen_seen = a.generation;
-  auto covered = [&](const Batch* b) {
-    return b->segment_base == a.segment_base && b->position + b->size <= a.acked_position;
-  };
-  if (a.error != 0 || (a.flags & protocol::kAckLeaseRevoked) != 0) {
-    // What the ack covers is committed; the rest is resent on a new lease.
-    const Status why = a.error != 0 ? Status(static_cast<WireError>(a.error), "the broker refused a commit")
-                                    : Status(WireError::kLeaseExpired, "lease revoked");
-    if (cfg_.mode == PartitionMode::kExclusive) {
-      while (!ps.inflight.empty() && covered(ps.inflight.front())) {
-        CompleteBatch(ps, ps.inflight.front(), Status::Ok());
-        ps.inflight.pop_front();
-      }
-      if (a.error != 0 && !Retriable(why) && !ps.inflight.empty()) {
+  if (protocol::DecodeAckBlock(ps.ack_block, &a) && a.generation != ps.ack_gen_seen) {
+    ps.ack_gen_seen = a.generation;
+    ps.last_ack = a;
+    ps.have_ack = true;
+    if (a.error != 0 || (a.flags & protocol::kAckLeaseRevoked) != 0) {
+      // What the ack covers is committed; the rest is resent on a new lease.
+      const Status why = a.error != 0 ? Status(static_cast<WireError>(a.error), "the broker refused a commit")
+                                      : Status(WireError::kLeaseExpired, "lease revoked");
+      CompleteCovered(ps);
+      if (cfg_.mode == PartitionMode::kExclusive && a.error != 0 && !Retriable(why) && !ps.inflight.empty()) {
         // Not retriable (a bad batch): fail the first unacknowledged batch, resend the others.
         CompleteBatch(ps, ps.inflight.front(), why);
         ps.inflight.pop_front();
       }
+      ps.have_ack = false;
+      LeaseLost(ps, why);
+      return;
     }
-    LeaseLost(ps, why);
-    return;
+    ps.last_commit_ns = MonoNanos();
   }
-  ps.last_commit_ns = MonoNanos();
+  // The ack block is cumulative; a shared batch whose Commit response came after its ack is
+  // covered by the ack seen before.
+  if (ps.have_ack) CompleteCovered(ps);
+  PostSealed(ps);
+  // linger 0: what accumulated behind the acknowledged batches goes now.
+  if (cfg_.linger.count() == 0 && ps.open_batch != nullptr && ps.inflight.empty() && ps.sealed.empty()) Seal(ps);
+}
+
+void Core::CompleteCovered(PState& ps) {
+  const protocol::AckBlock& a = ps.last_ack;
+  auto covered = [&](const Batch* b) {
+    return b->segment_base == a.segment_base && b->position + b->size <= a.acked_position;
+  };
   if (cfg_.mode == PartitionMode::kExclusive) {
     while (!ps.inflight.empty() && covered(ps.inflight.front())) {
       CompleteBatch(ps, ps.inflight.front(), Status::Ok());
       ps.inflight.pop_front();
     }
-  } else {
-    for (auto it = ps.inflight.begin(); it != ps.inflight.end();) {
-      Batch* b = *it;
-      if (b->committed && !b->complete && covered(b)) {
-        // Complete: the node wrote its offsets into its header (8 bytes at its position).
-        int64_t base = -1;
-        if (const std::byte* m = ps.remote ? ps.remote->mapped() : nullptr; m != nullptr) {
-          base = coding::LoadBE<int64_t>(m + ps.seg.RemoteOffset(b->position));
-        } else if (ps.remote) {
-          std::byte* tmp = acks_->data() + kScratchOffset + uint64_t{ps.ack_slot} * 64 + 8;
-          fabric::WorkRequest rd;
-          rd.opcode = fabric::Opcode::kRead;
-          rd.local = {tmp, 8, acks_.get()};
-          rd.remote = ps.remote.get();
-          rd.remote_offset = ps.seg.RemoteOffset(b->position);
-          if (PostAndWait(rd).ok()) base = coding::LoadBE<int64_t>(tmp);
-        }
-        b->base_offset = base;
-        CompleteBatch(ps, b, Status::Ok());
-        it = ps.inflight.erase(it);
+    return;
+  }
+  for (auto it = ps.inflight.begin(); it != ps.inflight.end();) {
+    Batch* b = *it;
+    if (!b->committed || b->complete || !covered(b)) {
+      ++it;
+      continue;
+    }
+    // Complete: the node wrote its offsets into its header (8 bytes at its position), which
+    // is read through a read-only attachment of that segment (the write grant has no read right
+    // and moves on with the lease).
+    int64_t base = -1;
+    auto rs = ReadSegment(ps, b->segment_base);
+    if (rs.ok()) {
+      const uint64_t off = storage::format::kSegmentHeaderSize + b->position;
+      if (const std::byte* m = (*rs)->mapped(); m != nullptr) {
+        base = coding::LoadBE<int64_t>(m + off);
       } else {
-        ++it;
+        std::byte* tmp = acks_->data() + kScratchOffset + uint64_t{ps.ack_slot} * 64 + 8;
+        fabric::WorkRequest rd;
+        rd.opcode = fabric::Opcode::kRead;
+        rd.local = {tmp, 8, acks_.get()};
+        rd.remote = *rs;
+        rd.remote_offset = off;
+        if (PostAndWait(rd).ok()) base = coding::LoadBE<int64_t>(tmp);
       }
     }
+    b->base_offset = base;
+    CompleteBatch(ps, b, Status::Ok());
+    it = ps.inflight.erase(it);
   }
-  PostSealed(ps);
-  // linger 0: what accumulated behind the acknowledged batches goes now.
-  if (cfg_.linger.count() == 0 && ps.open_batch != nullptr && ps.inflight.empty() && ps.sealed.empty()) Seal(ps);
+  // Forget read attachments of segments no batch waits for any more.
+  int64_t oldest = ps.seg.base_offset;
+  for (const Batch* b : ps.inflight) oldest = std::min(oldest, b->segment_base);
+  while (!ps.read_segs.empty() && ps.read_segs.begin()->first < oldest) {
+    std::lock_guard lock(post_mu_);
+    ps.read_segs.erase(ps.read_segs.begin());
+  }
+}
+
+Result<const fabric::RemoteRegion*> Core::ReadSegment(PState& ps, int64_t base) {
+  auto it = ps.read_segs.find(base);
+  if (it != ps.read_segs.end()) return it->second.get();
+  protocol::GetSegmentRequest req{ps.topic->name, ps.partition, base};
+  RDMQ_ASSIGN_OR_RETURN(auto r, (conn_->Call<protocol::GetSegmentResponse>(Api::kGetSegment, req)));
+  RDMQ_ASSIGN_OR_RETURN(auto d, fabric::RegionDescriptor::Decode(std::as_bytes(std::span(r.segment.region.bytes))));
+  std::lock_guard lock(post_mu_);
+  RDMQ_ASSIGN_OR_RETURN(auto remote, conn_->data()->Attach(d));
+  const fabric::RemoteRegion* out = remote.get();
+  ps.read_segs[base] = std::move(remote);
+  return out;
 }
 
 void Core::CompleteBatch(PState& ps, Batch* b, const Status& s) {
@@ -990,6 +1061,11 @@ void Core::FailAll(PState& ps, const Status& s) {
 void Core::Finish(std::vector<Batch*>& done) {
   for (Batch* b : done) {
     SendFuture::State& st = *b->state;
+    if (!st.status.ok()) {
+      std::lock_guard lock(failed_mu_);
+      if (failed_records_ == 0) first_failure_ = st.status;
+      failed_records_ += static_cast<uint64_t>(st.records.size());
+    }
     for (auto& [i, cb] : b->callbacks) {
       if (!st.status.ok()) {
         cb(st.status);
@@ -1062,7 +1138,25 @@ bool Core::DrainQueues() {
   return total > 0;
 }
 
+void Core::CheckConnection() {
+  if (conn_->connected() || lost_.exchange(true)) return;
+  const Status why(Errc::kUnavailable, "the broker at " + conn_->address() + " went away");
+  RDMQ_LOG(kWarn, "producer", "lost the broker; failing every unacknowledged record").kv("broker", conn_->address());
+  std::vector<PState*> parts;
+  {
+    std::lock_guard lock(topics_mu_);
+    parts = parts_;
+  }
+  for (PState* ps : parts) {
+    PLock lock(this, *ps);
+    ps->fatal = why;
+    ps->open = false;
+    FailAll(*ps, why);
+  }
+}
+
 bool Core::Progress() {
+  if (!lost_.load(std::memory_order_relaxed) && !conn_->connected()) CheckConnection();
   bool any = DrainQueues();
   HandleCommitResults();
   std::vector<uint32_t> failed;
@@ -1101,7 +1195,7 @@ template <class Pred>
 bool Core::WaitFor(Pred pred, Clock::time_point deadline) {
   if (pred()) return true;
   waiters_.fetch_add(1, std::memory_order_acq_rel);
-  const auto spin_until = Clock::now() + std::chrono::microseconds(200);
+  const auto spin_until = Clock::now() + cfg_.spin;
   bool ok = false;
   while (true) {
     if (pred()) {
@@ -1115,13 +1209,20 @@ bool Core::WaitFor(Pred pred, Clock::time_point deadline) {
       CpuRelax();
       continue;
     }
-    // Sleep; the I/O thread polls meanwhile.
+    // Sleep. One sleeper at a time waits in the receive queue itself (an ack's immediate
+    // wakes it, and it then processes the ack: no hand-off); others wait to be notified.
+    const auto until = std::min(deadline, Clock::now() + std::chrono::milliseconds(1));
+    if (!cq_sleeper_.test_and_set(std::memory_order_acquire)) {
+      if (!pred()) (void)conn_->recv_cq()->Wait(until - Clock::now());
+      cq_sleeper_.clear(std::memory_order_release);
+      continue;
+    }
     waiters_.fetch_sub(1, std::memory_order_acq_rel);
     io_cv_.notify_all();
     {
       std::unique_lock lock(wait_mu_);
       sleepers_.fetch_add(1, std::memory_order_acq_rel);
-      if (!pred()) wait_cv_.wait_until(lock, std::min(deadline, Clock::now() + std::chrono::milliseconds(1)));
+      if (!pred()) wait_cv_.wait_until(lock, until);
       sleepers_.fetch_sub(1, std::memory_order_acq_rel);
     }
     waiters_.fetch_add(1, std::memory_order_acq_rel);
@@ -1133,6 +1234,9 @@ bool Core::WaitFor(Pred pred, Clock::time_point deadline) {
 
 Status Core::Send(const ProducerRecord& r, SendCallback cb, SendFuture* fut) {
   if (closed_.load(std::memory_order_acquire)) return Status(Errc::kFailedPrecondition, "the producer is closed");
+  if (lost_.load(std::memory_order_relaxed)) {
+    return Status(Errc::kUnavailable, "the broker at " + conn_->address() + " went away");
+  }
   RDMQ_ASSIGN_OR_RETURN(TopicState * t, Topic(r.topic));
   int32_t part = r.partition;
   if (part < 0) {
@@ -1212,7 +1316,8 @@ Status Core::Send(const ProducerRecord& r, SendCallback cb, SendFuture* fut) {
       const size_t need = storage::kBatchHeaderSize + storage::EncodedRecordSize(in, 0, 0);
       return Status(WireError::kRecordTooLarge, "a record of " + std::to_string(need) +
                                                     " bytes (with the batch header) exceeds max.message.bytes " +
-                                                    std::to_string(max_batch_));
+                                                    std::to_string(t->max_message_bytes) + " of topic '" + t->name +
+                                                    "'");
     }
     Seal(ps);
   }
@@ -1236,7 +1341,12 @@ Status Core::Flush(std::chrono::milliseconds timeout) {
     return Status(Errc::kTimeout, std::to_string(unacked_.load()) + " batches still unacknowledged after " +
                                       std::to_string(timeout.count()) + " ms");
   }
-  return Status::Ok();
+  std::lock_guard lock(failed_mu_);
+  if (failed_records_ == 0) return Status::Ok();
+  Status first = first_failure_.WithContext(std::to_string(failed_records_) + " records failed since the last flush");
+  failed_records_ = 0;
+  first_failure_ = Status::Ok();
+  return first;
 }
 
 Status Core::Close(std::chrono::milliseconds timeout) {
@@ -1263,6 +1373,7 @@ Status Core::Close(std::chrono::milliseconds timeout) {
     std::lock_guard lock(ps->mu);
     std::lock_guard plock(post_mu_);
     ps->remote.reset();
+    ps->read_segs.clear();
     ps->ack_grant.reset();
   }
   conn_.reset();
@@ -1303,6 +1414,43 @@ void Core::Tick(uint64_t now) {
   }
 }
 
+void Core::Prefault() {
+  if (cfg_.mode != PartitionMode::kExclusive) return;
+  constexpr uint64_t kAhead = 16 << 20;  // keep this much of the window ready ahead of writes
+  constexpr uint64_t kStep = 4 << 20;
+  std::vector<PState*> parts;
+  {
+    std::lock_guard lock(topics_mu_);
+    parts = parts_;
+  }
+  for (PState* ps : parts) {
+    for (int steps = 0; steps < 8; ++steps) {
+      const std::byte* base = nullptr;
+      uint64_t from = 0, to = 0;
+      {
+        std::unique_lock lock(ps->mu, std::try_to_lock);
+        if (!lock.owns_lock() || !ps->open || !ps->remote) break;
+        const std::byte* m = ps->remote->mapped();
+        if (m == nullptr) break;
+        const uint64_t cap = ps->seg.capacity;
+        if (ps->prefault_to >= cap || ps->prefault_to >= ps->write_pos + kAhead) break;
+        from = std::max(ps->prefault_to, ps->write_pos);
+        to = std::min(cap, from + kStep);
+        base = m;
+        // Claimed now; a roll meanwhile resets it (and the range may then be unmapped: madvise
+        // on it fails harmlessly or populates the new mapping).
+        ps->prefault_to = to;
+        from = ps->seg.RemoteOffset(from);
+        to = ps->seg.RemoteOffset(to);
+      }
+      const uintptr_t page = 4096;
+      const uintptr_t a = (reinterpret_cast<uintptr_t>(base) + from) & ~(page - 1);
+      const uintptr_t b = (reinterpret_cast<uintptr_t>(base) + to) & ~(page - 1);
+      if (b > a) (void)::madvise(reinterpret_cast<void*>(a), b - a, MADV_POPULATE_WRITE);
+    }
+  }
+}
+
 void Core::IoLoop() {
   const uint64_t linger_ns = static_cast<uint64_t>(cfg_.linger.count()) * 1000;
   const auto tick = std::chrono::nanoseconds(linger_ns > 0 ? std::min<uint64_t>(linger_ns, 1'000'000) : 1'000'000);
@@ -1310,15 +1458,23 @@ void Core::IoLoop() {
   while (!closing_.load(std::memory_order_acquire)) {
     const uint64_t now = MonoNanos();
     if (now - last_tick >= static_cast<uint64_t>(tick.count())) {
+      if (!lost_.load(std::memory_order_relaxed) && !conn_->connected()) CheckConnection();
       Tick(now);
       last_tick = now;
     }
+    Prefault();
     if (app_active_.exchange(false, std::memory_order_relaxed)) last_app_progress_ns_.store(now, std::memory_order_relaxed);
     const bool app_active = waiters_.load(std::memory_order_acquire) > 0 ||
-                            now - last_app_progress_ns_.load(std::memory_order_relaxed) < 200'000;
+                            now - last_app_progress_ns_.load(std::memory_order_relaxed) < 100'000;
     if (unacked_.load(std::memory_order_acquire) > 0 && !app_active) {
       if (Progress()) continue;
-      (void)conn_->recv_cq()->Wait(tick);
+      if (!cq_sleeper_.test_and_set(std::memory_order_acquire)) {
+        (void)conn_->recv_cq()->Wait(tick);
+        cq_sleeper_.clear(std::memory_order_release);
+      } else {
+        std::unique_lock lock(io_mu_);
+        io_cv_.wait_for(lock, tick);
+      }
       Progress();
     } else {
       std::unique_lock lock(io_mu_);
@@ -1446,6 +1602,12 @@ Status ProducerConfig::Set(std::string_view key, std::string_view value) {
     max_block = std::chrono::milliseconds(ms);
     return Status::Ok();
   }
+  if (key == "rdmq.wait.spin.us") {
+    int64_t us = 0;
+    RDMQ_RETURN_IF_ERROR(ParseInt<int64_t>(key, value, 0, 10'000'000, &us));
+    spin = std::chrono::microseconds(us);
+    return Status::Ok();
+  }
   if (key == "delivery.timeout.ms") {
     int64_t ms = 0;
     RDMQ_RETURN_IF_ERROR(ParseInt<int64_t>(key, value, 1, 86'400'000, &ms));
@@ -1458,7 +1620,7 @@ Status ProducerConfig::Set(std::string_view key, std::string_view value) {
                 "unknown producer config key '" + std::string(key) +
                     "' (known: batch.size, linger.ms, acks, enable.idempotence, partition.mode, "
                     "max.in.flight.requests.per.connection, buffer.memory, max.block.ms, delivery.timeout.ms, "
-                    "bootstrap.servers, client.id, request.timeout.ms, rdma.device)");
+                    "rdmq.wait.spin.us, bootstrap.servers, client.id, request.timeout.ms, rdma.device)");
 }
 
 }  // namespace rdmq::producer

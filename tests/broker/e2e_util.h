@@ -3,6 +3,7 @@
 #pragma once
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,11 +12,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "rdmq/client/options.h"
+#include "rdmq/fabric/fabric.h"
 #include "support/test_util.h"
 
 namespace rdmq::test {
@@ -24,6 +27,25 @@ namespace rdmq::test {
 inline std::string BinDir() {
   if (const char* d = std::getenv("RDMQ_TEST_BIN_DIR"); d != nullptr && *d != '\0') return d;
   return std::filesystem::read_symlink("/proc/self/exe").parent_path().string();
+}
+
+// The host to listen on: loopback for tcp; for verbs the address of an RDMA-capable interface
+// ($RDMQ_VERBS_LISTEN, host:port, as the Soft-RoCE VM sets it).
+inline std::string ListenHost(const std::string& fabric) {
+  if (fabric == "verbs") {
+    if (const char* e = std::getenv("RDMQ_VERBS_LISTEN"); e != nullptr && *e != '\0') {
+      std::string s = e;
+      return s.substr(0, s.rfind(':'));
+    }
+  }
+  return "127.0.0.1";
+}
+
+// True when an RDMA device can be opened here.
+inline bool VerbsAvailable() {
+  fabric::FabricOptions o;
+  o.provider = fabric::Provider::kVerbs;
+  return fabric::Fabric::Open(o).ok();
 }
 
 // A child process started with execv; killed (SIGKILL) on destruction if still running.
@@ -40,11 +62,15 @@ class Child {
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
+    std::fflush(nullptr);  // the child must not repeat what this process buffered
     pid_ = fork();
     if (pid_ == 0) {
+      // Dies with the test process, whatever kills it.
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (!stdout_file.empty()) {
         FILE* f = std::freopen(stdout_file.c_str(), "w", stdout);
         (void)f;
+        dup2(fileno(stdout), STDERR_FILENO);
       }
       execv(args[0], args.data());
       _exit(127);
@@ -103,7 +129,8 @@ class BrokerProcess {
     std::filesystem::remove(dir_ + "/rdmq.addr");
     std::vector<std::string> argv = {BinDir() + "/rdmq-broker", "--data-dir", dir_, "--fabric", fabric_};
     if (fabric_ != "shm") {
-      argv.insert(argv.end(), {"--set", "listen.control=127.0.0.1:0", "--set", "listen.data=127.0.0.1:0"});
+      const std::string host = ListenHost(fabric_);
+      argv.insert(argv.end(), {"--set", "listen.control=" + host + ":0", "--set", "listen.data=" + host + ":0"});
     }
     for (const auto& s : sets_) argv.insert(argv.end(), {"--set", s});
     log_ = dir_ + ".broker.log";
@@ -119,7 +146,12 @@ class BrokerProcess {
       if (!child_.running()) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
-    if (why != nullptr) *why = "broker did not start (status " + std::to_string(child_.status()) + ")";
+    if (why != nullptr) {
+      std::ifstream in(log_);
+      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      *why = "broker did not start (status " + std::to_string(child_.status()) + "); its log ends:\n" +
+             text.substr(text.size() > 3000 ? text.size() - 3000 : 0);
+    }
     return false;
   }
   void Kill() { child_.Kill(SIGKILL); }

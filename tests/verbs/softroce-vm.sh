@@ -22,7 +22,8 @@
 #   RDMQ_RXE_SMP      vCPUs (default 2); RDMQ_RXE_MEM (default 1G)
 #   RDMQ_RXE_TIMEOUT  wall-clock limit for the VM in seconds (default 900)
 #   RDMQ_RXE_SCALE    RDMQ_TEST_SCALE inside the VM (default 0.25: TCG is slow)
-#   RDMQ_RXE_HELPERS  helper binaries copied beside the tests (default fabric_test_peer rpc_test_server)
+#   RDMQ_RXE_HELPERS  helper binaries copied beside the tests (default fabric_test_peer rpc_test_server
+#                     rdmq-broker rdmq_e2e_peer)
 #   RDMQ_RXE_ARGS     extra arguments for every test binary (e.g. a Catch2 test name filter)
 #   RDMQ_RXE_EXTRA    a command run in the VM after the tests, e.g.
 #                     RDMQ_RXE_HELPERS="fabric_test_peer rdmq-fabric-bench"
@@ -41,7 +42,7 @@ smp=${RDMQ_RXE_SMP:-2}
 mem=${RDMQ_RXE_MEM:-1G}
 vm_timeout=${RDMQ_RXE_TIMEOUT:-900}
 scale=${RDMQ_RXE_SCALE:-0.25}
-helpers=${RDMQ_RXE_HELPERS:-fabric_test_peer rpc_test_server}
+helpers=${RDMQ_RXE_HELPERS:-fabric_test_peer rpc_test_server rdmq-broker rdmq_e2e_peer}
 t_start=$SECONDS
 
 say() { echo "[softroce-vm +$((SECONDS - t_start))s] $*" >&2; }

@@ -53,6 +53,9 @@ struct ProducerConfig {
   uint64_t buffer_memory = 64ull << 20;            // "buffer.memory": unacknowledged bytes
   std::chrono::milliseconds max_block{60000};      // "max.block.ms": Send waits this long for room
   std::chrono::milliseconds delivery_timeout{120000};  // "delivery.timeout.ms"
+  // "rdmq.wait.spin.us": a thread waiting for an ack (SendFuture::get, Flush) polls for it
+  // this long before it sleeps.
+  std::chrono::microseconds spin{200};
 
   // Kafka-named keys (above) plus the ClientOptions keys. kInvalidArgument names the key.
   Status Set(std::string_view key, std::string_view value);
@@ -105,7 +108,10 @@ class Producer {
   virtual SendFuture Send(const ProducerRecord& record) = 0;
   // Like Send, but reports through `callback` (no future allocated): the fastest path.
   virtual Status Send(const ProducerRecord& record, SendCallback callback) = 0;
-  // Sends every buffered record and waits until all are acknowledged or failed.
+  // Sends every buffered record and waits until all are acknowledged or failed. Returns kTimeout
+  // if some are neither by then, otherwise the first error of the records that failed since the
+  // previous Flush (with their count), or OK. (Each record's own outcome is in its future or
+  // callback, as with Kafka.)
   virtual Status Flush(std::chrono::milliseconds timeout = std::chrono::milliseconds(120000)) = 0;
   // Flushes, releases leases, disconnects. Later calls fail with kFailedPrecondition.
   virtual Status Close(std::chrono::milliseconds timeout = std::chrono::milliseconds(120000)) = 0;
