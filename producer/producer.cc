@@ -146,6 +146,7 @@ struct Batch {
   uint64_t position = 0;
   int64_t base_offset = -1;  // exclusive: assigned when posted; shared: read after the commit
   bool committed = false;    // shared: the Commit RPC accepted it
+  bool offset_known = false;  // shared: the Commit response carried base_offset
   bool complete = false;
   uint64_t post_id = 0;      // shared: which Commit RPC a response belongs to
 };
@@ -190,6 +191,9 @@ struct PState {
   std::deque<Batch*> sealed;    // not yet posted (waiting for room, a lease or a roll)
   std::deque<Batch*> inflight;  // posted, not acknowledged, in position order
   std::vector<Batch*> completed;  // to finish (callbacks, memory) once the lock is released
+  // A thread is finishing this partition's completed batches (callbacks run in completion order:
+  // Kafka's per-partition callback order); other threads leave theirs in `completed` for it.
+  bool finishing = false;
   bool need_roll = false;
   // shm, exclusive: the window is prefaulted (for write) up to this data-area position by the
   // I/O thread, ahead of write_pos, so the sending thread does not take page faults.
@@ -251,10 +255,19 @@ class Core : public std::enable_shared_from_this<Core> {
     PLock(Core* c, PState& ps, std::try_to_lock_t t) : c_(c), ps_(ps), lk_(ps.mu, t) {}
     ~PLock() {
       if (!lk_.owns_lock()) return;  // a failed try-lock
+      // One finisher per partition at a time, looping until nothing is left, so that callbacks
+      // of one partition never run concurrently or out of order. A callback that sends to the
+      // same partition only adds to `completed`; this loop picks that up.
+      if (ps_.finishing || ps_.completed.empty()) return;
+      ps_.finishing = true;
       std::vector<Batch*> v;
-      v.swap(ps_.completed);
-      lk_.unlock();
-      if (!v.empty()) c_->Finish(v);
+      while (!ps_.completed.empty()) {
+        v.swap(ps_.completed);
+        lk_.unlock();
+        c_->Finish(v);
+        lk_.lock();
+      }
+      ps_.finishing = false;
     }
     bool owns_lock() const { return lk_.owns_lock(); }
     std::unique_lock<std::mutex>& lock() { return lk_; }
@@ -549,6 +562,7 @@ void Core::LeaseLost(PState& ps, const Status& why) {
     ps.inflight.pop_back();
     if (b->complete) continue;
     b->committed = false;
+    b->offset_known = false;
     ps.sealed.push_front(b);
   }
   io_cv_.notify_all();
@@ -925,10 +939,9 @@ void Core::HandleCommitResults() {
     }
     b->committed = true;
     ps->last_commit_ns = MonoNanos();
-    if (r.base_offset >= 0) {
+    if (r.base_offset >= 0) {  // completes in order, by CompleteCovered (from CheckAcks)
       b->base_offset = r.base_offset;
-      CompleteBatch(*ps, b, Status::Ok());
-      ps->inflight.erase(it);
+      b->offset_known = true;
     }
     CheckAcks(*ps);
   }
@@ -962,7 +975,7 @@ void Core::CheckAcks(PState& ps) {
   }
   // The ack block is cumulative; a shared batch whose Commit response came after its ack is
   // covered by the ack seen before.
-  if (ps.have_ack) CompleteCovered(ps);
+  if (ps.have_ack || cfg_.mode == PartitionMode::kShared) CompleteCovered(ps);
   PostSealed(ps);
   // linger 0: what accumulated behind the acknowledged batches goes now.
   if (cfg_.linger.count() == 0 && ps.open_batch != nullptr && ps.inflight.empty() && ps.sealed.empty()) Seal(ps);
@@ -980,29 +993,40 @@ void Core::CompleteCovered(PState& ps) {
     }
     return;
   }
+  // Shared: a batch completes once its Commit succeeded and the cumulative ack covers it (its
+  // offsets are assigned then). A batch in a segment older than the ack's is covered: the node
+  // seals a segment only when everything in it is committed. In position order, stopping at the
+  // first that cannot complete yet, so callbacks run in offset order even when Commit responses
+  // arrive out of order.
+  auto completable = [&](const Batch* b) {
+    return b->committed && (b->offset_known || (ps.have_ack && (b->segment_base < a.segment_base || covered(b))));
+  };
   for (auto it = ps.inflight.begin(); it != ps.inflight.end();) {
     Batch* b = *it;
-    if (!b->committed || b->complete || !covered(b)) {
-      ++it;
+    if (b->complete) {
+      it = ps.inflight.erase(it);
       continue;
     }
+    if (!completable(b)) break;
     // Complete: the node wrote its offsets into its header (8 bytes at its position), which
     // is read through a read-only attachment of that segment (the write grant has no read right
     // and moves on with the lease).
-    int64_t base = -1;
-    auto rs = ReadSegment(ps, b->segment_base);
-    if (rs.ok()) {
-      const uint64_t off = storage::format::kSegmentHeaderSize + b->position;
-      if (const std::byte* m = (*rs)->mapped(); m != nullptr) {
-        base = coding::LoadBE<int64_t>(m + off);
-      } else {
-        std::byte* tmp = acks_->data() + kScratchOffset + uint64_t{ps.ack_slot} * 64 + 8;
-        fabric::WorkRequest rd;
-        rd.opcode = fabric::Opcode::kRead;
-        rd.local = {tmp, 8, acks_.get()};
-        rd.remote = *rs;
-        rd.remote_offset = off;
-        if (PostAndWait(rd).ok()) base = coding::LoadBE<int64_t>(tmp);
+    int64_t base = b->offset_known ? b->base_offset : -1;
+    if (!b->offset_known) {
+      auto rs = ReadSegment(ps, b->segment_base);
+      if (rs.ok()) {
+        const uint64_t off = storage::format::kSegmentHeaderSize + b->position;
+        if (const std::byte* m = (*rs)->mapped(); m != nullptr) {
+          base = coding::LoadBE<int64_t>(m + off);
+        } else {
+          std::byte* tmp = acks_->data() + kScratchOffset + uint64_t{ps.ack_slot} * 64 + 8;
+          fabric::WorkRequest rd;
+          rd.opcode = fabric::Opcode::kRead;
+          rd.local = {tmp, 8, acks_.get()};
+          rd.remote = *rs;
+          rd.remote_offset = off;
+          if (PostAndWait(rd).ok()) base = coding::LoadBE<int64_t>(tmp);
+        }
       }
     }
     b->base_offset = base;

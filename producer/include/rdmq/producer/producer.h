@@ -61,13 +61,13 @@ struct ProducerConfig {
   Status Set(std::string_view key, std::string_view value);
 };
 
-struct ProducerRecord {
-  std::string_view topic;
-  int32_t partition = -1;                  // -1: by key, or sticky when there is no key
-  std::optional<std::string_view> key;     // nullopt = null key
-  std::optional<std::string_view> value;   // nullopt = null value (a tombstone)
-  std::span<const Header> headers;
-  int64_t timestamp_ms = -1;               // -1: now
+struct ProducerRecord {  // every field has a default: designated initializers may name any subset
+  std::string_view topic = {};
+  int32_t partition = -1;                       // -1: by key, or sticky when there is no key
+  std::optional<std::string_view> key = {};     // nullopt = null key
+  std::optional<std::string_view> value = {};   // nullopt = null value (a tombstone)
+  std::span<const Header> headers = {};
+  int64_t timestamp_ms = -1;                    // -1: now
 };
 
 struct RecordMetadata {
