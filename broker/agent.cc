@@ -185,6 +185,20 @@ void BrokerImpl::ClosePartition(Partition& p, bool remove_files) {
   }
 }
 
+protocol::SegmentLocation ReadLocation(int64_t base, const SegmentReg& reg) {
+  protocol::SegmentLocation loc;
+  loc.base_offset = base;
+  loc.region.bytes = reg.read_descriptor;
+  loc.data_offset = storage::format::kSegmentHeaderSize;
+  loc.capacity = reg.info.capacity;
+  loc.reservation_offset = storage::format::kReservationWord;
+  return loc;
+}
+
+Status TopicDeleted(const std::string& topic) {
+  return Status(WireError::kUnknownTopic, "topic '" + topic + "' was deleted");
+}
+
 Result<std::shared_ptr<Partition>> BrokerImpl::FindPartition(const std::string& topic, int32_t partition) {
   std::lock_guard lock(topics_mu_);
   auto it = topics_.find(topic);
@@ -574,7 +588,7 @@ void BrokerImpl::CommitFromImm(const fabric::Completion& c) {
     // now that the producer can no longer write.
     if (!p.deleted && l->segment_base == p.active_base) SpoilTail(p, p.committed, c.byte_len);
   };
-  if (p.deleted) return fail(Status(WireError::kUnknownTopic, "topic " + p.topic.name + " was deleted"));
+  if (p.deleted) return fail(TopicDeleted(p.topic.name));
   if (l->mode != protocol::ProduceMode::kExclusive) {
     return fail(Status(WireError::kInvalidRequest, "shared leases commit with the Commit RPC"));
   }

@@ -89,6 +89,14 @@ struct SegmentReg {
   std::string read_descriptor;              // encoded read-only descriptor for consumers
 };
 
+// Where consumers (and shared producers reading back offsets) find a segment: its read-only
+// descriptor, the data area after the 4 KiB header, the reservation word.
+protocol::SegmentLocation ReadLocation(int64_t base, const SegmentReg& reg);
+
+// kUnknownTopic for a partition whose topic was deleted while a request was on its way.
+Status TopicDeleted(const std::string& topic);
+
+
 // Idempotent producer state per partition (Kafka's: epoch and last sequence).
 struct ProducerState {
   int16_t epoch = 0;

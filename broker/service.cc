@@ -297,7 +297,7 @@ void BrokerImpl::HandleOpenProduce(const rpc::RequestContext& ctx, std::span<con
   auto pp = *pr;
   Partition& p = *pp;
   std::lock_guard lock(p.mu);
-  if (p.deleted) return Error(resp, Status(WireError::kUnknownTopic, "topic '" + req.topic + "' was deleted"));
+  if (p.deleted) return Error(resp, TopicDeleted(req.topic));
   const std::string where = req.topic + "-" + std::to_string(req.partition);
   if (req.mode == protocol::ProduceMode::kExclusive) {
     if (p.exclusive) {
@@ -417,7 +417,7 @@ void BrokerImpl::HandleRenewLease(const rpc::RequestContext& ctx, std::span<cons
   Partition& p = *l->partition;
   std::lock_guard lock(p.mu);
   if (l->ended) return Error(resp, Status(WireError::kLeaseExpired, "lease " + std::to_string(l->id) + " ended"));
-  if (p.deleted) return Error(resp, Status(WireError::kUnknownTopic, "topic '" + p.topic.name + "' was deleted"));
+  if (p.deleted) return Error(resp, TopicDeleted(p.topic.name));
   l->deadline_ns = MonoNanos() + uint64_t{cfg_.lease_ms} * 1'000'000;
   if (l->mode == protocol::ProduceMode::kExclusive && (req.flags & protocol::kRenewRoll) != 0 &&
       l->segment_base == p.active_base && p.committed > 0) {
@@ -456,7 +456,7 @@ void BrokerImpl::HandleCommit(const rpc::RequestContext& ctx, std::span<const st
   Partition& p = *l->partition;
   std::lock_guard lock(p.mu);
   if (l->ended) return Error(resp, Status(WireError::kLeaseExpired, "lease " + std::to_string(l->id) + " ended"));
-  if (p.deleted) return Error(resp, Status(WireError::kUnknownTopic, "topic '" + p.topic.name + "' was deleted"));
+  if (p.deleted) return Error(resp, TopicDeleted(p.topic.name));
   const std::string where = p.topic.name + "-" + std::to_string(p.index);
   auto seg = p.segments.find(req.segment_base);
   if (seg == p.segments.end() || seg->second.info.sealed) {
@@ -550,20 +550,12 @@ void BrokerImpl::HandleOpenConsume(std::span<const std::byte> bytes, rpc::Respon
   if (!pr.ok()) return Error(resp, pr.status());
   Partition& p = **pr;
   std::lock_guard lock(p.mu);
-  if (p.deleted) return Error(resp, Status(WireError::kUnknownTopic, "topic '" + req.topic + "' was deleted"));
+  if (p.deleted) return Error(resp, TopicDeleted(req.topic));
   protocol::OpenConsumeResponse r;
   r.slot.bytes = p.slot_descriptor;
   r.log_start_offset = p.log->LogStartOffset().value();
   r.high_watermark = p.high_watermark;
-  for (const auto& [base, reg] : p.segments) {
-    protocol::SegmentLocation loc;
-    loc.base_offset = base;
-    loc.region.bytes = reg.read_descriptor;
-    loc.data_offset = storage::format::kSegmentHeaderSize;
-    loc.capacity = reg.info.capacity;
-    loc.reservation_offset = storage::format::kReservationWord;
-    r.segments.push_back(std::move(loc));
-  }
+  for (const auto& [base, reg] : p.segments) r.segments.push_back(ReadLocation(base, reg));
   Ok(resp, r);
 }
 
@@ -574,7 +566,7 @@ void BrokerImpl::HandleGetSegment(std::span<const std::byte> bytes, rpc::Respons
   if (!pr.ok()) return Error(resp, pr.status());
   Partition& p = **pr;
   std::lock_guard lock(p.mu);
-  if (p.deleted) return Error(resp, Status(WireError::kUnknownTopic, "topic '" + req.topic + "' was deleted"));
+  if (p.deleted) return Error(resp, TopicDeleted(req.topic));
   auto it = p.segments.find(req.base_offset);
   if (it == p.segments.end()) {
     return Error(resp, Status(WireError::kStaleLocation,
@@ -583,11 +575,7 @@ void BrokerImpl::HandleGetSegment(std::span<const std::byte> bytes, rpc::Respons
                                   std::to_string(p.log->LogStartOffset().value()) + ")"));
   }
   protocol::GetSegmentResponse r;
-  r.segment.base_offset = it->first;
-  r.segment.region.bytes = it->second.read_descriptor;
-  r.segment.data_offset = storage::format::kSegmentHeaderSize;
-  r.segment.capacity = it->second.info.capacity;
-  r.segment.reservation_offset = storage::format::kReservationWord;
+  r.segment = ReadLocation(it->first, it->second);
   Ok(resp, r);
 }
 
@@ -598,7 +586,7 @@ void BrokerImpl::HandleListOffsets(std::span<const std::byte> bytes, rpc::Respon
   if (!pr.ok()) return Error(resp, pr.status());
   Partition& p = **pr;
   std::lock_guard lock(p.mu);
-  if (p.deleted) return Error(resp, Status(WireError::kUnknownTopic, "topic '" + req.topic + "' was deleted"));
+  if (p.deleted) return Error(resp, TopicDeleted(req.topic));
   protocol::ListOffsetsResponse r;
   r.high_watermark = p.high_watermark;
   auto locate = [&](int64_t offset) -> Status {
@@ -663,7 +651,7 @@ void BrokerImpl::HandleWatch(const rpc::RequestContext& ctx, std::span<const std
   }
   Partition& p = **pr;
   std::lock_guard lock(p.mu);
-  if (p.deleted) return Error(resp, Status(WireError::kUnknownTopic, "topic '" + req.topic + "' was deleted"));
+  if (p.deleted) return Error(resp, TopicDeleted(req.topic));
   const uint64_t gen =
       std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(p.slot.memory)).load(std::memory_order_acquire);
   if (gen == req.generation) p.watches.push_back(Watch{session, gen});

@@ -113,12 +113,7 @@ int Main(int argc, char** argv) {
 
   consumer::ConsumerConfig cfg;
   cfg.client.client_name = "rdmq-consume";
-  for (const auto& kv : a->GetAll("consumer-config")) {
-    auto p = ParseKeyValue(kv, "-X");
-    if (!p.ok()) return Usage(p.status());
-    if (Status s = cfg.Set(p->first, p->second); !s.ok())
-      return Usage(UsageError("-X " + kv + ": " + FormatError(s)));
-  }
+  if (Status s = ApplyKeyValues(*a, "consumer-config", cfg); !s.ok()) return Usage(s);
   if (auto b = a->Get("broker")) cfg.client.bootstrap = *b;
   auto start = ParseOffsetSpec(a->GetOr("offset", "beginning"));
   if (!start.ok()) return Usage(start.status());

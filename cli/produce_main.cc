@@ -86,12 +86,7 @@ int Main(int argc, char** argv) {
 
   producer::ProducerConfig cfg;
   cfg.client.client_name = "rdmq-produce";
-  for (const auto& kv : a->GetAll("producer-config")) {
-    auto p = ParseKeyValue(kv, "-X");
-    if (!p.ok()) return Usage(p.status());
-    if (Status s = cfg.Set(p->first, p->second); !s.ok())
-      return Usage(UsageError("-X " + kv + ": " + FormatError(s)));
-  }
+  if (Status s = ApplyKeyValues(*a, "producer-config", cfg); !s.ok()) return Usage(s);
   if (auto b = a->Get("broker")) cfg.client.bootstrap = *b;
   if (auto acks = a->Get("acks")) {
     if (*acks != "0" && *acks != "1" && *acks != "all" && *acks != "-1") {

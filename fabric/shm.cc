@@ -974,14 +974,7 @@ class ShmFabric : public Fabric {
   }
 
  private:
-  Status CheckOptions(const EndpointOptions& o) const {
-    if (o.send_cq == nullptr) return Status(Errc::kInvalidArgument, "EndpointOptions.send_cq is required");
-    if (dynamic_cast<ShmCq*>(o.send_cq) == nullptr ||
-        (o.recv_cq != nullptr && dynamic_cast<ShmCq*>(o.recv_cq) == nullptr)) {
-      return Status(FabricErrc::kWrongProvider, "completion queues must come from a shm fabric");
-    }
-    return Status::Ok();
-  }
+  static Status CheckOptions(const EndpointOptions& o) { return CheckEndpointCqs<ShmCq>(o, "shm"); }
 
   std::shared_ptr<ShmCore> core_;
 };

@@ -630,13 +630,7 @@ class TcpFabric : public Fabric {
   }
 
  private:
-  Status CheckOptions(const EndpointOptions& o) const {
-    if (o.send_cq == nullptr) return Status(Errc::kInvalidArgument, "EndpointOptions.send_cq is required");
-    if (dynamic_cast<TcpCq*>(o.send_cq) == nullptr || (o.recv_cq != nullptr && dynamic_cast<TcpCq*>(o.recv_cq) == nullptr)) {
-      return Status(FabricErrc::kWrongProvider, "completion queues must come from a tcp fabric");
-    }
-    return Status::Ok();
-  }
+  static Status CheckOptions(const EndpointOptions& o) { return CheckEndpointCqs<TcpCq>(o, "tcp"); }
   std::shared_ptr<TcpCore> core_;
 };
 

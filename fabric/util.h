@@ -189,4 +189,15 @@ class KeyGrant final : public Grant {
 // region's, a non-empty window inside it.
 Status CheckGrant(const Region& region, uint64_t offset, uint64_t length, uint32_t access);
 
+// The EndpointOptions checks common to every provider: a send queue, and both queues created by
+// this provider (`Cq`), named `provider` in the error.
+template <class Cq>
+Status CheckEndpointCqs(const EndpointOptions& o, const char* provider) {
+  if (o.send_cq == nullptr) return Status(Errc::kInvalidArgument, "EndpointOptions.send_cq is required");
+  if (dynamic_cast<Cq*>(o.send_cq) == nullptr || (o.recv_cq != nullptr && dynamic_cast<Cq*>(o.recv_cq) == nullptr)) {
+    return Status(FabricErrc::kWrongProvider, std::string("completion queues must come from a ") + provider + " fabric");
+  }
+  return Status::Ok();
+}
+
 }  // namespace rdmq::fabric::internal

@@ -1230,14 +1230,7 @@ class VerbsFabric : public Fabric {
   }
 
  private:
-  Status CheckOptions(const EndpointOptions& o) const {
-    if (o.send_cq == nullptr) return Status(Errc::kInvalidArgument, "EndpointOptions.send_cq is required");
-    if (dynamic_cast<VerbsCq*>(o.send_cq) == nullptr ||
-        (o.recv_cq != nullptr && dynamic_cast<VerbsCq*>(o.recv_cq) == nullptr)) {
-      return Status(FabricErrc::kWrongProvider, "completion queues must come from a verbs fabric");
-    }
-    return Status::Ok();
-  }
+  static Status CheckOptions(const EndpointOptions& o) { return CheckEndpointCqs<VerbsCq>(o, "verbs"); }
 
   // Connector: hello over the bootstrap stream, then rdma_cm resolve/connect with the token.
   Status ConnectQp(VerbsEpCore& ep, const std::string& host) {

@@ -106,4 +106,16 @@ Result<std::string> Unescape(std::string_view text, std::string_view what);
 // A Status as one line for a user: "<context> (<code name>)", or the message alone.
 std::string FormatError(const Status& status);
 
+// Applies every KEY=VALUE given to the repeated option `option` (the tools' -X) with
+// `config.Set`; a usage error names the pair and what Set said.
+template <class Config>
+Status ApplyKeyValues(const ParsedArgs& args, std::string_view option, Config& config) {
+  for (const std::string& kv : args.GetAll(option)) {
+    auto p = ParseKeyValue(kv, "-X");
+    if (!p.ok()) return p.status();
+    if (Status s = config.Set(p->first, p->second); !s.ok()) return UsageError("-X " + kv + ": " + FormatError(s));
+  }
+  return Status::Ok();
+}
+
 }  // namespace rdmq::cli
