@@ -46,11 +46,8 @@ int main(int argc, char** argv) {
   for (int i = 0; i < 10; ++i) {
     const std::string key = "user-" + std::to_string(i % 3);
     const std::string value = "event " + std::to_string(i);
-    producer::ProducerRecord record;  // views: Send copies what they point to before it returns
-    record.topic = topic;
-    record.key = key;
-    record.value = value;
-    sent.push_back((*producer)->Send(record));
+    // A ProducerRecord holds views: Send copies what they point to before it returns.
+    sent.push_back((*producer)->Send({.topic = topic, .key = key, .value = value}));
   }
   std::map<int32_t, int64_t> last_offset;  // partition -> last offset we wrote there
   for (auto& f : sent) {
