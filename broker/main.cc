@@ -44,8 +44,9 @@ settings (config file keys, --set keys):
                                               commit or RenewLease) this long ends, and shared
                                               reservations older than this are filled
   rpc.workers                   2             threads running the RPC handlers that do I/O
-  data.spin.us                  100           the commit poller spins this long after the last
-                                              commit before it sleeps (0: sleep at once)
+  data.spin.us                  1000          the commit poller spins this long after the last
+                                              commit before it sleeps (0: sleep at once); waking
+                                              a sleeping poller can cost ~100 us on a VM
   log.checkpoint.interval.ms    1000          checkpoint of every partition with new commits
   log.retention.check.interval.ms 5000        how often retention deletes old segments
   log.level                     info          trace, debug, info, warn, error, off

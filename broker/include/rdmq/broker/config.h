@@ -34,7 +34,7 @@ struct BrokerConfig {
   uint32_t rpc_workers = 2;              // "rpc.workers": RPC handler worker threads
   uint32_t checkpoint_interval_ms = 1000;  // "log.checkpoint.interval.ms"
   uint32_t retention_check_interval_ms = 5000;  // "log.retention.check.interval.ms"
-  uint32_t data_spin_us = 100;           // "data.spin.us": commit poller spins this long before parking
+  uint32_t data_spin_us = 1000;          // "data.spin.us": commit poller spins this long before parking
   std::string log_level = "info";        // "log.level"
   std::string log_format = "text";       // "log.format": text | json
   // Defaults for new topics: "num.partitions", "log.segment.bytes", "log.retention.bytes",
