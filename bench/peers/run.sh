@@ -33,8 +33,9 @@
 #     visibility vs redis everysec and nats).
 # Workloads (one producer process, one consumer process, one partition):
 #   throughput 100 B and 1 KiB: 1024 and 16384 records in flight (pipelined / async publishing;
-#     Redis does best with the smaller window, rdmq with the larger: both are shown)
-#   latency 100 B: one record in flight, consumer waiting
+#     Redis does best with the smaller window, rdmq with the larger: both are shown); the 16384
+#     runs let every client batch up to 1 MiB for up to 1 ms (batch.size / linger.ms)
+#   latency 100 B: one record in flight, paced at 10 k records/s so the consumer is waiting
 # Everything started is stopped on exit, error or Ctrl-C.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -162,10 +163,12 @@ run_bench() {  # run_bench NAME ARGS...: one rdmq-bench run, result in $out/NAME
 workloads() {  # workloads PREFIX ARGS...: every workload with the system's arguments
   local prefix=$1; shift
   run_bench "$prefix-100B" "$@" --procs --size 100 --count "$n100" --window 1024
-  run_bench "$prefix-100B-w16k" "$@" --procs --size 100 --count "$n100" --window 16384
+  run_bench "$prefix-100B-w16k" "$@" --procs --size 100 --count "$n100" --window 16384 \
+    --linger-ms 1 --batch-size 1048576
   run_bench "$prefix-1KiB" "$@" --procs --size 1024 --count "$n1k" --window 1024
-  run_bench "$prefix-1KiB-w16k" "$@" --procs --size 1024 --count "$n1k" --window 16384
-  run_bench "$prefix-lat100B" "$@" --procs --size 100 --count "$nlat" --window 1
+  run_bench "$prefix-1KiB-w16k" "$@" --procs --size 1024 --count "$n1k" --window 16384 \
+    --linger-ms 1 --batch-size 1048576
+  run_bench "$prefix-lat100B" "$@" --procs --size 100 --count "$nlat" --window 1 --rate 10000
 }
 
 # ------------------------------------------------------------------ rdmq
