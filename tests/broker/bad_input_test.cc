@@ -27,30 +27,6 @@ using namespace std::chrono_literals;
 using protocol::Api;
 using protocol::WireError;
 
-#define START(var, dir, fabric, ...)                                  \
-  BrokerProcess var((dir / "data").string(), fabric, ##__VA_ARGS__); \
-  {                                                                   \
-    std::string why_;                                                 \
-    const bool ok_ = var.Start(&why_);                                \
-    INFO(why_);                                                       \
-    REQUIRE(ok_);                                                     \
-  }
-
-#ifdef RDMQ_E2E_VERBS
-#define BAD_BOTH(name, title, tags)                                   \
-  static void name(const std::string& fabric);                       \
-  TEST_CASE(title " (verbs)", tags "[verbs]") {                      \
-    if (!VerbsAvailable()) RDMQ_SKIP("no RDMA device (run tests/verbs/softroce-vm.sh)"); \
-    name("verbs");                                                   \
-  }                                                                  \
-  static void name(const std::string& fabric)
-#else
-#define BAD_BOTH(name, title, tags)                                   \
-  static void name(const std::string& fabric);                       \
-  TEST_CASE(title " (shm)", tags "[shm]") { name("shm"); }           \
-  TEST_CASE(title " (tcp)", tags "[tcp]") { name("tcp"); }           \
-  static void name(const std::string& fabric)
-#endif
 
 // A client speaking the protocol by hand: its own lease, writes and acks.
 class RawClient {
@@ -229,9 +205,9 @@ void StillServes(const BrokerProcess& b, const std::string& topic) {
   FAIL("the record produced after the bad input was not consumed");
 }
 
-BAD_BOTH(UnknownNames, "unknown topics and partitions get UNKNOWN_TOPIC / UNKNOWN_PARTITION", "[e2e][bad-input]") {
+E2E_BOTH(UnknownNames, "unknown topics and partitions get UNKNOWN_TOPIC / UNKNOWN_PARTITION", "[e2e][bad-input]") {
   TempDir dir;
-  START(broker, dir, fabric);
+  START_BROKER(broker, dir, fabric);
   auto admin = Admin(broker);
   REQUIRE_OK(admin->CreateTopic("t", {{"partitions", "2"}}));
   auto d = admin->DescribeTopic("nope");
@@ -273,9 +249,9 @@ BAD_BOTH(UnknownNames, "unknown topics and partitions get UNKNOWN_TOPIC / UNKNOW
   StillServes(broker, "t");
 }
 
-BAD_BOTH(Oversized, "an oversized record is refused with RECORD_TOO_LARGE and changes nothing", "[e2e][bad-input]") {
+E2E_BOTH(Oversized, "an oversized record is refused with RECORD_TOO_LARGE and changes nothing", "[e2e][bad-input]") {
   TempDir dir;
-  START(broker, dir, fabric);
+  START_BROKER(broker, dir, fabric);
   auto admin = Admin(broker);
   REQUIRE_OK(admin->CreateTopic("t", {{"max.message.bytes", "4096"}}));
   producer::ProducerConfig pc;
@@ -308,9 +284,9 @@ BAD_BOTH(Oversized, "an oversized record is refused with RECORD_TOO_LARGE and ch
   StillServes(broker, "t");
 }
 
-BAD_BOTH(InvalidConfigs, "invalid configs are refused, naming the key", "[e2e][bad-input]") {
+E2E_BOTH(InvalidConfigs, "invalid configs are refused, naming the key", "[e2e][bad-input]") {
   TempDir dir;
-  START(broker, dir, fabric);
+  START_BROKER(broker, dir, fabric);
   auto admin = Admin(broker);
   auto t = admin->CreateTopic("t", {{"partitions", "0"}});
   REQUIRE_FALSE(t.ok());
@@ -338,9 +314,9 @@ BAD_BOTH(InvalidConfigs, "invalid configs are refused, naming the key", "[e2e][b
   StillServes(broker, "t");
 }
 
-BAD_BOTH(MalformedRpc, "malformed RPCs get INVALID_REQUEST and the broker keeps serving", "[e2e][bad-input]") {
+E2E_BOTH(MalformedRpc, "malformed RPCs get INVALID_REQUEST and the broker keeps serving", "[e2e][bad-input]") {
   TempDir dir;
-  START(broker, dir, fabric);
+  START_BROKER(broker, dir, fabric);
   auto admin = Admin(broker);
   REQUIRE_OK(admin->CreateTopic("t", {}));
   RawClient raw(broker.Options());
@@ -378,9 +354,9 @@ BAD_BOTH(MalformedRpc, "malformed RPCs get INVALID_REQUEST and the broker keeps 
   StillServes(broker, "t");
 }
 
-BAD_BOTH(StaleLocation, "stale segments and leases get STALE_LOCATION / LEASE_EXPIRED", "[e2e][bad-input]") {
+E2E_BOTH(StaleLocation, "stale segments and leases get STALE_LOCATION / LEASE_EXPIRED", "[e2e][bad-input]") {
   TempDir dir;
-  START(broker, dir, fabric);
+  START_BROKER(broker, dir, fabric);
   auto admin = Admin(broker);
   REQUIRE_OK(admin->CreateTopic("t", {{"segment.bytes", "65536"}, {"max.message.bytes", "16384"}}));
   RawClient raw(broker.Options());
@@ -411,9 +387,9 @@ BAD_BOTH(StaleLocation, "stale segments and leases get STALE_LOCATION / LEASE_EX
   StillServes(broker, "t");
 }
 
-BAD_BOTH(ExpiredCredit, "a write with an expired credit fails and changes no stored byte", "[e2e][bad-input]") {
+E2E_BOTH(ExpiredCredit, "a write with an expired credit fails and changes no stored byte", "[e2e][bad-input]") {
   TempDir dir;
-  START(broker, dir, fabric, {"lease.ms=200"});
+  START_BROKER(broker, dir, fabric, {"lease.ms=200"});
   auto admin = Admin(broker);
   REQUIRE_OK(admin->CreateTopic("t", {}));
   RawClient raw(broker.Options());
@@ -442,9 +418,9 @@ BAD_BOTH(ExpiredCredit, "a write with an expired credit fails and changes no sto
   StillServes(broker, "t");
 }
 
-BAD_BOTH(CorruptAndDuplicate, "corrupt batches are refused; duplicate sequences are dropped", "[e2e][bad-input]") {
+E2E_BOTH(CorruptAndDuplicate, "corrupt batches are refused; duplicate sequences are dropped", "[e2e][bad-input]") {
   TempDir dir;
-  START(broker, dir, fabric);
+  START_BROKER(broker, dir, fabric);
   auto admin = Admin(broker);
   REQUIRE_OK(admin->CreateTopic("t", {}));
   REQUIRE_OK(admin->CreateTopic("s", {}));
@@ -533,9 +509,9 @@ BAD_BOTH(CorruptAndDuplicate, "corrupt batches are refused; duplicate sequences 
   StillServes(broker, "t");
 }
 
-BAD_BOTH(RefusedNotRecovered, "a refused batch never comes back after a restart", "[e2e][bad-input][crash]") {
+E2E_BOTH(RefusedNotRecovered, "a refused batch never comes back after a restart", "[e2e][bad-input][crash]") {
   TempDir dir;
-  START(broker, dir, fabric);
+  START_BROKER(broker, dir, fabric);
   auto admin = Admin(broker);
   REQUIRE_OK(admin->CreateTopic("t", {}));
   std::string before;
@@ -568,10 +544,10 @@ BAD_BOTH(RefusedNotRecovered, "a refused batch never comes back after a restart"
   CHECK(again.Stop() == 0);
 }
 
-BAD_BOTH(EpochFencing, "a newer epoch of the same producer id fences the holder; an older one is refused",
+E2E_BOTH(EpochFencing, "a newer epoch of the same producer id fences the holder; an older one is refused",
          "[e2e][bad-input]") {
   TempDir dir;
-  START(broker, dir, fabric);
+  START_BROKER(broker, dir, fabric);
   auto admin = Admin(broker);
   REQUIRE_OK(admin->CreateTopic("t", {}));
   RawClient a(broker.Options()), b(broker.Options());

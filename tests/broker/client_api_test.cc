@@ -22,14 +22,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-#define START(var, dir, ...)                                            \
-  BrokerProcess var((dir / "data").string(), "shm", ##__VA_ARGS__);    \
-  {                                                                     \
-    std::string why_;                                                   \
-    const bool ok_ = var.Start(&why_);                                  \
-    INFO(why_);                                                         \
-    REQUIRE(ok_);                                                       \
-  }
 
 producer::ProducerRecord Record(std::string_view topic, int32_t partition, std::string_view value,
                                 int64_t ts = -1) {
@@ -100,7 +92,7 @@ TEST_CASE("a client without a broker gets a clear kUnavailable naming the addres
 
 TEST_CASE("producer: futures, callbacks, acks=0, linger, Flush and Close", "[client][e2e]") {
   TempDir dir;
-  START(broker, dir);
+  START_BROKER(broker, dir, "shm");
   auto admin = client::AdminClient::Connect(broker.Options());
   REQUIRE_OK(admin);
   REQUIRE_OK((*admin)->CreateTopic("t", {{"partitions", "3"}}));
@@ -164,7 +156,7 @@ TEST_CASE("producer: futures, callbacks, acks=0, linger, Flush and Close", "[cli
 TEST_CASE("producer callbacks of a partition run in offset order while threads race to complete",
           "[client][e2e]") {
   TempDir dir;
-  START(broker, dir);
+  START_BROKER(broker, dir, "shm");
   auto admin = client::AdminClient::Connect(broker.Options());
   REQUIRE_OK(admin);
   REQUIRE_OK((*admin)->CreateTopic("order", {{"partitions", "2"}}));
@@ -222,7 +214,7 @@ TEST_CASE("producer callbacks of a partition run in offset order while threads r
 TEST_CASE("consumer: Seek, SeekToEnd, Position, OffsetForTime, Wakeup, and a waiting consumer wakes",
           "[client][e2e]") {
   TempDir dir;
-  START(broker, dir);
+  START_BROKER(broker, dir, "shm");
   auto admin = client::AdminClient::Connect(broker.Options());
   REQUIRE_OK(admin);
   REQUIRE_OK((*admin)->CreateTopic("t", {}));
@@ -327,7 +319,7 @@ TEST_CASE("rdmq-broker: --help, --print-config, bad options, a second broker on 
   CHECK(run({"--config", (dir / "bad.json").string()}, &out) == 2);
   CHECK(out.find("lease.ms") != std::string::npos);
 
-  START(broker, dir);
+  START_BROKER(broker, dir, "shm");
   CHECK(run({"--data-dir", (dir / "data").string()}, &out) == 1);
   CHECK(out.find("in use by another rdmq-broker") != std::string::npos);
   // log.format=json: one JSON object per line.
@@ -344,7 +336,7 @@ TEST_CASE("rdmq-broker: --help, --print-config, bad options, a second broker on 
 
 TEST_CASE("when the broker dies, pending records and polls fail with kUnavailable", "[client][e2e]") {
   TempDir dir;
-  START(broker, dir);
+  START_BROKER(broker, dir, "shm");
   auto admin = client::AdminClient::Connect(broker.Options());
   REQUIRE_OK(admin);
   REQUIRE_OK((*admin)->CreateTopic("t", {}));

@@ -28,31 +28,6 @@ using consumer::ConsumerConfig;
 using producer::Producer;
 using producer::ProducerConfig;
 
-// Each test runs on shm and tcp, or (in the verbs build of this file) on verbs.
-#ifdef RDMQ_E2E_VERBS
-#define E2E_BOTH(name, title, tags)                                                  \
-  static void name(const std::string& fabric);                                      \
-  TEST_CASE(title " (verbs)", tags "[verbs]") {                                     \
-    if (!VerbsAvailable()) RDMQ_SKIP("no RDMA device (run tests/verbs/softroce-vm.sh)"); \
-    name("verbs");                                                                  \
-  }                                                                                 \
-  static void name(const std::string& fabric)
-#else
-#define E2E_BOTH(name, title, tags)                                                  \
-  static void name(const std::string& fabric);                                      \
-  TEST_CASE(title " (shm)", tags "[shm]") { name("shm"); }                          \
-  TEST_CASE(title " (tcp)", tags "[tcp]") { name("tcp"); }                          \
-  static void name(const std::string& fabric)
-#endif
-
-#define START_BROKER(var, dir, fabric, ...)                     \
-  BrokerProcess var((dir / "data").string(), fabric, ##__VA_ARGS__); \
-  {                                                             \
-    std::string why_;                                           \
-    const bool started_ = var.Start(&why_);                     \
-    INFO(why_);                                                 \
-    REQUIRE(started_);                                          \
-  }
 
 std::unique_ptr<client::AdminClient> Admin(const BrokerProcess& b) {
   auto a = client::AdminClient::Connect(b.Options());
