@@ -97,7 +97,7 @@ TEST_CASE("concurrent readers always see whole updates", "[slot]") {
     });
   }
   const uint64_t updates = static_cast<uint64_t>(test::Trials(200000, 20000));
-  // Both readers running before the writer starts (on a loaded 2-core machine a thread may
+  // Readers running before the writer starts (on a loaded 2-core machine a thread may
   // otherwise first run after all the updates).
   while (reads.load() < 2) std::this_thread::yield();
   for (uint64_t g = 2; g < updates; ++g) StorePartitionSlot(slot, SlotFor(g));
