@@ -132,6 +132,10 @@ class BrokerProcess {
       const std::string host = ListenHost(fabric_);
       argv.insert(argv.end(), {"--set", "listen.control=" + host + ":0", "--set", "listen.data=" + host + ":0"});
     }
+    // Under emulation (the Soft-RoCE VM runs on TCG) a commit poller spinning its default 1 ms
+    // after every commit starves the test's own processes; the tests keep the short spin they
+    // were written against (a test's own --set comes later and wins).
+    if (fabric_ == "verbs") argv.insert(argv.end(), {"--set", "data.spin.us=100"});
     for (const auto& s : sets_) argv.insert(argv.end(), {"--set", s});
     log_ = dir_ + ".broker.log";
     child_.Start(argv, log_);
