@@ -212,6 +212,13 @@ Result<std::shared_ptr<Partition>> BrokerImpl::FindPartition(const std::string& 
   return parts[static_cast<size_t>(partition)];
 }
 
+Result<BrokerImpl::LockedPartition> BrokerImpl::LockPartition(const std::string& topic, int32_t partition) {
+  RDMQ_ASSIGN_OR_RETURN(auto p, FindPartition(topic, partition));
+  std::unique_lock lock(p->mu);
+  if (p->deleted) return TopicDeleted(topic);
+  return LockedPartition{std::move(p), std::move(lock)};
+}
+
 // ---------------------------------------------------------------------------------------------
 // Leases
 

@@ -188,6 +188,13 @@ class BrokerImpl final : public Broker {
   void RefreshActive(Partition& p);
   void ClosePartition(Partition& p, bool remove_files);
   Result<std::shared_ptr<Partition>> FindPartition(const std::string& topic, int32_t partition);
+  // FindPartition, then Partition::mu taken and a deleted topic refused: the start of every
+  // request handler that reads or changes a partition named by topic and index.
+  struct LockedPartition {
+    std::shared_ptr<Partition> partition;
+    std::unique_lock<std::mutex> lock;
+  };
+  Result<LockedPartition> LockPartition(const std::string& topic, int32_t partition);
   Result<std::shared_ptr<Lease>> FindLease(uint64_t lease_id, uint64_t client_id);
   // Fills `out` with the lease's location (Partition::mu held).
   Status DescribeLease(Partition& p, Lease& l, protocol::LeaseResponse* out);

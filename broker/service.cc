@@ -292,12 +292,9 @@ void BrokerImpl::HandleOpenProduce(const rpc::RequestContext& ctx, std::span<con
   if (ack_desc->length < protocol::kAckBlockSize || (ack_desc->access & fabric::kRemoteWrite) == 0) {
     return Error(resp, Status(WireError::kInvalidRequest, "ack_region must be a writable region of at least 64 bytes"));
   }
-  auto pr = FindPartition(req.topic, req.partition);
-  if (!pr.ok()) return Error(resp, pr.status());
-  auto pp = *pr;
-  Partition& p = *pp;
-  std::lock_guard lock(p.mu);
-  if (p.deleted) return Error(resp, TopicDeleted(req.topic));
+  auto lp = LockPartition(req.topic, req.partition);
+  if (!lp.ok()) return Error(resp, lp.status());
+  Partition& p = *lp->partition;
   const std::string where = req.topic + "-" + std::to_string(req.partition);
   if (req.mode == protocol::ProduceMode::kExclusive) {
     if (p.exclusive) {
@@ -335,7 +332,7 @@ void BrokerImpl::HandleOpenProduce(const rpc::RequestContext& ctx, std::span<con
   auto l = std::make_shared<Lease>();
   l->mode = req.mode;
   l->session = session;
-  l->partition = pp;
+  l->partition = lp->partition;
   l->producer_id = req.producer_id;
   l->producer_epoch = req.producer_epoch;
   {
@@ -546,11 +543,9 @@ void BrokerImpl::HandleCommit(const rpc::RequestContext& ctx, std::span<const st
 void BrokerImpl::HandleOpenConsume(std::span<const std::byte> bytes, rpc::ResponseBuffer& resp) {
   protocol::PartitionRequest req;
   if (!DecodeRequest(Api::kOpenConsume, bytes, &req, resp)) return;
-  auto pr = FindPartition(req.topic, req.partition);
-  if (!pr.ok()) return Error(resp, pr.status());
-  Partition& p = **pr;
-  std::lock_guard lock(p.mu);
-  if (p.deleted) return Error(resp, TopicDeleted(req.topic));
+  auto lp = LockPartition(req.topic, req.partition);
+  if (!lp.ok()) return Error(resp, lp.status());
+  Partition& p = *lp->partition;
   protocol::OpenConsumeResponse r;
   r.slot.bytes = p.slot_descriptor;
   r.log_start_offset = p.log->LogStartOffset().value();
@@ -562,11 +557,9 @@ void BrokerImpl::HandleOpenConsume(std::span<const std::byte> bytes, rpc::Respon
 void BrokerImpl::HandleGetSegment(std::span<const std::byte> bytes, rpc::ResponseBuffer& resp) {
   protocol::GetSegmentRequest req;
   if (!DecodeRequest(Api::kGetSegment, bytes, &req, resp)) return;
-  auto pr = FindPartition(req.topic, req.partition);
-  if (!pr.ok()) return Error(resp, pr.status());
-  Partition& p = **pr;
-  std::lock_guard lock(p.mu);
-  if (p.deleted) return Error(resp, TopicDeleted(req.topic));
+  auto lp = LockPartition(req.topic, req.partition);
+  if (!lp.ok()) return Error(resp, lp.status());
+  Partition& p = *lp->partition;
   auto it = p.segments.find(req.base_offset);
   if (it == p.segments.end()) {
     return Error(resp, Status(WireError::kStaleLocation,
@@ -582,11 +575,9 @@ void BrokerImpl::HandleGetSegment(std::span<const std::byte> bytes, rpc::Respons
 void BrokerImpl::HandleListOffsets(std::span<const std::byte> bytes, rpc::ResponseBuffer& resp) {
   protocol::ListOffsetsRequest req;
   if (!DecodeRequest(Api::kListOffsets, bytes, &req, resp)) return;
-  auto pr = FindPartition(req.topic, req.partition);
-  if (!pr.ok()) return Error(resp, pr.status());
-  Partition& p = **pr;
-  std::lock_guard lock(p.mu);
-  if (p.deleted) return Error(resp, TopicDeleted(req.topic));
+  auto lp = LockPartition(req.topic, req.partition);
+  if (!lp.ok()) return Error(resp, lp.status());
+  Partition& p = *lp->partition;
   protocol::ListOffsetsResponse r;
   r.high_watermark = p.high_watermark;
   auto locate = [&](int64_t offset) -> Status {
