@@ -13,8 +13,10 @@
 // records without key or partition stick to one partition per batch (sticky partitioning).
 //
 // Thread safety: Send, Flush and Close may be called from any number of threads. Callbacks run
-// on the producer's I/O thread or inside the Send/Flush call that completed them; they must not
-// block. Send copies key, value and headers before it returns.
+// on the producer's I/O thread or inside the Send/Flush call that completed them, one partition's
+// one at a time and in offset order; they must not block (a Flush or future.get() inside a
+// callback waits for completions that are queued behind it). Send copies key, value and headers
+// before it returns.
 // Errors: Send fails immediately (or its future does) with kInvalidArgument for a record larger
 // than the broker's max.message.bytes, UNKNOWN_TOPIC / UNKNOWN_PARTITION, kTimeout when
 // `delivery_timeout` passes, kUnavailable when the broker is gone. Lost leases and segment rolls
