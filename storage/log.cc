@@ -761,6 +761,15 @@ Result<CommitOutcome> PartitionLog::Commit(const CommitRequest& req) {
     out.base_offset = first;
   } else {
     if (pos >= cap) {
+      // Reservations that filled the data area exactly leave no reservation straddling the end:
+      // the first one starting at the end marks it instead, so the segment still seals and
+      // rolls once everything before it is committed (otherwise every later reservation would
+      // be told to retry on a next segment that never comes).
+      if (pos == cap && seg.crossing == kNoPosition) {
+        seg.crossing = cap;
+        bool rolled = false;
+        RDMQ_RETURN_IF_ERROR(m.MaybeRollAtCrossing(seg, &rolled));
+      }
       return Status(StorageErrc::kSegmentFull, seg.Where(pos) + ": reservation starts past the segment end " +
                                                    Num(cap) + "; retry on the next segment");
     }

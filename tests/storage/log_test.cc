@@ -405,6 +405,45 @@ TEST_CASE("a reservation crossing the segment end seals the segment at its start
   CHECK(ReadAll(*log).size() == 8 * (rs.size() + 1));
 }
 
+TEST_CASE("reservations that fill the segment exactly: the next one marks its end, and it rolls", "[log]") {
+  MemEnv env;
+  const std::string b = ProducerBatch(kNoOffset, 0, 8);
+  // A data area of exactly n batches (at least 4 KiB), so no reservation straddles the end.
+  const uint64_t n = (4096 + b.size() - 1) / b.size();
+  auto log = OpenOk(&env, "/p", Small(format::kSegmentHeaderSize + n * b.size()));
+  auto seg = log->ActiveSegment();
+  REQUIRE(seg.capacity == n * b.size());
+  std::vector<Reservation> rs;
+  for (uint64_t i = 0; i < n; ++i) {
+    auto r = log->Reserve(b.size());
+    REQUIRE_OK(r.status());
+    REQUIRE(r->fits);
+    rs.push_back(*r);
+  }
+  auto past = log->Reserve(b.size());
+  REQUIRE_OK(past.status());
+  REQUIRE_FALSE(past->fits);
+  REQUIRE(past->position.value() == seg.capacity);
+  // Reported before the others commit: full, and no roll yet.
+  CHECK(log->Commit({CommitMode::kShared, past->segment, past->position, b.size(), kNoOffset})
+            .status()
+            .is(StorageErrc::kSegmentFull));
+  CHECK(log->Segments().size() == 1);
+  for (const Reservation& r : rs) {
+    std::memcpy(seg.data() + r.position.value(), b.data(), b.size());
+    REQUIRE_OK(log->Commit({CommitMode::kShared, r.segment, r.position, b.size(), kNoOffset}).status());
+  }
+  // The last commit reached the end: sealed there and rolled, so the retry lands somewhere.
+  const auto segs = log->Segments();
+  REQUIRE(segs.size() == 2);
+  CHECK(segs[0].sealed);
+  CHECK(segs[0].committed.value() == seg.capacity);
+  auto r = log->Reserve(b.size());
+  REQUIRE_OK(r.status());
+  CHECK(r->fits);
+  CHECK(r->segment == segs[1].base_offset);
+}
+
 TEST_CASE("when the producer that crossed the end dies, lease expiry seals the segment", "[log]") {
   MemEnv env;
   LogOptions o = Small(8192);
