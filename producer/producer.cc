@@ -706,6 +706,13 @@ void Core::PostSealed(PState& ps) {
       continue;  // Reopen posted what it could
     }
     if (ps.inflight.size() >= cfg_.max_in_flight) break;
+    if (ps.lease_ms > 0 && MonoNanos() - ps.last_commit_ns > uint64_t{ps.lease_ms} * 500'000) {
+      // Nothing confirmed the lease for half its length (this process was stopped or starved):
+      // take it as lost and open a new one before writing. A write under a revoked grant is
+      // refused harmlessly on shm and tcp, but on verbs it breaks the whole data connection.
+      LeaseLost(ps, Status(WireError::kLeaseExpired, "the lease was not confirmed for half its length"));
+      continue;
+    }
     Batch* b = ps.sealed.front();
     const Status s = cfg_.mode == PartitionMode::kExclusive ? PostExclusive(ps, *b) : PostShared(ps, *b);
     if (s.is(Errc::kResourceExhausted)) break;  // waiting for the in-flight batches (a roll)

@@ -546,6 +546,7 @@ E2E_BOTH(PausedProducer,
   CHECK(WEXITSTATUS(peer.status()) == 0);
   const PeerOutput acked = ReadPeer(out);
   CHECK(acked.acks.size() == static_cast<size_t>(n));
+  INFO("first failure: " << (acked.fails.empty() ? std::string("none") : acked.fails.front()));
   CHECK(acked.fails.empty());
   auto got = ConsumeUntil(CConfig(broker), {{"p", 0}}, static_cast<size_t>(n), 60s);
   REQUIRE_OK(got.status);
