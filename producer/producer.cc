@@ -556,15 +556,20 @@ void Core::LeaseLost(PState& ps, const Status& why) {
     std::lock_guard lock(post_mu_);
     ps.remote.reset();
   }
-  // Everything not acknowledged goes back to the front of the queue, in order.
-  while (!ps.inflight.empty()) {
-    Batch* b = ps.inflight.back();
-    ps.inflight.pop_back();
+  // Shared batches whose Commit already returned their offsets are in the log: complete them.
+  // Everything else not acknowledged goes back to the front of the queue, in order.
+  std::vector<Batch*> resend;
+  for (Batch* b : ps.inflight) {
     if (b->complete) continue;
+    if (b->offset_known) {
+      CompleteBatch(ps, b, Status::Ok());
+      continue;
+    }
     b->committed = false;
-    b->offset_known = false;
-    ps.sealed.push_front(b);
+    resend.push_back(b);
   }
+  ps.inflight.clear();
+  ps.sealed.insert(ps.sealed.begin(), resend.begin(), resend.end());
   io_cv_.notify_all();
 }
 
@@ -706,9 +711,10 @@ void Core::PostSealed(PState& ps) {
       continue;  // Reopen posted what it could
     }
     if (ps.inflight.size() >= cfg_.max_in_flight) break;
-    if (ps.lease_ms > 0 && MonoNanos() - ps.last_commit_ns > uint64_t{ps.lease_ms} * 500'000) {
+    if (cfg_.mode == PartitionMode::kExclusive && ps.lease_ms > 0 &&
+        MonoNanos() - ps.last_commit_ns > uint64_t{ps.lease_ms} * 500'000) {
       // Nothing confirmed the lease for half its length (this process was stopped or starved):
-      // take it as lost and open a new one before writing. A write under a revoked grant is
+      // take it as lost and open a new one before writing. A write under a revoked window is
       // refused harmlessly on shm and tcp, but on verbs it breaks the whole data connection.
       LeaseLost(ps, Status(WireError::kLeaseExpired, "the lease was not confirmed for half its length"));
       continue;
