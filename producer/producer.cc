@@ -1332,6 +1332,12 @@ Status Core::Send(const ProducerRecord& r, SendCallback cb, SendFuture* fut) {
     const size_t before = b->builder->size();
     if (b->builder->Add(in)) {
       const uint32_t index = static_cast<uint32_t>(b->state->records.size());
+      if (index == 64) {
+        // A batch that gets this far is filling up: room for as many entries as records like
+        // this one fill it, so that it does not regrow (and copy) a dozen times on the way.
+        const size_t fit = b->capacity / std::max<size_t>(1, b->builder->size() - before);
+        b->state->records.reserve(std::clamp<size_t>(fit, 128, 65536));
+      }
       b->state->records.push_back({in.timestamp.value(), r.key ? static_cast<uint32_t>(r.key->size()) : 0u,
                                    r.value ? static_cast<uint32_t>(r.value->size()) : 0u});
       if (cb) b->callbacks.emplace_back(index, std::move(cb));
