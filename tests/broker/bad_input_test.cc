@@ -27,7 +27,6 @@ using namespace std::chrono_literals;
 using protocol::Api;
 using protocol::WireError;
 
-
 // A client speaking the protocol by hand: its own lease, writes and acks.
 class RawClient {
  public:

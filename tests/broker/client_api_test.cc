@@ -22,7 +22,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-
 producer::ProducerRecord Record(std::string_view topic, int32_t partition, std::string_view value,
                                 int64_t ts = -1) {
   // (designated initializers, as applications write them, must compile under -Wextra -Werror)

@@ -28,7 +28,6 @@ using consumer::ConsumerConfig;
 using producer::Producer;
 using producer::ProducerConfig;
 
-
 std::unique_ptr<client::AdminClient> Admin(const BrokerProcess& b) {
   auto a = client::AdminClient::Connect(b.Options());
   REQUIRE_OK(a);

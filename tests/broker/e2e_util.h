@@ -209,4 +209,3 @@ class BrokerProcess {
     INFO(why_);                                                 \
     REQUIRE(started_);                                          \
   }
-
