@@ -34,23 +34,23 @@ struct alignas(64) WorkerSlot {
   std::atomic<uint64_t> errors{0};     // producers: failed acks
   std::atomic<uint64_t> last_ns{0};    // time of the last ack / record read
   std::atomic<int> state{kInit};
-  uint64_t expected = 0;               // consumers: records sent to their partitions
+  uint64_t expected = 0;  // consumers: records sent to their partitions
   uint64_t missing = 0;
   uint64_t duplicates = 0;
   uint64_t corrupt = 0;
-  double cpu_user = 0, cpu_sys = 0;    // process mode: the worker process's CPU during the run
-  double run_s = 0;                    // process mode: how long the worker ran
+  double cpu_user = 0, cpu_sys = 0;  // process mode: the worker process's CPU during the run
+  double run_s = 0;                  // process mode: how long the worker ran
   char error[512] = {};
-  LogHistogram hist;                   // ack latency (producers) / produce-to-consume (consumers)
+  LogHistogram hist;  // ack latency (producers) / produce-to-consume (consumers)
 };
 
 struct Shared {
   std::atomic<int> phase{kPhaseSetup};
-  std::atomic<int> stop{0};            // stop now: interrupted or a worker failed
+  std::atomic<int> stop{0};  // stop now: interrupted or a worker failed
   std::atomic<int> interrupted{0};
-  std::atomic<int> targets_ready{0};   // partition_sent is final (every producer flushed)
+  std::atomic<int> targets_ready{0};  // partition_sent is final (every producer flushed)
   uint64_t start_ns = 0;
-  uint64_t deadline_ns = 0;            // duration mode
+  uint64_t deadline_ns = 0;  // duration mode
   std::atomic<uint64_t> partition_sent[kMaxPartitions];
   WorkerSlot producers[kMaxWorkers];
   WorkerSlot consumers[kMaxWorkers];
@@ -225,7 +225,8 @@ class ConsumerRecords final : public RecordSink {
     for (int p = 0; p < w.producers; ++p) {
       const std::vector<int> parts = ProducerPartitions(w, p);
       stride_[static_cast<size_t>(p)] = parts.size();
-      for (size_t j = 0; j < parts.size(); ++j) next_[static_cast<size_t>(p) * np + static_cast<size_t>(parts[j])] = j;
+      for (size_t j = 0; j < parts.size(); ++j)
+        next_[static_cast<size_t>(p) * np + static_cast<size_t>(parts[j])] = j;
     }
     partitions_ = np;
     per_partition_.assign(np, 0);
@@ -301,7 +302,8 @@ void RunConsumer(const Workload& w, System& system, Shared& sh, int index) {
   while (!StopRequested(sh)) {
     if (sh.targets_ready.load(std::memory_order_acquire)) {
       bool all = true;
-      for (int p : parts) all = all && sink.consumed_from(p) >= sh.partition_sent[p].load(std::memory_order_relaxed);
+      for (int p : parts)
+        all = all && sink.consumed_from(p) >= sh.partition_sent[p].load(std::memory_order_relaxed);
       if (all) break;
     }
     failure = (*client)->Poll(std::chrono::milliseconds(20));
@@ -350,7 +352,8 @@ class Workers {
       int status = 0;
       if (pids_[i] > 0 && waitpid(pids_[i], &status, WNOHANG) == pids_[i]) {
         if (WIFSIGNALED(status)) {
-          died_ += "worker process " + std::to_string(pids_[i]) + " killed by signal " + std::to_string(WTERMSIG(status)) + "; ";
+          died_ += "worker process " + std::to_string(pids_[i]) + " killed by signal " +
+                   std::to_string(WTERMSIG(status)) + "; ";
         }
         pids_[i] = -1;  // reaped
       }
@@ -368,7 +371,8 @@ class Workers {
       while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
       }
       if (WIFSIGNALED(status)) {
-        died_ += "worker process " + std::to_string(pid) + " killed by signal " + std::to_string(WTERMSIG(status)) + "; ";
+        died_ += "worker process " + std::to_string(pid) + " killed by signal " +
+                 std::to_string(WTERMSIG(status)) + "; ";
       }
     }
     pids_.clear();
@@ -456,13 +460,16 @@ bool Report::CountsOk() const {
 Status ValidateWorkload(const Workload& w) {
   auto bad = [](const std::string& msg) { return Status(Errc::kInvalidArgument, msg); };
   if (w.producers < 1 || w.producers > kMaxWorkers) {
-    return bad("--producers must be 1.." + std::to_string(kMaxWorkers) + ", not " + std::to_string(w.producers));
+    return bad("--producers must be 1.." + std::to_string(kMaxWorkers) + ", not " +
+               std::to_string(w.producers));
   }
   if (w.consumers < 0 || w.consumers > kMaxWorkers) {
-    return bad("--consumers must be 0.." + std::to_string(kMaxWorkers) + ", not " + std::to_string(w.consumers));
+    return bad("--consumers must be 0.." + std::to_string(kMaxWorkers) + ", not " +
+               std::to_string(w.consumers));
   }
   if (w.partitions < 1 || w.partitions > kMaxPartitions) {
-    return bad("--partitions must be 1.." + std::to_string(kMaxPartitions) + ", not " + std::to_string(w.partitions));
+    return bad("--partitions must be 1.." + std::to_string(kMaxPartitions) + ", not " +
+               std::to_string(w.partitions));
   }
   if (w.message_size < kPayloadHeaderBytes) {
     return bad("--size must be at least " + std::to_string(kPayloadHeaderBytes) +
@@ -473,11 +480,14 @@ Status ValidateWorkload(const Workload& w) {
   if (w.count >= (uint64_t{1} << PayloadHeader::kSeqBits)) return bad("--count must be below 2^40");
   if (w.window < 1) return bad("--window must be at least 1");
   if (w.rate < 0) return bad("--rate must not be negative");
-  if (w.acks != 0 && w.acks != 1 && w.acks != -1) return bad("--acks must be 0, 1 or -1 (all), not " + std::to_string(w.acks));
-  if (w.mode != "exclusive" && w.mode != "shared") return bad("--mode must be exclusive or shared, not '" + w.mode + "'");
+  if (w.acks != 0 && w.acks != 1 && w.acks != -1)
+    return bad("--acks must be 0, 1 or -1 (all), not " + std::to_string(w.acks));
+  if (w.mode != "exclusive" && w.mode != "shared")
+    return bad("--mode must be exclusive or shared, not '" + w.mode + "'");
   if (w.system == "rdmq" && w.mode == "exclusive" && w.producers > w.partitions) {
-    return bad("--mode exclusive gives each partition one producer: --producers (" + std::to_string(w.producers) +
-               ") must not exceed --partitions (" + std::to_string(w.partitions) + "); use --mode shared");
+    return bad("--mode exclusive gives each partition one producer: --producers (" +
+               std::to_string(w.producers) + ") must not exceed --partitions (" +
+               std::to_string(w.partitions) + "); use --mode shared");
   }
   if (w.consumers > w.partitions) {
     return bad("--consumers (" + std::to_string(w.consumers) + ") must not exceed --partitions (" +
@@ -534,8 +544,10 @@ Result<Report> RunBenchmark(const Workload& w, System& system, const RunOptions&
   report.system_description = system.Describe();
   sh->phase.store(kPhaseOpen, std::memory_order_release);
   for (;;) {
-    const int ready = CountState(sh->producers, w.producers, kReady) + CountState(sh->consumers, w.consumers, kReady);
-    const int failed = CountState(sh->producers, w.producers, kFailed) + CountState(sh->consumers, w.consumers, kFailed);
+    const int ready =
+        CountState(sh->producers, w.producers, kReady) + CountState(sh->consumers, w.consumers, kReady);
+    const int failed =
+        CountState(sh->producers, w.producers, kFailed) + CountState(sh->consumers, w.consumers, kFailed);
     if (failed > 0) {
       std::string err = FirstError(*sh, w);
       (void)abort_run(Status::Ok());
@@ -557,7 +569,8 @@ Result<Report> RunBenchmark(const Workload& w, System& system, const RunOptions&
   }
 
   report.server_pid = options.server_pid != 0 ? options.server_pid : system.ServerPid();
-  Result<CpuTime> server0 = report.server_pid != 0 ? ProcessCpu(report.server_pid) : Result<CpuTime>(Errc::kNotFound);
+  Result<CpuTime> server0 =
+      report.server_pid != 0 ? ProcessCpu(report.server_pid) : Result<CpuTime>(Errc::kNotFound);
   const CpuTime self0 = SelfCpu();
   sh->start_ns = MonoNanos();
   sh->deadline_ns = w.duration.count() != 0
@@ -579,7 +592,8 @@ Result<Report> RunBenchmark(const Workload& w, System& system, const RunOptions&
       s.acked += sh->producers[i].completed.load(std::memory_order_relaxed);
       sent += sh->producers[i].sent.load(std::memory_order_relaxed);
     }
-    for (int i = 0; i < w.consumers; ++i) s.consumed += sh->consumers[i].completed.load(std::memory_order_relaxed);
+    for (int i = 0; i < w.consumers; ++i)
+      s.consumed += sh->consumers[i].completed.load(std::memory_order_relaxed);
     const double dt = std::max(static_cast<double>(now - last_sample_ns) / 1e9, 1e-9);
     s.produce_rate = static_cast<double>(s.acked - last_acked) / dt;
     s.consume_rate = static_cast<double>(s.consumed - last_consumed) / dt;

@@ -7,9 +7,9 @@
 //   rdmq-fabric-bench [--providers shm,tcp[,verbs]] [--quick] [--trials N] [--json FILE]
 //
 // Latency: one 64-byte operation in flight, signalled; the completion queue is polled and, when
-// empty, waited on (CompletionQueue::Wait); p50 and p99 over many operations. Bandwidth: 64 KiB and 1 MiB operations, a window of outstanding
-// signalled operations, cycling over a 16 MiB target; the median of --trials runs.
-// Both ends run in this process (two fabrics, two connections), as the RPC layer's tests do.
+// empty, waited on (CompletionQueue::Wait); p50 and p99 over many operations. Bandwidth: 64 KiB and 1 MiB
+// operations, a window of outstanding signalled operations, cycling over a 16 MiB target; the median of
+// --trials runs. Both ends run in this process (two fabrics, two connections), as the RPC layer's tests do.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -69,7 +69,9 @@ double Median(std::vector<double> v) {
 }
 double Percentile(std::vector<uint64_t>& v, double p) {
   std::sort(v.begin(), v.end());
-  return static_cast<double>(v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))]) / 1000.0;
+  return static_cast<double>(
+             v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))]) /
+         1000.0;
 }
 
 // ------------------------------------------------------------------------------ fabric side
@@ -151,7 +153,8 @@ struct Setup {
     std::vector<uint64_t> ns;
     ns.reserve(static_cast<size_t>(iters));
     for (int i = 0; i < iters + iters / 10; ++i) {
-      const WorkRequest wr = Make(op, (static_cast<size_t>(i) * 4096) % kTarget, size, static_cast<uint64_t>(i));
+      const WorkRequest wr =
+          Make(op, (static_cast<size_t>(i) * 4096) % kTarget, size, static_cast<uint64_t>(i));
       const uint64_t t0 = MonoNanos();
       if (Status s = eb->Post(std::span(&wr, 1)); !s.ok()) Die("post", s);
       WaitOne();
@@ -420,7 +423,9 @@ int main(int argc, char** argv) {
         pos = comma + 1;
       }
     } else {
-      std::fprintf(stderr, "usage: rdmq-fabric-bench [--providers shm,tcp,verbs] [--quick] [--trials N] [--json FILE]\n");
+      std::fprintf(
+          stderr,
+          "usage: rdmq-fabric-bench [--providers shm,tcp,verbs] [--quick] [--trials N] [--json FILE]\n");
       return 2;
     }
   }
@@ -429,13 +434,14 @@ int main(int argc, char** argv) {
     FabricOptions probe;
     probe.provider = p;
     if (auto f = Fabric::Open(probe); !f.ok()) {
-      std::fprintf(stderr, "-- %s: skipped (%s)\n", std::string(ProviderName(p)).c_str(), f.status().ToString().c_str());
+      std::fprintf(stderr, "-- %s: skipped (%s)\n", std::string(ProviderName(p)).c_str(),
+                   f.status().ToString().c_str());
       continue;
     }
     RunProvider(p, o, rows);
   }
-  std::printf("%-6s %-6s %-8s %-18s %10s %10s %8s  %s\n", "fabric", "op", "size", "metric", "fabric", "baseline",
-              "ratio", "baseline is");
+  std::printf("%-6s %-6s %-8s %-18s %10s %10s %8s  %s\n", "fabric", "op", "size", "metric", "fabric",
+              "baseline", "ratio", "baseline is");
   for (const Row& r : rows) {
     char ratio[16] = "-";  // fabric / baseline: a time ratio for latency, a fraction for bandwidth
     char base[16] = "-";
@@ -443,8 +449,8 @@ int main(int argc, char** argv) {
       std::snprintf(ratio, sizeof ratio, "%.2f", r.fabric / r.baseline);
       std::snprintf(base, sizeof base, "%.2f", r.baseline);
     }
-    std::printf("%-6s %-6s %-8s %-18s %10.2f %10s %8s  %s\n", r.provider.c_str(), r.op.c_str(), SizeName(r.size).c_str(),
-                r.metric.c_str(), r.fabric, base, ratio, r.baseline_name.c_str());
+    std::printf("%-6s %-6s %-8s %-18s %10.2f %10s %8s  %s\n", r.provider.c_str(), r.op.c_str(),
+                SizeName(r.size).c_str(), r.metric.c_str(), r.fabric, base, ratio, r.baseline_name.c_str());
   }
   if (!o.json.empty()) {
     std::ofstream out(o.json);
@@ -452,8 +458,9 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < rows.size(); ++i) {
       const Row& r = rows[i];
       out << "  {\"provider\": \"" << r.provider << "\", \"op\": \"" << r.op << "\", \"size\": " << r.size
-          << ", \"metric\": \"" << r.metric << "\", \"fabric\": " << r.fabric << ", \"baseline\": " << r.baseline
-          << ", \"baseline_name\": \"" << r.baseline_name << "\"}" << (i + 1 < rows.size() ? "," : "") << "\n";
+          << ", \"metric\": \"" << r.metric << "\", \"fabric\": " << r.fabric
+          << ", \"baseline\": " << r.baseline << ", \"baseline_name\": \"" << r.baseline_name << "\"}"
+          << (i + 1 < rows.size() ? "," : "") << "\n";
     }
     out << "]\n";
   }

@@ -23,10 +23,18 @@ std::string Human(double v) {
 
 Progress::Progress(ProgressMode mode, std::string system) : system_(std::move(system)) {
   switch (mode) {
-    case ProgressMode::kAuto: tty_ = isatty(STDERR_FILENO) != 0; break;
-    case ProgressMode::kTty: tty_ = true; break;
-    case ProgressMode::kPlain: tty_ = false; break;
-    case ProgressMode::kNone: enabled_ = false; break;
+    case ProgressMode::kAuto:
+      tty_ = isatty(STDERR_FILENO) != 0;
+      break;
+    case ProgressMode::kTty:
+      tty_ = true;
+      break;
+    case ProgressMode::kPlain:
+      tty_ = false;
+      break;
+    case ProgressMode::kNone:
+      enabled_ = false;
+      break;
   }
 }
 
@@ -49,11 +57,11 @@ void Progress::Update(const Sample& s, uint64_t sent, uint32_t message_size) {
   if (last_print_ >= 0 && s.t_s - last_print_ < every) return;
   last_print_ = s.t_s;
   char line[256];
-  std::snprintf(line, sizeof(line),
-                "%s %6.1fs  acked %s (%s/s, %.1f MB/s)  consumed %s (%s/s)  in flight %llu", system_.c_str(),
-                s.t_s, Human(static_cast<double>(s.acked)).c_str(), Human(produce_rate_).c_str(),
-                produce_rate_ * message_size / 1e6, Human(static_cast<double>(s.consumed)).c_str(),
-                Human(consume_rate_).c_str(), static_cast<unsigned long long>(sent - std::min(sent, s.acked)));
+  std::snprintf(
+      line, sizeof(line), "%s %6.1fs  acked %s (%s/s, %.1f MB/s)  consumed %s (%s/s)  in flight %llu",
+      system_.c_str(), s.t_s, Human(static_cast<double>(s.acked)).c_str(), Human(produce_rate_).c_str(),
+      produce_rate_ * message_size / 1e6, Human(static_cast<double>(s.consumed)).c_str(),
+      Human(consume_rate_).c_str(), static_cast<unsigned long long>(sent - std::min(sent, s.acked)));
   if (tty_) {
     std::fprintf(stderr, "\r%s\033[K", line);
   } else {

@@ -23,7 +23,7 @@ class Progress {
   bool enabled_ = true;
   std::string system_;
   double last_print_ = -1;
-  double window_t_ = 0;          // start of the rate window
+  double window_t_ = 0;  // start of the rate window
   uint64_t window_acked_ = 0;
   uint64_t window_consumed_ = 0;
   double produce_rate_ = 0, consume_rate_ = 0;

@@ -8,13 +8,12 @@
 // `run` is the default when the first argument is an option. Exit status: 0 when the run
 // completed and every count checked out, 1 when it failed, 2 for a usage error, 3 when it
 // completed but records were lost, duplicated or corrupt.
+#include <boost/program_options.hpp>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <string>
 #include <vector>
-
-#include <boost/program_options.hpp>
 
 #include "rdmq/bench/driver.h"
 #include "rdmq/bench/limits.h"
@@ -35,19 +34,20 @@ int Usage(const std::string& msg) {
 }
 
 void PrintHelp(const po::options_description& run, const po::options_description& other) {
-  std::cout << "rdmq-bench: end-to-end benchmark of rdmq and peer brokers (Redis Streams, NATS JetStream)\n\n"
-               "usage: rdmq-bench [run] [options]       run one workload against one system\n"
-               "       rdmq-bench limits [--quick] [--json FILE]\n"
-               "                                        memcpy, loopback TCP bandwidth and round trip\n"
-               "       rdmq-bench table [--reference SYSTEM] [--markdown] RESULT.json...\n"
-               "                                        comparison table of earlier runs, with ratios\n"
-               "       rdmq-bench get RESULT.json dotted.key   one value of a result (for scripts)\n"
-               "       rdmq-bench systems                      the systems this build can drive\n\n"
-            << run << "\n"
-            << other
-            << "\nExit status: 0 ok, 1 run failed, 2 usage error, 3 records lost/duplicated/corrupt.\n"
-               "Systems: rdmq (its broker at --address, or started with --start-broker), redis (host:port, "
-               "default 127.0.0.1:6379), nats (URL, default nats://127.0.0.1:4222), mem (in-process reference).\n";
+  std::cout
+      << "rdmq-bench: end-to-end benchmark of rdmq and peer brokers (Redis Streams, NATS JetStream)\n\n"
+         "usage: rdmq-bench [run] [options]       run one workload against one system\n"
+         "       rdmq-bench limits [--quick] [--json FILE]\n"
+         "                                        memcpy, loopback TCP bandwidth and round trip\n"
+         "       rdmq-bench table [--reference SYSTEM] [--markdown] RESULT.json...\n"
+         "                                        comparison table of earlier runs, with ratios\n"
+         "       rdmq-bench get RESULT.json dotted.key   one value of a result (for scripts)\n"
+         "       rdmq-bench systems                      the systems this build can drive\n\n"
+      << run << "\n"
+      << other
+      << "\nExit status: 0 ok, 1 run failed, 2 usage error, 3 records lost/duplicated/corrupt.\n"
+         "Systems: rdmq (its broker at --address, or started with --start-broker), redis (host:port, "
+         "default 127.0.0.1:6379), nats (URL, default nats://127.0.0.1:4222), mem (in-process reference).\n";
 }
 
 // If Ctrl-C (or SIGTERM) stopped the run, die of that signal now that the partial results are
@@ -66,37 +66,43 @@ int RunCommand(const std::vector<std::string>& args) {
   double duration_s = 0, linger_ms = 0, drain_s = 30;
   std::string json_path, plot_path, progress = "auto";
   po::options_description run("run options");
-  run.add_options()
-      ("help,h", "this help")
-      ("system", po::value(&w.system)->default_value(w.system), "rdmq | redis | nats | mem")
-      ("address", po::value(&w.address), "server address (rdmq bootstrap, redis host:port, nats URL)")
-      ("topic", po::value(&w.topic)->default_value(w.topic), "topic / stream name prefix (recreated per run)")
-      ("producers,p", po::value(&w.producers)->default_value(w.producers), "producers")
-      ("consumers,c", po::value(&w.consumers)->default_value(w.consumers), "consumers (0: produce only)")
-      ("procs", po::bool_switch(&w.processes), "a process per producer/consumer instead of a thread")
-      ("size,s", po::value(&w.message_size)->default_value(w.message_size), "message size in bytes (>= 16)")
-      ("count,n", po::value(&w.count), "records per producer")
-      ("duration,d", po::value(&duration_s), "run for this many seconds instead of --count")
-      ("batch-size", po::value(&w.batch_size)->default_value(w.batch_size), "bytes a client batches before sending")
-      ("linger-ms", po::value(&linger_ms)->default_value(0), "how long a client may wait to fill a batch (fractions allowed)")
-      ("acks", po::value(&w.acks)->default_value(w.acks), "0 or 1 (rdmq; the peers always acknowledge)")
-      ("partitions", po::value(&w.partitions)->default_value(w.partitions), "partitions (streams for the peers)")
-      ("mode", po::value(&w.mode)->default_value(w.mode), "rdmq producer mode: exclusive | shared")
-      ("fabric", po::value(&w.fabric)->default_value(w.fabric), "rdmq fabric: shm | tcp | verbs")
-      ("durability", po::value(&w.durability)->default_value(w.durability),
-       "rdmq topic durability: durable | visibility; for peers the class of their setting")
-      ("window,w", po::value(&w.window)->default_value(w.window), "records in flight per producer (1: latency)")
-      ("rate", po::value(&w.rate)->default_value(0), "records/s per producer, evenly spaced (0: unlimited)")
-      ("label", po::value(&w.label), "durability setting text for tables, e.g. 'appendfsync always'")
-      ("producer-set", po::value(&w.producer_settings), "rdmq: a producer setting key=value (repeatable)")
-      ("consumer-set", po::value(&w.consumer_settings), "rdmq: a consumer setting key=value (repeatable)")
-      ("start-broker", po::bool_switch(&w.start_broker), "rdmq: start rdmq-broker (beside rdmq-bench) for this run")
-      ("broker-dir", po::value(&w.broker_dir), "rdmq: --start-broker's data directory (default: fresh, deleted after)")
-      ("server-pid", po::value(&ro.server_pid), "pid of the server whose CPU time to report")
-      ("drain-timeout", po::value(&drain_s)->default_value(drain_s), "seconds consumers get to catch up at the end")
-      ("json", po::value(&json_path), "write the result as JSON to this file")
-      ("plot", po::value(&plot_path), "write a PNG plot (gnuplot) to this file")
-      ("progress", po::value(&progress)->default_value(progress), "auto | tty | plain | none");
+  run.add_options()("help,h", "this help")("system", po::value(&w.system)->default_value(w.system),
+                                           "rdmq | redis | nats | mem")(
+      "address", po::value(&w.address), "server address (rdmq bootstrap, redis host:port, nats URL)")(
+      "topic", po::value(&w.topic)->default_value(w.topic), "topic / stream name prefix (recreated per run)")(
+      "producers,p", po::value(&w.producers)->default_value(w.producers), "producers")(
+      "consumers,c", po::value(&w.consumers)->default_value(w.consumers), "consumers (0: produce only)")(
+      "procs", po::bool_switch(&w.processes), "a process per producer/consumer instead of a thread")(
+      "size,s", po::value(&w.message_size)->default_value(w.message_size), "message size in bytes (>= 16)")(
+      "count,n", po::value(&w.count), "records per producer")("duration,d", po::value(&duration_s),
+                                                              "run for this many seconds instead of --count")(
+      "batch-size", po::value(&w.batch_size)->default_value(w.batch_size),
+      "bytes a client batches before sending")(
+      "linger-ms", po::value(&linger_ms)->default_value(0),
+      "how long a client may wait to fill a batch (fractions allowed)")(
+      "acks", po::value(&w.acks)->default_value(w.acks), "0 or 1 (rdmq; the peers always acknowledge)")(
+      "partitions", po::value(&w.partitions)->default_value(w.partitions),
+      "partitions (streams for the peers)")("mode", po::value(&w.mode)->default_value(w.mode),
+                                            "rdmq producer mode: exclusive | shared")(
+      "fabric", po::value(&w.fabric)->default_value(w.fabric), "rdmq fabric: shm | tcp | verbs")(
+      "durability", po::value(&w.durability)->default_value(w.durability),
+      "rdmq topic durability: durable | visibility; for peers the class of their setting")(
+      "window,w", po::value(&w.window)->default_value(w.window),
+      "records in flight per producer (1: latency)")("rate", po::value(&w.rate)->default_value(0),
+                                                     "records/s per producer, evenly spaced (0: unlimited)")(
+      "label", po::value(&w.label), "durability setting text for tables, e.g. 'appendfsync always'")(
+      "producer-set", po::value(&w.producer_settings), "rdmq: a producer setting key=value (repeatable)")(
+      "consumer-set", po::value(&w.consumer_settings), "rdmq: a consumer setting key=value (repeatable)")(
+      "start-broker", po::bool_switch(&w.start_broker),
+      "rdmq: start rdmq-broker (beside rdmq-bench) for this run")(
+      "broker-dir", po::value(&w.broker_dir),
+      "rdmq: --start-broker's data directory (default: fresh, deleted after)")(
+      "server-pid", po::value(&ro.server_pid), "pid of the server whose CPU time to report")(
+      "drain-timeout", po::value(&drain_s)->default_value(drain_s),
+      "seconds consumers get to catch up at the end")("json", po::value(&json_path),
+                                                      "write the result as JSON to this file")(
+      "plot", po::value(&plot_path), "write a PNG plot (gnuplot) to this file")(
+      "progress", po::value(&progress)->default_value(progress), "auto | tty | plain | none");
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(args).options(run).run(), vm);
@@ -134,7 +140,8 @@ int RunCommand(const std::vector<std::string>& args) {
   }
   Result<Report> report = RunBenchmark(w, **system, ro);
   if (!report.ok()) {
-    std::fprintf(stderr, "rdmq-bench: %s run failed: %s\n", w.system.c_str(), report.status().ToString().c_str());
+    std::fprintf(stderr, "rdmq-bench: %s run failed: %s\n", w.system.c_str(),
+                 report.status().ToString().c_str());
     DieOfInterrupt();
     return kExitFailed;
   }
@@ -198,8 +205,9 @@ int TableCommand(const std::vector<std::string>& args) {
   std::vector<std::string> files;
   po::options_description opts("table options");
   opts.add_options()("help,h", "this help")("reference", po::value(&reference)->default_value(reference),
-                                             "system the ratios compare against")(
-      "markdown", po::bool_switch(&markdown), "print GitHub markdown")("files", po::value(&files), "result files");
+                                            "system the ratios compare against")(
+      "markdown", po::bool_switch(&markdown), "print GitHub markdown")("files", po::value(&files),
+                                                                       "result files");
   po::positional_options_description pos;
   pos.add("files", -1);
   po::variables_map vm;

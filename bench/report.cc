@@ -78,7 +78,10 @@ json ReportJson(const Report& r) {
   j["description"] = r.system_description;
   j["label"] = w.label;
   j["durability"] = w.durability;
-  j["machine"] = {{"cpu", m.cpu_model}, {"cpus", m.cpus}, {"memory_gib", m.memory_gib}, {"kernel", m.kernel},
+  j["machine"] = {{"cpu", m.cpu_model},
+                  {"cpus", m.cpus},
+                  {"memory_gib", m.memory_gib},
+                  {"kernel", m.kernel},
                   {"host", m.hostname}};
   j["workload"] = {{"name", WorkloadName(w)},
                    {"producers", w.producers},
@@ -99,9 +102,14 @@ json ReportJson(const Report& r) {
                    {"producer_settings", w.producer_settings},
                    {"consumer_settings", w.consumer_settings},
                    {"topic", w.topic}};
-  j["counts"] = {{"sent", r.sent},         {"acked", r.acked},       {"ack_errors", r.ack_errors},
-                 {"consumed", r.consumed}, {"expected", r.expected}, {"missing", r.missing},
-                 {"duplicates", r.duplicates}, {"corrupt", r.corrupt}};
+  j["counts"] = {{"sent", r.sent},
+                 {"acked", r.acked},
+                 {"ack_errors", r.ack_errors},
+                 {"consumed", r.consumed},
+                 {"expected", r.expected},
+                 {"missing", r.missing},
+                 {"duplicates", r.duplicates},
+                 {"corrupt", r.corrupt}};
   j["produce"] = {{"seconds", r.produce_s},
                   {"records_per_s", r.produce_records_per_s()},
                   {"mb_per_s", r.produce_mb_per_s()}};
@@ -154,14 +162,15 @@ void PrintSummary(const Report& r, std::FILE* out) {
                w.label.c_str());
   std::fprintf(out, "workload   %s, %s, acks=%d, batch %u B, linger %lld us%s\n", WorkloadName(w).c_str(),
                w.processes ? "processes" : "threads", w.acks, w.batch_size,
-               static_cast<long long>(w.linger.count()), w.system == "rdmq" ? (", " + w.mode + ", " + w.fabric + ", " + w.durability).c_str() : "");
+               static_cast<long long>(w.linger.count()),
+               w.system == "rdmq" ? (", " + w.mode + ", " + w.fabric + ", " + w.durability).c_str() : "");
   std::fprintf(out, "produce    %llu records in %.3f s: %s records/s, %.1f MB/s\n",
-               static_cast<unsigned long long>(r.acked), r.produce_s, Human(r.produce_records_per_s()).c_str(),
-               r.produce_mb_per_s());
+               static_cast<unsigned long long>(r.acked), r.produce_s,
+               Human(r.produce_records_per_s()).c_str(), r.produce_mb_per_s());
   if (w.consumers > 0) {
     std::fprintf(out, "consume    %llu records in %.3f s: %s records/s, %.1f MB/s\n",
-                 static_cast<unsigned long long>(r.consumed), r.consume_s, Human(r.consume_records_per_s()).c_str(),
-                 r.consume_mb_per_s());
+                 static_cast<unsigned long long>(r.consumed), r.consume_s,
+                 Human(r.consume_records_per_s()).c_str(), r.consume_mb_per_s());
   }
   auto lat = [&](const char* name, const LogHistogram& h) {
     if (h.count() == 0) return;
@@ -186,9 +195,10 @@ void PrintSummary(const Report& r, std::FILE* out) {
                  std::max(0.0, r.consumer_max_process_cores));
   }
   std::fprintf(out, ", over %.2f s\n", active);
-  std::fprintf(out, "load       %.2f before, %.2f after (1-min average, %d CPUs)\n", r.load_before[0], r.load_after[0],
-               ReadMachineInfo().cpus);
-  std::fprintf(out, "check      %s: sent %llu, acked %llu, ack errors %llu, consumed %llu of %llu, missing %llu, "
+  std::fprintf(out, "load       %.2f before, %.2f after (1-min average, %d CPUs)\n", r.load_before[0],
+               r.load_after[0], ReadMachineInfo().cpus);
+  std::fprintf(out,
+               "check      %s: sent %llu, acked %llu, ack errors %llu, consumed %llu of %llu, missing %llu, "
                "duplicates %llu, corrupt %llu%s\n",
                r.CountsOk() ? "OK" : "FAILED", static_cast<unsigned long long>(r.sent),
                static_cast<unsigned long long>(r.acked), static_cast<unsigned long long>(r.ack_errors),
@@ -245,8 +255,10 @@ Status WritePlot(const Report& r, const std::string& png_path) {
         << "unset multiplot\n";
   }
   if (system("command -v gnuplot >/dev/null 2>&1") != 0) {
-    return Status(Errc::kUnavailable, "gnuplot is not installed (deploy/install-deps.sh installs gnuplot-nox); "
-                                      "the plot's data and script are in " + dat + " and " + gp);
+    return Status(Errc::kUnavailable,
+                  "gnuplot is not installed (deploy/install-deps.sh installs gnuplot-nox); "
+                  "the plot's data and script are in " +
+                      dat + " and " + gp);
   }
   const std::string cmd = "gnuplot '" + gp + "' 2>&1";
   std::FILE* p = popen(cmd.c_str(), "r");
@@ -369,9 +381,9 @@ std::vector<std::pair<std::string, std::vector<Cell>>> BuildTable(const std::vec
   return groups;
 }
 
-const std::vector<std::string> kHeader = {"system", "durability", "records/s", "MB/s", "ack p50", "ack p99",
-                                          "e2e p50", "e2e p99", "server cores", "client cores", "ref vs this",
-                                          "check"};
+const std::vector<std::string> kHeader = {"system",       "durability",   "records/s",   "MB/s",
+                                          "ack p50",      "ack p99",      "e2e p50",     "e2e p99",
+                                          "server cores", "client cores", "ref vs this", "check"};
 
 }  // namespace
 
@@ -392,9 +404,10 @@ void PrintTable(const std::vector<TableRow>& rows, const std::string& reference,
     }
     std::fprintf(out, "\n");
   };
-  std::fprintf(out, "latencies in microseconds; 'ref vs this': %s's rate / this rate, this p50 / %s's p50, "
-               "against the %s row of the same durability class\n", reference.c_str(), reference.c_str(),
-               reference.c_str());
+  std::fprintf(out,
+               "latencies in microseconds; 'ref vs this': %s's rate / this rate, this p50 / %s's p50, "
+               "against the %s row of the same durability class\n",
+               reference.c_str(), reference.c_str(), reference.c_str());
   for (const auto& g : groups) {
     std::fprintf(out, "\n== %s\n", g.first.c_str());
     line(kHeader);

@@ -51,7 +51,7 @@ struct Args {
   size_t payload = 64;
   int outstanding = 1;
   int duration_ms = 1000;
-  int repeat = 1;  // runs per point; the median run (by calls/s) is reported
+  int repeat = 1;        // runs per point; the median run (by calls/s) is reported
   int quiet_wait_s = 0;  // wait up to this long for an idle machine before each run
   bool pin = false;      // server on the last CPU, client on the others (a dedicated server core)
   std::string tsv, json, png;
@@ -67,11 +67,12 @@ std::vector<std::string> Split(const std::string& s) {
 }
 
 [[noreturn]] void Usage(const char* why) {
-  std::fprintf(stderr,
-               "rdmq-rpc-bench: %s\nusage: rdmq-rpc-bench [--fabric shm|tcp] [--threads 1,2,4,8,16,32] "
-               "[--channels 2]\n  [--modes coalescing,no-coalescing,spinlock,per-thread] [--payload 64] "
-               "[--outstanding 1]\n  [--duration-ms 1000] [--repeat 1] [--tsv FILE] [--json FILE] [--png FILE]\n",
-               why);
+  std::fprintf(
+      stderr,
+      "rdmq-rpc-bench: %s\nusage: rdmq-rpc-bench [--fabric shm|tcp] [--threads 1,2,4,8,16,32] "
+      "[--channels 2]\n  [--modes coalescing,no-coalescing,spinlock,per-thread] [--payload 64] "
+      "[--outstanding 1]\n  [--duration-ms 1000] [--repeat 1] [--tsv FILE] [--json FILE] [--png FILE]\n",
+      why);
   std::exit(2);
 }
 
@@ -140,11 +141,11 @@ Args Parse(int argc, char** argv) {
       msg = "!" + s.status().ToString();
     } else {
       server = std::move(s).value();
-      (void)server->RegisterHandler(kEcho, [](const rpc::RequestContext&, std::span<const std::byte> req,
-                                              rpc::ResponseBuffer& resp) {
-        resp.Append(req);
-        return Status();
-      });
+      (void)server->RegisterHandler(
+          kEcho, [](const rpc::RequestContext&, std::span<const std::byte> req, rpc::ResponseBuffer& resp) {
+            resp.Append(req);
+            return Status();
+          });
       Status st = server->Start();
       msg = st.ok() ? (*f)->address() : "!" + st.ToString();
     }
@@ -198,7 +199,8 @@ double WaitQuiet(std::chrono::seconds limit) {
     const CpuSample a = ReadCpu();
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     const CpuSample b = ReadCpu();
-    busy = b.total > a.total ? static_cast<double>(b.busy - a.busy) / static_cast<double>(b.total - a.total) : 1.0;
+    busy = b.total > a.total ? static_cast<double>(b.busy - a.busy) / static_cast<double>(b.total - a.total)
+                             : 1.0;
     if (busy < 0.10) break;
   }
   return busy;
@@ -218,7 +220,8 @@ struct Row {
   std::string error;
 };
 
-Row RunOne(fabric::Fabric& fab, const std::string& address, const Args& a, const std::string& mode, int nthreads) {
+Row RunOne(fabric::Fabric& fab, const std::string& address, const Args& a, const std::string& mode,
+           int nthreads) {
   Row row;
   row.mode = mode;
   row.threads = nthreads;
@@ -261,12 +264,14 @@ Row RunOne(fabric::Fabric& fab, const std::string& address, const Args& a, const
           auto r = client->Call(kEcho, req, std::chrono::seconds(10));
           const auto dt = Clock::now() - t0;
           if (!r.ok()) {
-            if (errors.fetch_add(1) == 0) std::fprintf(stderr, "rdmq-rpc-bench: %s\n", r.status().ToString().c_str());
+            if (errors.fetch_add(1) == 0)
+              std::fprintf(stderr, "rdmq-rpc-bench: %s\n", r.status().ToString().c_str());
             continue;
           }
           if (phase.load(std::memory_order_relaxed) == 1) {
             ++n;
-            mine.push_back(static_cast<uint32_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(dt).count()));
+            mine.push_back(
+                static_cast<uint32_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(dt).count()));
           }
         }
       } else {
@@ -279,17 +284,19 @@ Row RunOne(fabric::Fabric& fab, const std::string& address, const Args& a, const
           window.acquire();
           const auto t0 = Clock::now();
           const bool measured = phase.load(std::memory_order_relaxed) == 1;
-          Status st = client->CallAsync(kEcho, req, std::chrono::seconds(10), [&, t0, measured](Result<std::string> r) {
-            if (!r.ok()) {
-              errors.fetch_add(1);
-            } else if (measured) {
-              const auto dt = Clock::now() - t0;
-              std::lock_guard<std::mutex> g(mu);
-              samples.push_back(static_cast<uint32_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(dt).count()));
-              done.fetch_add(1);
-            }
-            window.release();
-          });
+          Status st = client->CallAsync(
+              kEcho, req, std::chrono::seconds(10), [&, t0, measured](Result<std::string> r) {
+                if (!r.ok()) {
+                  errors.fetch_add(1);
+                } else if (measured) {
+                  const auto dt = Clock::now() - t0;
+                  std::lock_guard<std::mutex> g(mu);
+                  samples.push_back(static_cast<uint32_t>(
+                      std::chrono::duration_cast<std::chrono::nanoseconds>(dt).count()));
+                  done.fetch_add(1);
+                }
+                window.release();
+              });
           if (!st.ok()) {
             errors.fetch_add(1);
             window.release();
@@ -354,7 +361,8 @@ void WritePlot(const Args& a, const std::vector<Row>& rows) {
     for (const auto& m : a.modes) {
       out << "# " << m << "\n";
       for (const auto& r : rows) {
-        if (r.mode == m) out << r.threads << "\t" << r.calls_per_s / 1e6 << "\t" << r.p50_us << "\t" << r.p99_us << "\n";
+        if (r.mode == m)
+          out << r.threads << "\t" << r.calls_per_s / 1e6 << "\t" << r.p50_us << "\t" << r.p99_us << "\n";
       }
       out << "\n\n";
     }
@@ -362,20 +370,22 @@ void WritePlot(const Args& a, const std::vector<Row>& rows) {
   std::ostringstream gp;
   gp << "set terminal pngcairo size 1200,480 font 'sans,10'\n"
      << "set output '" << a.png << "'\n"
-     << "set multiplot layout 1,2 title 'rdmq RPC over " << fabric::ProviderName(a.provider) << ": " << a.payload
-     << "-byte calls, " << a.outstanding << " outstanding per thread, " << a.channels
+     << "set multiplot layout 1,2 title 'rdmq RPC over " << fabric::ProviderName(a.provider) << ": "
+     << a.payload << "-byte calls, " << a.outstanding << " outstanding per thread, " << a.channels
      << " shared channels (per-thread: one each)'\n"
      << "set logscale x 2\nset xlabel 'client threads'\nset grid\nset key top left\n"
      << "set ylabel 'million calls/s'\nset title 'throughput'\nset yrange [0:*]\n"
      << "plot ";
   for (size_t i = 0; i < a.modes.size(); ++i) {
-    gp << (i ? ", " : "") << "'" << dat << "' index " << i << " using 1:2 with linespoints title '" << a.modes[i] << "'";
+    gp << (i ? ", " : "") << "'" << dat << "' index " << i << " using 1:2 with linespoints title '"
+       << a.modes[i] << "'";
   }
-  gp << "\nset ylabel 'latency (us)'\nset autoscale y\nset logscale y\nset title 'p50 (solid) and p99 (dashed) latency'\nplot ";
+  gp << "\nset ylabel 'latency (us)'\nset autoscale y\nset logscale y\nset title 'p50 (solid) and p99 "
+        "(dashed) latency'\nplot ";
   for (size_t i = 0; i < a.modes.size(); ++i) {
     gp << (i ? ", " : "") << "'" << dat << "' index " << i << " using 1:3 with linespoints lc " << i + 1
-       << " title '" << a.modes[i] << " p50', '" << dat << "' index " << i << " using 1:4 with linespoints lc "
-       << i + 1 << " dt 2 notitle";
+       << " title '" << a.modes[i] << " p50', '" << dat << "' index " << i
+       << " using 1:4 with linespoints lc " << i + 1 << " dt 2 notitle";
   }
   gp << "\nunset multiplot\n";
   const std::string script = a.png + ".gp";
@@ -446,12 +456,14 @@ int main(int argc, char** argv) {
     cleanup();
     return 1;
   }
-  std::printf("rdmq-rpc-bench: fabric %s, %zu-byte requests and responses, %d outstanding per thread, %d ms per point, "
-              "%u cores\n",
-              std::string(fabric::ProviderName(a.provider)).c_str(), a.payload, a.outstanding, a.duration_ms,
-              std::thread::hardware_concurrency());
-  std::printf("%-19s %7s %8s %12s %9s %9s %7s %6s %10s %7s\n", "mode", "threads", "channels", "calls/s", "p50 us",
-              "p99 us", "degree", "fair", "migrations", "others");
+  std::printf(
+      "rdmq-rpc-bench: fabric %s, %zu-byte requests and responses, %d outstanding per thread, %d ms per "
+      "point, "
+      "%u cores\n",
+      std::string(fabric::ProviderName(a.provider)).c_str(), a.payload, a.outstanding, a.duration_ms,
+      std::thread::hardware_concurrency());
+  std::printf("%-19s %7s %8s %12s %9s %9s %7s %6s %10s %7s\n", "mode", "threads", "channels", "calls/s",
+              "p50 us", "p99 us", "degree", "fair", "migrations", "others");
   std::vector<Row> rows;
   for (int t : a.threads) {
     for (const auto& m : a.modes) {
@@ -460,12 +472,13 @@ int main(int argc, char** argv) {
         if (a.quiet_wait_s > 0) WaitQuiet(std::chrono::seconds(a.quiet_wait_s));
         runs.push_back(RunOne(**fab, address, a, m, t));
       }
-      std::sort(runs.begin(), runs.end(), [](const Row& x, const Row& y) { return x.calls_per_s < y.calls_per_s; });
+      std::sort(runs.begin(), runs.end(),
+                [](const Row& x, const Row& y) { return x.calls_per_s < y.calls_per_s; });
       Row r = runs[runs.size() / 2];
-      std::printf("%-19s %7d %8u %12.0f %9.2f %9.2f %7.2f %6.2f %10lu %6.0f%%%s%s\n", r.mode.c_str(), r.threads,
-                  r.channels, r.calls_per_s, r.p50_us, r.p99_us, r.degree, r.fairness,
-                  static_cast<unsigned long>(r.migrations), 100 * r.others_cpu, r.error.empty() ? "" : "  ERROR: ",
-                  r.error.c_str());
+      std::printf("%-19s %7d %8u %12.0f %9.2f %9.2f %7.2f %6.2f %10lu %6.0f%%%s%s\n", r.mode.c_str(),
+                  r.threads, r.channels, r.calls_per_s, r.p50_us, r.p99_us, r.degree, r.fairness,
+                  static_cast<unsigned long>(r.migrations), 100 * r.others_cpu,
+                  r.error.empty() ? "" : "  ERROR: ", r.error.c_str());
       std::fflush(stdout);
       rows.push_back(r);
     }
@@ -486,8 +499,8 @@ int main(int argc, char** argv) {
     std::ofstream out(a.tsv);
     out << "mode\tthreads\tchannels\tcalls_per_s\tp50_us\tp99_us\tdegree\tfairness\tothers_cpu\n";
     for (const auto& r : rows) {
-      out << r.mode << "\t" << r.threads << "\t" << r.channels << "\t" << r.calls_per_s << "\t" << r.p50_us << "\t"
-          << r.p99_us << "\t" << r.degree << "\t" << r.fairness << "\t" << r.others_cpu << "\n";
+      out << r.mode << "\t" << r.threads << "\t" << r.channels << "\t" << r.calls_per_s << "\t" << r.p50_us
+          << "\t" << r.p99_us << "\t" << r.degree << "\t" << r.fairness << "\t" << r.others_cpu << "\n";
     }
   }
   if (!a.json.empty()) {
@@ -496,10 +509,10 @@ int main(int argc, char** argv) {
         << ",\"outstanding\":" << a.outstanding << ",\"rows\":[";
     for (size_t i = 0; i < rows.size(); ++i) {
       const auto& r = rows[i];
-      out << (i ? "," : "") << "{\"mode\":\"" << r.mode << "\",\"threads\":" << r.threads << ",\"channels\":" << r.channels
-          << ",\"calls_per_s\":" << r.calls_per_s << ",\"p50_us\":" << r.p50_us << ",\"p99_us\":" << r.p99_us
-          << ",\"degree\":" << r.degree << ",\"fairness\":" << r.fairness << ",\"others_cpu\":" << r.others_cpu
-          << "}";
+      out << (i ? "," : "") << "{\"mode\":\"" << r.mode << "\",\"threads\":" << r.threads
+          << ",\"channels\":" << r.channels << ",\"calls_per_s\":" << r.calls_per_s
+          << ",\"p50_us\":" << r.p50_us << ",\"p99_us\":" << r.p99_us << ",\"degree\":" << r.degree
+          << ",\"fairness\":" << r.fairness << ",\"others_cpu\":" << r.others_cpu << "}";
     }
     out << "]}\n";
   }

@@ -17,7 +17,8 @@ Result<CpuTime> ProcessCpu(int pid) {
   const std::string path = "/proc/" + std::to_string(pid) + "/stat";
   std::ifstream in(path);
   if (!in) {
-    if (errno == ENOENT) return Status(Errc::kNotFound, "process " + std::to_string(pid) + " is gone (" + path + ")");
+    if (errno == ENOENT)
+      return Status(Errc::kNotFound, "process " + std::to_string(pid) + " is gone (" + path + ")");
     return Status::FromErrno(errno, "open " + path);
   }
   std::string line;
@@ -30,7 +31,8 @@ Result<CpuTime> ProcessCpu(int pid) {
   unsigned long long utime = 0, stime = 0;
   // After ')' come field 3 (state) ... field 14 utime, field 15 stime.
   for (int field = 3; field <= 15; ++field) {
-    if (!(fields >> tok)) return Status(Errc::kCorruption, path + ": only " + std::to_string(field - 1) + " fields");
+    if (!(fields >> tok))
+      return Status(Errc::kCorruption, path + ": only " + std::to_string(field - 1) + " fields");
     if (field == 14) utime = std::strtoull(tok.c_str(), nullptr, 10);
     if (field == 15) stime = std::strtoull(tok.c_str(), nullptr, 10);
   }
@@ -41,7 +43,9 @@ Result<CpuTime> ProcessCpu(int pid) {
 CpuTime SelfCpu() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
-  auto secs = [](const timeval& tv) { return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6; };
+  auto secs = [](const timeval& tv) {
+    return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6;
+  };
   return CpuTime{secs(ru.ru_utime), secs(ru.ru_stime)};
 }
 

@@ -78,8 +78,9 @@ class MemSystem final : public System {
     // Room for everything a count-mode run can write to one partition, else the maximum.
     uint64_t per_partition = kMaxPartitionBytes;
     if (w.count != 0) {
-      per_partition = std::min<uint64_t>(per_partition, w.count * static_cast<uint64_t>(std::max(1, w.producers)) *
-                                                            (w.message_size + kRecordOverhead));
+      per_partition =
+          std::min<uint64_t>(per_partition, w.count * static_cast<uint64_t>(std::max(1, w.producers)) *
+                                                (w.message_size + kRecordOverhead));
     }
     capacity_ = std::max<uint64_t>((per_partition + 4095) & ~uint64_t{4095}, 4096);
     if (capacity_ * static_cast<uint64_t>(partitions_) > kMaxTotalBytes) {
@@ -88,9 +89,11 @@ class MemSystem final : public System {
     headers_bytes_ = sizeof(SharedHeader) + sizeof(PartitionHeader) * static_cast<size_t>(partitions_);
     headers_bytes_ = (headers_bytes_ + 4095) & ~size_t{4095};
     map_bytes_ = headers_bytes_ + capacity_ * static_cast<uint64_t>(partitions_);
-    void* p = mmap(nullptr, map_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void* p =
+        mmap(nullptr, map_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) {
-      map_error_ = Status::FromErrno(errno, "mmap " + std::to_string(map_bytes_) + " bytes for the mem system");
+      map_error_ =
+          Status::FromErrno(errno, "mmap " + std::to_string(map_bytes_) + " bytes for the mem system");
       return;
     }
     base_ = static_cast<std::byte*>(p);
@@ -133,8 +136,8 @@ class MemSystem final : public System {
     const uint64_t pos = h.committed.load(std::memory_order_relaxed);
     if (pos + need > capacity_) {
       h.lock.store(0, std::memory_order_release);
-      return Status(Errc::kResourceExhausted, "mem system partition " + std::to_string(partition) + " is full (" +
-                                                  std::to_string(capacity_) + " bytes)");
+      return Status(Errc::kResourceExhausted, "mem system partition " + std::to_string(partition) +
+                                                  " is full (" + std::to_string(capacity_) + " bytes)");
     }
     std::byte* at = data(partition) + pos;
     const auto len = static_cast<uint32_t>(payload.size());
@@ -174,7 +177,8 @@ class MemSystem final : public System {
     }
     header_->sleepers.fetch_add(1, std::memory_order_seq_cst);
     if (version() == seen) {
-      timespec ts{static_cast<time_t>(timeout.count() / 1000), static_cast<long>(timeout.count() % 1000) * 1000000};
+      timespec ts{static_cast<time_t>(timeout.count() / 1000),
+                  static_cast<long>(timeout.count() % 1000) * 1000000};
       Futex(&header_->version, FUTEX_WAIT, seen, &ts);
     }
     header_->sleepers.fetch_sub(1, std::memory_order_seq_cst);
@@ -182,7 +186,8 @@ class MemSystem final : public System {
 
  private:
   Status CheckPartition(int p) const {
-    if (p < 0 || p >= partitions_) return Status(Errc::kInvalidArgument, "mem system has no partition " + std::to_string(p));
+    if (p < 0 || p >= partitions_)
+      return Status(Errc::kInvalidArgument, "mem system has no partition " + std::to_string(p));
     return Status::Ok();
   }
   PartitionHeader& partition_header(int p) const {
@@ -224,6 +229,8 @@ Status MemConsumer::Poll(std::chrono::milliseconds timeout) {
 
 }  // namespace
 
-std::unique_ptr<System> MakeMemSystem(const Workload& workload) { return std::make_unique<MemSystem>(workload); }
+std::unique_ptr<System> MakeMemSystem(const Workload& workload) {
+  return std::make_unique<MemSystem>(workload);
+}
 
 }  // namespace rdmq::bench

@@ -27,7 +27,8 @@ Status NatsError(natsStatus s, const std::string& what, jsErrCode code = static_
   if (code != 0) text += " [jetstream error " + std::to_string(static_cast<int>(code)) + "]";
   const Errc e = s == NATS_NO_SERVER || s == NATS_CONNECTION_CLOSED || s == NATS_CONNECTION_DISCONNECTED
                      ? Errc::kUnavailable
-                     : s == NATS_TIMEOUT ? Errc::kTimeout : Errc::kInternal;
+                 : s == NATS_TIMEOUT ? Errc::kTimeout
+                                     : Errc::kInternal;
   return Status(e, "nats: " + what + ": " + text);
 }
 
@@ -94,8 +95,8 @@ class NatsProducer final : public ProducerClient {
     if (partition < 0 || partition >= static_cast<int>(subjects_.size())) {
       return Status(Errc::kInvalidArgument, "nats: no stream for partition " + std::to_string(partition));
     }
-    const natsStatus s = js_PublishAsync(conn_.js(), subjects_[static_cast<size_t>(partition)].c_str(), payload.data(),
-                                         static_cast<int>(payload.size()), nullptr);
+    const natsStatus s = js_PublishAsync(conn_.js(), subjects_[static_cast<size_t>(partition)].c_str(),
+                                         payload.data(), static_cast<int>(payload.size()), nullptr);
     if (s != NATS_OK) return NatsError(s, "publish to " + subjects_[static_cast<size_t>(partition)]);
     return Status::Ok();
   }
@@ -123,8 +124,10 @@ class NatsProducer final : public ProducerClient {
     const uint64_t tag = PayloadTag({data, static_cast<size_t>(natsMsg_GetDataLength(msg))});
     Status st;
     if (pa == nullptr) {
-      st = pae != nullptr ? NatsError(pae->Err, std::string("publish ack: ") + (pae->ErrText ? pae->ErrText : ""), pae->ErrCode)
-                          : Status(Errc::kInternal, "nats: publish ack with neither ack nor error");
+      st = pae != nullptr
+               ? NatsError(pae->Err, std::string("publish ack: ") + (pae->ErrText ? pae->ErrText : ""),
+                           pae->ErrCode)
+               : Status(Errc::kInternal, "nats: publish ack with neither ack nor error");
     }
     {
       std::lock_guard<std::mutex> lock(self->mu_);
@@ -142,7 +145,7 @@ class NatsProducer final : public ProducerClient {
   std::condition_variable cv_;
   uint64_t acks_ = 0;  // guarded by mu_
   uint64_t seen_ = 0;
-  Connection conn_;    // last: destroyed first, so no ack handler runs into freed members
+  Connection conn_;  // last: destroyed first, so no ack handler runs into freed members
 };
 
 class NatsConsumer final : public ConsumerClient {
@@ -219,14 +222,17 @@ class NatsSystem final : public System {
  public:
   explicit NatsSystem(const Workload& w) : w_(w) {}
 
-  std::string Describe() const override { return description_.empty() ? "nats (not connected)" : description_; }
+  std::string Describe() const override {
+    return description_.empty() ? "nats (not connected)" : description_;
+  }
 
   Status Setup() override {
     Connection c;
     RDMQ_RETURN_IF_ERROR(c.Open(w_, true, nullptr));
     char url[256] = {};
     natsConnection_GetConnectedUrl(c.nc(), url, sizeof(url));
-    description_ = std::string("nats JetStream at ") + url + ", file storage, 1 replica, ordered push consumers";
+    description_ =
+        std::string("nats JetStream at ") + url + ", file storage, 1 replica, ordered push consumers";
     for (int p = 0; p < w_.partitions; ++p) {
       const std::string name = StreamName(w_, p), subject = Subject(w_, p);
       jsErrCode code{};
@@ -281,6 +287,8 @@ class NatsSystem final : public System {
 
 }  // namespace
 
-std::unique_ptr<System> MakeNatsSystem(const Workload& workload) { return std::make_unique<NatsSystem>(workload); }
+std::unique_ptr<System> MakeNatsSystem(const Workload& workload) {
+  return std::make_unique<NatsSystem>(workload);
+}
 
 }  // namespace rdmq::bench

@@ -72,7 +72,8 @@ class RdmqProducer final : public ProducerClient {
     const uint64_t deadline = MonoNanos() + static_cast<uint64_t>(std::chrono::nanoseconds(timeout).count());
     while (count_ != 0 && MonoNanos() < deadline) RDMQ_RETURN_IF_ERROR(Poll(std::chrono::milliseconds(10)));
     if (!s.ok()) return s;
-    if (count_ != 0) return Status(Errc::kTimeout, "rdmq: " + std::to_string(count_) + " records unacknowledged");
+    if (count_ != 0)
+      return Status(Errc::kTimeout, "rdmq: " + std::to_string(count_) + " records unacknowledged");
     return Status::Ok();
   }
 
@@ -114,7 +115,8 @@ class RdmqConsumer final : public ConsumerClient {
  public:
   explicit RdmqConsumer(RecordSink* sink) : sink_(sink) {}
 
-  Status Open(const consumer::ConsumerConfig& cfg, const std::string& topic, const std::vector<int>& partitions) {
+  Status Open(const consumer::ConsumerConfig& cfg, const std::string& topic,
+              const std::vector<int>& partitions) {
     RDMQ_ASSIGN_OR_RETURN(consumer_, consumer::Consumer::Create(cfg));
     std::vector<client::TopicPartition> tps;
     for (int p : partitions) tps.push_back({topic, p});
@@ -154,16 +156,16 @@ class RdmqSystem final : public System {
     if (w_.start_broker) {
       // Decided before the driver forks its workers: they find the broker through this
       // directory's rdmq.addr.
-      data_dir_ = w_.broker_dir.empty()
-                      ? std::filesystem::temp_directory_path() / ("rdmq-bench-broker-" + std::to_string(getpid()))
-                      : std::filesystem::path(w_.broker_dir);
+      data_dir_ = w_.broker_dir.empty() ? std::filesystem::temp_directory_path() /
+                                              ("rdmq-bench-broker-" + std::to_string(getpid()))
+                                        : std::filesystem::path(w_.broker_dir);
     }
   }
   ~RdmqSystem() override { StopBroker(); }
 
   std::string Describe() const override {
-    return "rdmq, fabric " + w_.fabric + ", topic durability " + w_.durability + ", " + w_.mode + " producers" +
-           (broker_pid_ != 0 ? ", broker started by rdmq-bench" : "");
+    return "rdmq, fabric " + w_.fabric + ", topic durability " + w_.durability + ", " + w_.mode +
+           " producers" + (broker_pid_ != 0 ? ", broker started by rdmq-bench" : "");
   }
   int ServerPid() const override { return broker_pid_; }
 
@@ -189,7 +191,8 @@ class RdmqSystem final : public System {
     cfg.mode = w_.mode == "shared" ? producer::PartitionMode::kShared : producer::PartitionMode::kExclusive;
     for (const std::string& kv : w_.producer_settings) {
       const size_t eq = kv.find('=');
-      if (eq == std::string::npos) return Status(Errc::kInvalidArgument, "--producer-set '" + kv + "' is not key=value");
+      if (eq == std::string::npos)
+        return Status(Errc::kInvalidArgument, "--producer-set '" + kv + "' is not key=value");
       RDMQ_RETURN_IF_ERROR(cfg.Set(kv.substr(0, eq), kv.substr(eq + 1)));
     }
     auto p = std::make_unique<RdmqProducer>(w_, sink);
@@ -205,7 +208,8 @@ class RdmqSystem final : public System {
     cfg.max_poll_records = 4096;
     for (const std::string& kv : w_.consumer_settings) {
       const size_t eq = kv.find('=');
-      if (eq == std::string::npos) return Status(Errc::kInvalidArgument, "--consumer-set '" + kv + "' is not key=value");
+      if (eq == std::string::npos)
+        return Status(Errc::kInvalidArgument, "--consumer-set '" + kv + "' is not key=value");
       RDMQ_RETURN_IF_ERROR(cfg.Set(kv.substr(0, eq), kv.substr(eq + 1)));
     }
     auto c = std::make_unique<RdmqConsumer>(sink);
@@ -249,8 +253,8 @@ class RdmqSystem final : public System {
     std::filesystem::create_directories(data_dir_, ec);
     if (ec) return Status::FromErrno(ec.value(), "create the broker's data directory " + data_dir_.string());
     const std::string log = (data_dir_ / "broker.log").string();
-    std::vector<std::string> args = {broker.string(), "--data-dir", data_dir_.string(), "--fabric", w_.fabric,
-                                     "--set", "durability=" + w_.durability};
+    std::vector<std::string> args = {broker.string(), "--data-dir", data_dir_.string(),           "--fabric",
+                                     w_.fabric,       "--set",      "durability=" + w_.durability};
     if (w_.fabric != "shm") {
       args.insert(args.end(), {"--set", "listen.control=127.0.0.1:0", "--set", "listen.data=127.0.0.1:0"});
     }
@@ -306,6 +310,8 @@ class RdmqSystem final : public System {
 
 }  // namespace
 
-std::unique_ptr<System> MakeRdmqSystem(const Workload& workload) { return std::make_unique<RdmqSystem>(workload); }
+std::unique_ptr<System> MakeRdmqSystem(const Workload& workload) {
+  return std::make_unique<RdmqSystem>(workload);
+}
 
 }  // namespace rdmq::bench

@@ -4,9 +4,8 @@
 // in order, so the tags wait in a FIFO. Consumers read with XREAD BLOCK over their partitions'
 // streams, up to 4096 entries per stream per call. The durability is the server's
 // (appendonly / appendfsync), which Setup reads back for the report.
-#include <poll.h>
-
 #include <hiredis/hiredis.h>
+#include <poll.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -59,7 +58,8 @@ Result<Reply> Command(redisContext* c, const std::vector<std::string>& args) {
     argv.push_back(a.data());
     lens.push_back(a.size());
   }
-  Reply r(static_cast<redisReply*>(redisCommandArgv(c, static_cast<int>(args.size()), argv.data(), lens.data())));
+  Reply r(
+      static_cast<redisReply*>(redisCommandArgv(c, static_cast<int>(args.size()), argv.data(), lens.data())));
   if (!r) return ContextError(c, args[0]);
   if (r->type == REDIS_REPLY_ERROR) return Status(Errc::kInternal, "redis: " + args[0] + ": " + r->str);
   return r;
@@ -77,7 +77,8 @@ std::string InfoField(const std::string& info, const std::string& key) {
 
 class RedisProducer final : public ProducerClient {
  public:
-  RedisProducer(Context c, const Workload& w, AckSink* sink) : c_(std::move(c)), sink_(sink), batch_(w.batch_size) {
+  RedisProducer(Context c, const Workload& w, AckSink* sink)
+      : c_(std::move(c)), sink_(sink), batch_(w.batch_size) {
     for (int p = 0; p < w.partitions; ++p) keys_.push_back(StreamKey(w, p));
   }
 
@@ -113,7 +114,8 @@ class RedisProducer final : public ProducerClient {
     while (!tags_.empty()) {
       RDMQ_RETURN_IF_ERROR(Poll(std::chrono::milliseconds(10)));
       if (MonoNanos() > deadline) {
-        return Status(Errc::kTimeout, "redis: " + std::to_string(tags_.size()) + " XADD replies still missing");
+        return Status(Errc::kTimeout,
+                      "redis: " + std::to_string(tags_.size()) + " XADD replies still missing");
       }
     }
     return Status::Ok();
@@ -134,7 +136,8 @@ class RedisProducer final : public ProducerClient {
     size_t n = 0;
     for (;;) {
       void* raw = nullptr;
-      if (redisGetReplyFromReader(c_.get(), &raw) != REDIS_OK) return ContextError(c_.get(), "parse XADD reply");
+      if (redisGetReplyFromReader(c_.get(), &raw) != REDIS_OK)
+        return ContextError(c_.get(), "parse XADD reply");
       if (raw == nullptr) return n;
       Reply r(static_cast<redisReply*>(raw));
       if (tags_.empty()) return Status(Errc::kInternal, "redis: a reply nobody asked for");
@@ -172,13 +175,14 @@ class RedisConsumer final : public ConsumerClient {
       std::this_thread::sleep_for(timeout);
       return Status::Ok();
     }
-    std::vector<std::string> args = {"XREAD", "COUNT", "4096", "BLOCK",
-                                     std::to_string(std::max<int64_t>(1, timeout.count())), "STREAMS"};
+    std::vector<std::string> args = {
+        "XREAD", "COUNT", "4096", "BLOCK", std::to_string(std::max<int64_t>(1, timeout.count())), "STREAMS"};
     args.insert(args.end(), keys_.begin(), keys_.end());
     args.insert(args.end(), ids_.begin(), ids_.end());
     RDMQ_ASSIGN_OR_RETURN(Reply r, Command(c_.get(), args));
     if (r->type == REDIS_REPLY_NIL) return Status::Ok();  // timed out
-    if (r->type != REDIS_REPLY_ARRAY) return Status(Errc::kCorruption, "redis: XREAD returned neither array nor nil");
+    if (r->type != REDIS_REPLY_ARRAY)
+      return Status(Errc::kCorruption, "redis: XREAD returned neither array nor nil");
     for (size_t s = 0; s < r->elements; ++s) {
       const redisReply* stream = r->element[s];
       if (stream->type != REDIS_REPLY_ARRAY || stream->elements != 2) {
@@ -186,7 +190,8 @@ class RedisConsumer final : public ConsumerClient {
       }
       const std::string key(stream->element[0]->str, stream->element[0]->len);
       const auto it = std::find(keys_.begin(), keys_.end(), key);
-      if (it == keys_.end()) return Status(Errc::kCorruption, "redis: XREAD returned unrequested stream " + key);
+      if (it == keys_.end())
+        return Status(Errc::kCorruption, "redis: XREAD returned unrequested stream " + key);
       const size_t idx = static_cast<size_t>(it - keys_.begin());
       const redisReply* entries = stream->element[1];
       views_.clear();
@@ -216,7 +221,9 @@ class RedisSystem final : public System {
  public:
   explicit RedisSystem(const Workload& w) : w_(w) {}
 
-  std::string Describe() const override { return description_.empty() ? "redis (not connected)" : description_; }
+  std::string Describe() const override {
+    return description_.empty() ? "redis (not connected)" : description_;
+  }
   int ServerPid() const override { return pid_; }
 
   Status Setup() override {
@@ -229,7 +236,8 @@ class RedisSystem final : public System {
     if (a->type == REDIS_REPLY_ARRAY && a->elements == 2) aof = a->element[1]->str;
     RDMQ_ASSIGN_OR_RETURN(Reply f, Command(c.get(), {"CONFIG", "GET", "appendfsync"}));
     if (f->type == REDIS_REPLY_ARRAY && f->elements == 2) fsync = f->element[1]->str;
-    description_ = "redis " + InfoField(text, "redis_version") + " streams, appendonly " + aof + ", appendfsync " + fsync;
+    description_ = "redis " + InfoField(text, "redis_version") + " streams, appendonly " + aof +
+                   ", appendfsync " + fsync;
     std::vector<std::string> del = {"DEL"};
     for (int p = 0; p < w_.partitions; ++p) del.push_back(StreamKey(w_, p));
     RDMQ_ASSIGN_OR_RETURN(Reply d, Command(c.get(), del));
@@ -244,7 +252,8 @@ class RedisSystem final : public System {
   Result<std::unique_ptr<ConsumerClient>> OpenConsumer(int, const std::vector<int>& partitions,
                                                        RecordSink* sink) override {
     RDMQ_ASSIGN_OR_RETURN(Context c, Connect(w_.address));
-    return std::unique_ptr<ConsumerClient>(std::make_unique<RedisConsumer>(std::move(c), w_, partitions, sink));
+    return std::unique_ptr<ConsumerClient>(
+        std::make_unique<RedisConsumer>(std::move(c), w_, partitions, sink));
   }
 
   Status Cleanup() override {
@@ -264,6 +273,8 @@ class RedisSystem final : public System {
 
 }  // namespace
 
-std::unique_ptr<System> MakeRedisSystem(const Workload& workload) { return std::make_unique<RedisSystem>(workload); }
+std::unique_ptr<System> MakeRedisSystem(const Workload& workload) {
+  return std::make_unique<RedisSystem>(workload);
+}
 
 }  // namespace rdmq::bench

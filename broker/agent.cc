@@ -31,7 +31,7 @@ storage::LogOptions LogOptionsFor(const metadata::TopicInfo& t, int32_t index, c
   o.partition = PartitionId(index);
   o.segment_bytes = t.config.segment_bytes;
   o.persist = t.config.durability == metadata::Durability::kDurable ? storage::PersistMode::kMsync
-                                                                      : storage::PersistMode::kNone;
+                                                                    : storage::PersistMode::kNone;
   o.index_interval_bytes = t.config.index_interval_bytes;
   o.retention_bytes = t.config.retention_bytes > 0 ? static_cast<uint64_t>(t.config.retention_bytes) : 0;
   o.retention_ms = t.config.retention_ms > 0 ? t.config.retention_ms : 0;
@@ -63,7 +63,8 @@ Result<std::unique_ptr<WritableAlias>> WritableAlias::Map(const std::string& pat
 
 WritableAlias::~WritableAlias() { ::munmap(data_, size_); }
 
-Result<std::shared_ptr<Partition>> BrokerImpl::OpenPartition(const metadata::TopicInfo& topic, int32_t index) {
+Result<std::shared_ptr<Partition>> BrokerImpl::OpenPartition(const metadata::TopicInfo& topic,
+                                                             int32_t index) {
   auto p = std::make_shared<Partition>();
   p->topic = topic;
   p->index = index;
@@ -75,7 +76,8 @@ Result<std::shared_ptr<Partition>> BrokerImpl::OpenPartition(const metadata::Top
   p->slot = p->log->Slot();
   auto slot_region = data_fabric_->Register(p->slot.memory, p->slot.size, p->slot.fd, p->slot.file_offset,
                                             fabric::kRemoteRead);
-  if (!slot_region.ok()) return slot_region.status().WithContext("register the partition slot of " + Where(*p));
+  if (!slot_region.ok())
+    return slot_region.status().WithContext("register the partition slot of " + Where(*p));
   p->slot_region = std::move(*slot_region);
   p->slot_descriptor = p->slot_region->Descriptor().Encode();
   RDMQ_RETURN_IF_ERROR(SyncSegments(*p));
@@ -181,7 +183,10 @@ void BrokerImpl::ClosePartition(Partition& p, bool remove_files) {
   if (remove_files) {
     std::error_code ec;
     std::filesystem::remove_all(p.dir, ec);
-    if (ec) RDMQ_LOG(kWarn, "broker", "could not remove a partition directory").kv("dir", p.dir).kv("error", ec.message());
+    if (ec)
+      RDMQ_LOG(kWarn, "broker", "could not remove a partition directory")
+          .kv("dir", p.dir)
+          .kv("error", ec.message());
   }
 }
 
@@ -226,10 +231,12 @@ Result<std::shared_ptr<Lease>> BrokerImpl::FindLease(uint64_t lease_id, uint64_t
   std::lock_guard lock(leases_mu_);
   auto it = leases_.find(lease_id);
   if (it == leases_.end()) {
-    return Status(WireError::kLeaseExpired, "lease " + std::to_string(lease_id) + " is unknown, expired or released");
+    return Status(WireError::kLeaseExpired,
+                  "lease " + std::to_string(lease_id) + " is unknown, expired or released");
   }
   if (it->second->session->client_id != client_id) {
-    return Status(WireError::kLeaseExpired, "lease " + std::to_string(lease_id) + " belongs to another client");
+    return Status(WireError::kLeaseExpired,
+                  "lease " + std::to_string(lease_id) + " belongs to another client");
   }
   return it->second;
 }
@@ -241,18 +248,21 @@ Status BrokerImpl::GrantSegment(Partition& p, Lease& l) {
     RDMQ_RETURN_IF_ERROR(SyncSegments(p));
   }
   auto it = p.segments.find(p.active_base);
-  if (it == p.segments.end()) return Status(Errc::kInternal, "active segment of " + Where(p) + " is not registered");
+  if (it == p.segments.end())
+    return Status(Errc::kInternal, "active segment of " + Where(p) + " is not registered");
   std::unique_ptr<fabric::Grant> grant;
   {
     std::lock_guard slock(l.session->mu);
-    if (l.session->closed || !l.session->ep) return Status(WireError::kUnavailable, "the client's data endpoint is closed");
+    if (l.session->closed || !l.session->ep)
+      return Status(WireError::kUnavailable, "the client's data endpoint is closed");
     if (l.grant) {
       (void)l.grant->Revoke();
       l.grant.reset();
     }
     Result<std::unique_ptr<fabric::Grant>> g =
         l.mode == protocol::ProduceMode::kExclusive
-            ? l.session->ep->GrantAccess(*it->second.region, storage::format::kSegmentHeaderSize + p.committed,
+            ? l.session->ep->GrantAccess(*it->second.region,
+                                         storage::format::kSegmentHeaderSize + p.committed,
                                          p.capacity - p.committed, fabric::kRemoteWrite)
             : l.session->ep->GrantAccess(*it->second.region, 0, it->second.info.mapping_size,
                                          fabric::kRemoteWrite | fabric::kRemoteAtomic);
@@ -287,7 +297,8 @@ Status BrokerImpl::DescribeLease(Partition& p, Lease& l, protocol::LeaseResponse
   out->last_sequence = -1;
   if (l.producer_id >= 0) {
     auto it = p.producers.find(l.producer_id);
-    if (it != p.producers.end() && it->second.epoch == l.producer_epoch) out->last_sequence = it->second.last_sequence;
+    if (it != p.producers.end() && it->second.epoch == l.producer_epoch)
+      out->last_sequence = it->second.last_sequence;
   }
   out->slot.bytes = p.slot_descriptor;
   return Status::Ok();
@@ -377,7 +388,8 @@ void BrokerImpl::AfterPublish(Partition& p) {
   if (!p.slot_region) return;
   if (data_fabric_->provider() == fabric::Provider::kShm) p.slot_region->Wake(0);
   if (p.watches.empty()) return;
-  const uint64_t gen = std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(p.slot.memory)).load(std::memory_order_acquire);
+  const uint64_t gen =
+      std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(p.slot.memory)).load(std::memory_order_acquire);
   std::vector<Watch> keep;
   for (auto& w : p.watches) {
     if (w.generation == gen) {
@@ -413,7 +425,9 @@ void BrokerImpl::SpoilTail(Partition& p, uint64_t pos, uint64_t len) {
     const uintptr_t a = reinterpret_cast<uintptr_t>(p.active_data + pos) & ~(page - 1);
     const uintptr_t b = reinterpret_cast<uintptr_t>(p.active_data + pos + n);
     if (::msync(reinterpret_cast<void*>(a), b - a, MS_SYNC) != 0) {
-      RDMQ_LOG(kWarn, "broker", "msync of a refused range failed").kv("partition", Where(p)).kv("errno", errno);
+      RDMQ_LOG(kWarn, "broker", "msync of a refused range failed")
+          .kv("partition", Where(p))
+          .kv("errno", errno);
     }
   }
 }
@@ -438,8 +452,9 @@ Status BrokerImpl::CheckProducer(Partition& p, Lease& l, std::byte* data, uint64
     if (!storage::DecodeBatchHeader({data + pos, len - pos}, &h).ok()) break;
     const uint64_t size = h.total_size();
     if (size > max_batch) {
-      return Status(WireError::kRecordTooLarge, "a batch of " + std::to_string(size) + " bytes in " + Where(p) +
-                                                    " exceeds max.message.bytes " + std::to_string(max_batch));
+      return Status(WireError::kRecordTooLarge, "a batch of " + std::to_string(size) + " bytes in " +
+                                                    Where(p) + " exceeds max.message.bytes " +
+                                                    std::to_string(max_batch));
     }
     if (h.producer_id.value() != l.producer_id ||
         (l.producer_id >= 0 && h.producer_epoch != l.producer_epoch)) {
@@ -460,17 +475,17 @@ Status BrokerImpl::CheckProducer(Partition& p, Lease& l, std::byte* data, uint64
         n_.duplicates.fetch_add(1, std::memory_order_relaxed);
         if (!shared) {
           return Status(WireError::kDuplicateSequence,
-                        "producer " + std::to_string(l.producer_id) + " sequence " + std::to_string(seq) + ".." +
-                            std::to_string(seq + count - 1) + " is already committed in " + Where(p) +
+                        "producer " + std::to_string(l.producer_id) + " sequence " + std::to_string(seq) +
+                            ".." + std::to_string(seq + count - 1) + " is already committed in " + Where(p) +
                             " (last sequence " + std::to_string(st.last_sequence) + ")");
         }
         // A resend of what is already committed: replace it in place by a filler so it is not
         // delivered twice.
         RDMQ_RETURN_IF_ERROR(storage::WriteFillerBatch({data + pos, size}, kNoOffset, h.max_timestamp));
       } else {
-        return Status(WireError::kOutOfOrderSequence, "producer " + std::to_string(l.producer_id) + " sent sequence " +
-                                                          std::to_string(seq) + " to " + Where(p) + ", expected " +
-                                                          std::to_string(expected));
+        return Status(WireError::kOutOfOrderSequence,
+                      "producer " + std::to_string(l.producer_id) + " sent sequence " + std::to_string(seq) +
+                          " to " + Where(p) + ", expected " + std::to_string(expected));
       }
     }
     pos += size;
@@ -600,20 +615,21 @@ void BrokerImpl::CommitFromImm(const fabric::Completion& c) {
     return fail(Status(WireError::kInvalidRequest, "shared leases commit with the Commit RPC"));
   }
   if (l->segment_base != p.active_base) {
-    return fail(Status(WireError::kStaleLocation, "segment " + std::to_string(l->segment_base) + " of " + Where(p) +
-                                                      " is no longer the active one (" +
+    return fail(Status(WireError::kStaleLocation, "segment " + std::to_string(l->segment_base) + " of " +
+                                                      Where(p) + " is no longer the active one (" +
                                                       std::to_string(p.active_base) + ")"));
   }
   const uint64_t pos = p.committed;
   const uint64_t len = c.byte_len;
   if (len == 0 || len > p.capacity - pos) {
-    return fail(Status(WireError::kOutOfCredit, "commit of " + std::to_string(len) + " bytes at position " +
-                                                    std::to_string(pos) + " of " + Where(p) +
-                                                    " runs past the credit end " + std::to_string(p.capacity)));
+    return fail(Status(WireError::kOutOfCredit,
+                       "commit of " + std::to_string(len) + " bytes at position " + std::to_string(pos) +
+                           " of " + Where(p) + " runs past the credit end " + std::to_string(p.capacity)));
   }
   ProducerState next;
   int32_t first_seq = -1;
-  if (Status s = CheckProducer(p, *l, p.active_data + pos, len, false, &next, &first_seq); !s.ok()) return fail(s);
+  if (Status s = CheckProducer(p, *l, p.active_data + pos, len, false, &next, &first_seq); !s.ok())
+    return fail(s);
   storage::CommitRequest req;
   req.mode = storage::CommitMode::kExclusive;
   req.segment = Offset(p.active_base);
@@ -644,7 +660,8 @@ void BrokerImpl::CommitLoop() {
     for (size_t i = 0; i < n; ++i) CommitFromImm(wc[i]);
     const size_t m = data_send_cq_->Poll(wc);
     for (size_t i = 0; i < m; ++i) {
-      if (wc[i].status && wc[i].status != fabric::FabricErrc::kPeerGone && wc[i].status != fabric::FabricErrc::kFlushed) {
+      if (wc[i].status && wc[i].status != fabric::FabricErrc::kPeerGone &&
+          wc[i].status != fabric::FabricErrc::kFlushed) {
         RDMQ_LOG(kDebug, "broker", "data-plane operation failed")
             .kv("endpoint", wc[i].endpoint_id)
             .kv("op", fabric::OpcodeName(wc[i].opcode))
@@ -699,8 +716,10 @@ void BrokerImpl::AcceptLoop() {
     if (!hello.ok() || hello->size() != protocol::kDataHelloSize) {
       RDMQ_LOG(kWarn, "broker", "data endpoint without a valid handshake dropped")
           .kv("peer", e->peer())
-          .kv("error", hello.ok() ? Status(Errc::kCorruption, std::to_string(hello->size()) + " bytes") : hello.status());
-      if (hello.ok()) reply(WireError::kInvalidRequest, "the data endpoint handshake is the 8-byte client id");
+          .kv("error", hello.ok() ? Status(Errc::kCorruption, std::to_string(hello->size()) + " bytes")
+                                  : hello.status());
+      if (hello.ok())
+        reply(WireError::kInvalidRequest, "the data endpoint handshake is the 8-byte client id");
       continue;
     }
     const uint64_t client_id = coding::LoadLE<uint64_t>(hello->data());
@@ -717,7 +736,8 @@ void BrokerImpl::AcceptLoop() {
     {
       std::lock_guard slock(s->mu);
       if (s->ep || s->closed) {
-        reply(WireError::kInvalidRequest, "client " + std::to_string(client_id) + " already has a data endpoint");
+        reply(WireError::kInvalidRequest,
+              "client " + std::to_string(client_id) + " already has a data endpoint");
         continue;
       }
       std::vector<fabric::RecvRequest> rr(kRecvDepth);
@@ -768,8 +788,11 @@ void BrokerImpl::EndSession(uint64_t client_id, const char* why) {
     s->closed = true;
     if (s->ep) s->ep->Close();
   }
-  RDMQ_LOG(kDebug, "broker", "client gone").kv("client", client_id).kv("name", s->name).kv("why", why).kv("leases",
-                                                                                                          ids.size());
+  RDMQ_LOG(kDebug, "broker", "client gone")
+      .kv("client", client_id)
+      .kv("name", s->name)
+      .kv("why", why)
+      .kv("leases", ids.size());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -783,7 +806,8 @@ void BrokerImpl::Housekeep(uint64_t now) {
   std::vector<std::shared_ptr<Partition>> parts;
   {
     std::lock_guard lock(topics_mu_);
-    for (const auto& [name, t] : topics_) parts.insert(parts.end(), t->partitions.begin(), t->partitions.end());
+    for (const auto& [name, t] : topics_)
+      parts.insert(parts.end(), t->partitions.begin(), t->partitions.end());
   }
   for (const auto& pp : parts) {
     Partition& p = *pp;
@@ -796,15 +820,19 @@ void BrokerImpl::Housekeep(uint64_t now) {
     }
     for (const auto& l : expired) {
       n_.leases_expired.fetch_add(1, std::memory_order_relaxed);
-      RDMQ_LOG(kInfo, "broker", "lease expired").kv("partition", Where(p)).kv("lease", l->id).kv("client",
-                                                                                                 l->session->client_id);
+      RDMQ_LOG(kInfo, "broker", "lease expired")
+          .kv("partition", Where(p))
+          .kv("lease", l->id)
+          .kv("client", l->session->client_id);
       EndLeaseLocked(p, l, WireError::kLeaseExpired, true);
     }
     if (!p.shared.empty()) p.shared_until_ns = now + 4 * uint64_t{cfg_.lease_ms} * 1'000'000;
     if (!p.shared.empty() || !p.pending.empty() || now < p.shared_until_ns) {
       auto out = p.log->ExpireReservations(MonoNanos());
       if (!out.ok()) {
-        RDMQ_LOG(kWarn, "broker", "expiring reservations failed").kv("partition", Where(p)).kv("error", out.status());
+        RDMQ_LOG(kWarn, "broker", "expiring reservations failed")
+            .kv("partition", Where(p))
+            .kv("error", out.status());
       } else if (out->fillers > 0 || out->rolled || !out->completed.empty() || !out->dropped.empty()) {
         if (out->fillers > 0) {
           RDMQ_LOG(kInfo, "broker", "expired reservations filled")
@@ -835,7 +863,9 @@ void BrokerImpl::Housekeep(uint64_t now) {
         RDMQ_LOG(kWarn, "broker", "retention failed").kv("partition", Where(p)).kv("error", out.status());
       } else if (out->segments_deleted > 0) {
         if (Status s = SyncSegments(p); !s.ok()) {
-          RDMQ_LOG(kError, "broker", "unregistering segments failed").kv("partition", Where(p)).kv("error", s);
+          RDMQ_LOG(kError, "broker", "unregistering segments failed")
+              .kv("partition", Where(p))
+              .kv("error", s);
         }
         AfterPublish(p);
       }

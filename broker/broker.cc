@@ -102,7 +102,8 @@ Status BrokerImpl::Init() {
 
   {
     std::ofstream addr(cfg_.data_dir + "/rdmq.addr", std::ios::trunc);
-    addr << "control " << control_fabric_->address() << "\n" << "data " << data_fabric_->address() << "\n";
+    addr << "control " << control_fabric_->address() << "\n"
+         << "data " << data_fabric_->address() << "\n";
   }
   RDMQ_LOG(kInfo, "broker", "broker started")
       .kv("control", control_fabric_->address())

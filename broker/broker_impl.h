@@ -36,11 +36,11 @@ struct Partition;
 struct Session {
   uint64_t client_id = 0;
   std::string name;
-  std::mutex mu;                        // guards ep (posting), leases, recv accounting
+  std::mutex mu;                         // guards ep (posting), leases, recv accounting
   std::unique_ptr<fabric::Endpoint> ep;  // bound by the data-endpoint handshake
   uint64_t ep_id = 0;
-  uint32_t recv_owed = 0;               // receives consumed and not yet reposted
-  std::set<uint64_t> leases;            // lease ids
+  uint32_t recv_owed = 0;     // receives consumed and not yet reposted
+  std::set<uint64_t> leases;  // lease ids
   bool closed = false;
 };
 
@@ -60,10 +60,10 @@ struct Lease {
   uint64_t grant_position = 0;                // data-area position the window starts at
   uint64_t deadline_ns = 0;
   uint64_t ack_generation = 0;
-  int64_t acked_segment = 0;                  // segment of acked_position
-  uint64_t acked_position = 0;                // end of the lease's last committed range
-  int64_t acked_next_offset = 0;              // the offset after that range
-  std::byte* ack_buf = nullptr;               // 64 bytes in the broker's staging region
+  int64_t acked_segment = 0;      // segment of acked_position
+  uint64_t acked_position = 0;    // end of the lease's last committed range
+  int64_t acked_next_offset = 0;  // the offset after that range
+  std::byte* ack_buf = nullptr;   // 64 bytes in the broker's staging region
   bool ended = false;
 };
 
@@ -83,10 +83,10 @@ class WritableAlias {
 };
 
 struct SegmentReg {
-  storage::SegmentInfo info;                // its pin keeps the mapping alive
-  std::unique_ptr<WritableAlias> alias;     // verbs: what is registered for a read-only mapping
-  std::unique_ptr<fabric::Region> region;   // the whole file: read, write, atomics
-  std::string read_descriptor;              // encoded read-only descriptor for consumers
+  storage::SegmentInfo info;               // its pin keeps the mapping alive
+  std::unique_ptr<WritableAlias> alias;    // verbs: what is registered for a read-only mapping
+  std::unique_ptr<fabric::Region> region;  // the whole file: read, write, atomics
+  std::string read_descriptor;             // encoded read-only descriptor for consumers
 };
 
 // Where consumers (and shared producers reading back offsets) find a segment: its read-only
@@ -95,7 +95,6 @@ protocol::SegmentLocation ReadLocation(int64_t base, const SegmentReg& reg);
 
 // kUnknownTopic for a partition whose topic was deleted while a request was on its way.
 Status TopicDeleted(const std::string& topic);
-
 
 // Idempotent producer state per partition (Kafka's: epoch and last sequence).
 struct ProducerState {
@@ -241,8 +240,8 @@ class BrokerImpl final : public Broker {
   std::map<std::string, std::shared_ptr<Topic>> topics_;
 
   mutable std::mutex sessions_mu_;
-  std::unordered_map<uint64_t, std::shared_ptr<Session>> sessions_;          // by client id
-  std::unordered_map<uint64_t, std::shared_ptr<Session>> sessions_by_ep_;    // by endpoint id
+  std::unordered_map<uint64_t, std::shared_ptr<Session>> sessions_;        // by client id
+  std::unordered_map<uint64_t, std::shared_ptr<Session>> sessions_by_ep_;  // by endpoint id
 
   mutable std::mutex leases_mu_;
   std::vector<std::shared_ptr<Lease>> lease_slots_;

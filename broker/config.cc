@@ -3,7 +3,6 @@
 #include <charconv>
 #include <fstream>
 #include <iterator>
-
 #include <nlohmann/json.hpp>
 
 #include "rdmq/common/log.h"
@@ -12,13 +11,15 @@ namespace rdmq::broker {
 namespace {
 
 Status Bad(std::string_view key, std::string_view value, std::string_view why) {
-  return Status(Errc::kInvalidArgument, std::string(key) + "=" + std::string(value) + ": " + std::string(why));
+  return Status(Errc::kInvalidArgument,
+                std::string(key) + "=" + std::string(value) + ": " + std::string(why));
 }
 
 Status ParseU32(std::string_view key, std::string_view value, uint32_t lo, uint32_t hi, uint32_t* out) {
   uint64_t v = 0;
   auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
-  if (ec != std::errc() || p != value.data() + value.size() || value.empty()) return Bad(key, value, "not an integer");
+  if (ec != std::errc() || p != value.data() + value.size() || value.empty())
+    return Bad(key, value, "not an integer");
   if (v < lo || v > hi) {
     return Bad(key, value, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
   }
@@ -68,7 +69,8 @@ Status ApplySetting(BrokerConfig* c, std::string_view key, std::string_view valu
     if (value.empty()) return Bad(key, value, "must not be empty");
     c->data_dir = value;
   } else if (key == "fabric") {
-    if (value != "shm" && value != "tcp" && value != "verbs") return Bad(key, value, "must be shm, tcp or verbs");
+    if (value != "shm" && value != "tcp" && value != "verbs")
+      return Bad(key, value, "must be shm, tcp or verbs");
     c->fabric = value;
   } else if (key == "listen.control") {
     c->listen_control = value;
@@ -98,8 +100,8 @@ Status ApplySetting(BrokerConfig* c, std::string_view key, std::string_view valu
     if (value != "text" && value != "json") return Bad(key, value, "must be text or json");
     c->log_format = value;
   } else {
-    return Status(Errc::kInvalidArgument, "unknown config key '" + std::string(key) +
-                                              "' (see rdmq-broker --help for the list)");
+    return Status(Errc::kInvalidArgument,
+                  "unknown config key '" + std::string(key) + "' (see rdmq-broker --help for the list)");
   }
   return Status::Ok();
 }
@@ -155,10 +157,13 @@ std::vector<std::pair<std::string, std::string>> ConfigEntries(const BrokerConfi
       {"log.format", c.log_format},
   };
   static constexpr std::pair<const char*, const char*> kTopicKeys[] = {
-      {"num.partitions", "partitions"},           {"log.segment.bytes", "segment.bytes"},
-      {"log.retention.bytes", "retention.bytes"}, {"log.retention.ms", "retention.ms"},
+      {"num.partitions", "partitions"},
+      {"log.segment.bytes", "segment.bytes"},
+      {"log.retention.bytes", "retention.bytes"},
+      {"log.retention.ms", "retention.ms"},
       {"log.index.interval.bytes", "index.interval.bytes"},
-      {"message.max.bytes", "max.message.bytes"}, {"durability", "durability"}};
+      {"message.max.bytes", "max.message.bytes"},
+      {"durability", "durability"}};
   const auto topic = metadata::ConfigEntries(c.topic_defaults);
   for (const auto& [broker_key, topic_key] : kTopicKeys) {
     for (const auto& [k, v] : topic) {

@@ -118,7 +118,8 @@ int main(int argc, char** argv) {
   }
   if (Status s = rdmq::broker::Validate(config); !s.ok()) return Fail(s.ToString());
   if (print_config) {
-    for (const auto& [k, v] : rdmq::broker::ConfigEntries(config)) std::printf("%s=%s\n", k.c_str(), v.c_str());
+    for (const auto& [k, v] : rdmq::broker::ConfigEntries(config))
+      std::printf("%s=%s\n", k.c_str(), v.c_str());
     return 0;
   }
   rdmq::log::Level level;

@@ -14,8 +14,9 @@ template <class Req>
 bool DecodeRequest(Api api, std::span<const std::byte> bytes, Req* out, rpc::ResponseBuffer& resp) {
   auto r = protocol::Decode<Req>(bytes);
   if (!r.ok()) {
-    resp.Append(protocol::EncodeError(WireError::kInvalidRequest, "malformed " + std::string(protocol::ApiName(api)) +
-                                                                      " request: " + r.status().ToString()));
+    resp.Append(protocol::EncodeError(
+        WireError::kInvalidRequest,
+        "malformed " + std::string(protocol::ApiName(api)) + " request: " + r.status().ToString()));
     return false;
   }
   *out = std::move(*r);
@@ -52,7 +53,8 @@ protocol::TopicInfo ToWire(const metadata::TopicInfo& t) {
   return w;
 }
 
-Result<metadata::TopicConfig> ApplyConfigs(metadata::TopicConfig c, const std::vector<protocol::ConfigEntry>& e) {
+Result<metadata::TopicConfig> ApplyConfigs(metadata::TopicConfig c,
+                                           const std::vector<protocol::ConfigEntry>& e) {
   for (const auto& [k, v] : e) {
     if (Status s = metadata::SetConfig(&c, k, v); !s.ok()) {
       std::string msg(s.context());
@@ -61,7 +63,8 @@ Result<metadata::TopicConfig> ApplyConfigs(metadata::TopicConfig c, const std::v
     }
   }
   if (Status s = metadata::ValidateConfig(c); !s.ok()) {
-    return Status(WireError::kInvalidConfig, std::string(s.context().empty() ? s.code().message() : s.context()));
+    return Status(WireError::kInvalidConfig,
+                  std::string(s.context().empty() ? s.code().message() : s.context()));
   }
   return c;
 }
@@ -72,7 +75,8 @@ Status BrokerImpl::RegisterHandlers() {
   auto reg = [this](Api api, rpc::RunOn where, auto fn) {
     return rpc_->RegisterHandler(
         static_cast<uint16_t>(api),
-        [this, fn](const rpc::RequestContext& ctx, std::span<const std::byte> req, rpc::ResponseBuffer& resp) {
+        [this, fn](const rpc::RequestContext& ctx, std::span<const std::byte> req,
+                   rpc::ResponseBuffer& resp) {
           fn(this, ctx, req, resp);
           return Status::Ok();
         },
@@ -83,39 +87,52 @@ Status BrokerImpl::RegisterHandlers() {
   using Resp = rpc::ResponseBuffer&;
   constexpr auto kPool = rpc::RunOn::kWorkerPool;
   constexpr auto kInline = rpc::RunOn::kDispatcher;
-  RDMQ_RETURN_IF_ERROR(reg(Api::kHello, kInline, [](BrokerImpl* b, Ctx c, Req r, Resp o) { b->HandleHello(c, r, o); }));
-  RDMQ_RETURN_IF_ERROR(reg(Api::kCreateTopic, kPool, [](BrokerImpl* b, Ctx, Req r, Resp o) { b->HandleCreateTopic(r, o); }));
-  RDMQ_RETURN_IF_ERROR(reg(Api::kDeleteTopic, kPool, [](BrokerImpl* b, Ctx, Req r, Resp o) { b->HandleDeleteTopic(r, o); }));
   RDMQ_RETURN_IF_ERROR(
-      reg(Api::kDescribeTopic, kPool, [](BrokerImpl* b, Ctx, Req r, Resp o) { b->HandleDescribeTopic(r, o); }));
-  RDMQ_RETURN_IF_ERROR(reg(Api::kListTopics, kPool, [](BrokerImpl* b, Ctx, Req r, Resp o) { b->HandleListTopics(r, o); }));
-  RDMQ_RETURN_IF_ERROR(reg(Api::kAlterTopic, kPool, [](BrokerImpl* b, Ctx, Req r, Resp o) { b->HandleAlterTopic(r, o); }));
+      reg(Api::kHello, kInline, [](BrokerImpl* b, Ctx c, Req r, Resp o) { b->HandleHello(c, r, o); }));
   RDMQ_RETURN_IF_ERROR(
-      reg(Api::kInitProducerId, kPool, [](BrokerImpl* b, Ctx, Req r, Resp o) { b->HandleInitProducerId(r, o); }));
+      reg(Api::kCreateTopic, kPool, [](BrokerImpl* b, Ctx, Req r, Resp o) { b->HandleCreateTopic(r, o); }));
   RDMQ_RETURN_IF_ERROR(
-      reg(Api::kOpenProduce, kPool, [](BrokerImpl* b, Ctx c, Req r, Resp o) { b->HandleOpenProduce(c, r, o); }));
-  RDMQ_RETURN_IF_ERROR(reg(Api::kRenewLease, kPool, [](BrokerImpl* b, Ctx c, Req r, Resp o) { b->HandleRenewLease(c, r, o); }));
+      reg(Api::kDeleteTopic, kPool, [](BrokerImpl* b, Ctx, Req r, Resp o) { b->HandleDeleteTopic(r, o); }));
+  RDMQ_RETURN_IF_ERROR(reg(Api::kDescribeTopic, kPool,
+                           [](BrokerImpl* b, Ctx, Req r, Resp o) { b->HandleDescribeTopic(r, o); }));
   RDMQ_RETURN_IF_ERROR(
-      reg(Api::kReleaseLease, kPool, [](BrokerImpl* b, Ctx c, Req r, Resp o) { b->HandleReleaseLease(c, r, o); }));
+      reg(Api::kListTopics, kPool, [](BrokerImpl* b, Ctx, Req r, Resp o) { b->HandleListTopics(r, o); }));
+  RDMQ_RETURN_IF_ERROR(
+      reg(Api::kAlterTopic, kPool, [](BrokerImpl* b, Ctx, Req r, Resp o) { b->HandleAlterTopic(r, o); }));
+  RDMQ_RETURN_IF_ERROR(reg(Api::kInitProducerId, kPool,
+                           [](BrokerImpl* b, Ctx, Req r, Resp o) { b->HandleInitProducerId(r, o); }));
+  RDMQ_RETURN_IF_ERROR(reg(Api::kOpenProduce, kPool,
+                           [](BrokerImpl* b, Ctx c, Req r, Resp o) { b->HandleOpenProduce(c, r, o); }));
+  RDMQ_RETURN_IF_ERROR(reg(Api::kRenewLease, kPool,
+                           [](BrokerImpl* b, Ctx c, Req r, Resp o) { b->HandleRenewLease(c, r, o); }));
+  RDMQ_RETURN_IF_ERROR(reg(Api::kReleaseLease, kPool,
+                           [](BrokerImpl* b, Ctx c, Req r, Resp o) { b->HandleReleaseLease(c, r, o); }));
   // Commit runs on the dispatcher: requests of one connection are then handled in the order
   // they were sent, which the idempotent producer's sequence check relies on.
-  RDMQ_RETURN_IF_ERROR(reg(Api::kCommit, kInline, [](BrokerImpl* b, Ctx c, Req r, Resp o) { b->HandleCommit(c, r, o); }));
-  RDMQ_RETURN_IF_ERROR(reg(Api::kOpenConsume, kPool, [](BrokerImpl* b, Ctx, Req r, Resp o) { b->HandleOpenConsume(r, o); }));
-  RDMQ_RETURN_IF_ERROR(reg(Api::kGetSegment, kPool, [](BrokerImpl* b, Ctx, Req r, Resp o) { b->HandleGetSegment(r, o); }));
-  RDMQ_RETURN_IF_ERROR(reg(Api::kListOffsets, kPool, [](BrokerImpl* b, Ctx, Req r, Resp o) { b->HandleListOffsets(r, o); }));
-  RDMQ_RETURN_IF_ERROR(reg(Api::kWatch, kInline, [](BrokerImpl* b, Ctx c, Req r, Resp o) { b->HandleWatch(c, r, o); }));
+  RDMQ_RETURN_IF_ERROR(
+      reg(Api::kCommit, kInline, [](BrokerImpl* b, Ctx c, Req r, Resp o) { b->HandleCommit(c, r, o); }));
+  RDMQ_RETURN_IF_ERROR(
+      reg(Api::kOpenConsume, kPool, [](BrokerImpl* b, Ctx, Req r, Resp o) { b->HandleOpenConsume(r, o); }));
+  RDMQ_RETURN_IF_ERROR(
+      reg(Api::kGetSegment, kPool, [](BrokerImpl* b, Ctx, Req r, Resp o) { b->HandleGetSegment(r, o); }));
+  RDMQ_RETURN_IF_ERROR(
+      reg(Api::kListOffsets, kPool, [](BrokerImpl* b, Ctx, Req r, Resp o) { b->HandleListOffsets(r, o); }));
+  RDMQ_RETURN_IF_ERROR(
+      reg(Api::kWatch, kInline, [](BrokerImpl* b, Ctx c, Req r, Resp o) { b->HandleWatch(c, r, o); }));
   return Status::Ok();
 }
 
 // ---------------------------------------------------------------------------------------------
 
-void BrokerImpl::HandleHello(const rpc::RequestContext& ctx, std::span<const std::byte> bytes, rpc::ResponseBuffer& resp) {
+void BrokerImpl::HandleHello(const rpc::RequestContext& ctx, std::span<const std::byte> bytes,
+                             rpc::ResponseBuffer& resp) {
   protocol::HelloRequest req;
   if (!DecodeRequest(Api::kHello, bytes, &req, resp)) return;
   if (req.protocol_version != protocol::kProtocolVersion) {
-    return Error(resp, Status(WireError::kNotSupported, "protocol version " + std::to_string(req.protocol_version) +
-                                                            "; this broker speaks version " +
-                                                            std::to_string(protocol::kProtocolVersion)));
+    return Error(resp,
+                 Status(WireError::kNotSupported, "protocol version " + std::to_string(req.protocol_version) +
+                                                      "; this broker speaks version " +
+                                                      std::to_string(protocol::kProtocolVersion)));
   }
   {
     std::lock_guard lock(sessions_mu_);
@@ -133,7 +150,10 @@ void BrokerImpl::HandleHello(const rpc::RequestContext& ctx, std::span<const std
   r.provider = static_cast<uint8_t>(data_fabric_->provider());
   r.lease_ms = cfg_.lease_ms;
   r.max_message_bytes = cfg_.topic_defaults.max_message_bytes;
-  RDMQ_LOG(kDebug, "broker", "hello").kv("client", ctx.client_id).kv("name", req.client_name).kv("peer", ctx.peer);
+  RDMQ_LOG(kDebug, "broker", "hello")
+      .kv("client", ctx.client_id)
+      .kv("name", req.client_name)
+      .kv("peer", ctx.peer);
   Ok(resp, r);
 }
 
@@ -151,7 +171,9 @@ void BrokerImpl::HandleCreateTopic(std::span<const std::byte> bytes, rpc::Respon
   for (int32_t i = 0; i < info->config.partitions; ++i) {
     auto p = OpenPartition(*info, i);
     if (!p.ok()) {
-      RDMQ_LOG(kError, "broker", "creating a topic failed; rolling back").kv("topic", req.name).kv("error", p.status());
+      RDMQ_LOG(kError, "broker", "creating a topic failed; rolling back")
+          .kv("topic", req.name)
+          .kv("error", p.status());
       for (auto& opened : topic->partitions) ClosePartition(*opened, true);
       (void)meta_->DeleteTopic(req.name);
       return Error(resp, Status(WireError::kStorageError, p.status().ToString()));
@@ -162,8 +184,10 @@ void BrokerImpl::HandleCreateTopic(std::span<const std::byte> bytes, rpc::Respon
     std::lock_guard lock(topics_mu_);
     topics_[req.name] = topic;
   }
-  RDMQ_LOG(kInfo, "broker", "topic created").kv("topic", req.name).kv("id", info->id).kv("partitions",
-                                                                                          info->config.partitions);
+  RDMQ_LOG(kInfo, "broker", "topic created")
+      .kv("topic", req.name)
+      .kv("id", info->id)
+      .kv("partitions", info->config.partitions);
   Ok(resp, protocol::TopicResponse{ToWire(*info)});
 }
 
@@ -274,7 +298,8 @@ void BrokerImpl::HandleOpenProduce(const rpc::RequestContext& ctx, std::span<con
   protocol::OpenProduceRequest req;
   if (!DecodeRequest(Api::kOpenProduce, bytes, &req, resp)) return;
   if (req.mode != protocol::ProduceMode::kExclusive && req.mode != protocol::ProduceMode::kShared) {
-    return Error(resp, Status(WireError::kInvalidRequest, "produce mode " + std::to_string(static_cast<int>(req.mode)) +
+    return Error(resp, Status(WireError::kInvalidRequest, "produce mode " +
+                                                              std::to_string(static_cast<int>(req.mode)) +
                                                               " (1 exclusive, 2 shared)"));
   }
   std::shared_ptr<Session> session;
@@ -284,13 +309,16 @@ void BrokerImpl::HandleOpenProduce(const rpc::RequestContext& ctx, std::span<con
     if (it != sessions_.end()) session = it->second;
   }
   if (!session || session->ep_id == 0) {
-    return Error(resp, Status(WireError::kInvalidRequest, "connect the data endpoint (Hello, then the data "
-                                                          "handshake) before OpenProduce"));
+    return Error(resp, Status(WireError::kInvalidRequest,
+                              "connect the data endpoint (Hello, then the data "
+                              "handshake) before OpenProduce"));
   }
   auto ack_desc = fabric::RegionDescriptor::Decode(std::as_bytes(std::span(req.ack_region.bytes)));
-  if (!ack_desc.ok()) return Error(resp, Status(WireError::kInvalidRequest, "ack_region: " + ack_desc.status().ToString()));
+  if (!ack_desc.ok())
+    return Error(resp, Status(WireError::kInvalidRequest, "ack_region: " + ack_desc.status().ToString()));
   if (ack_desc->length < protocol::kAckBlockSize || (ack_desc->access & fabric::kRemoteWrite) == 0) {
-    return Error(resp, Status(WireError::kInvalidRequest, "ack_region must be a writable region of at least 64 bytes"));
+    return Error(resp, Status(WireError::kInvalidRequest,
+                              "ack_region must be a writable region of at least 64 bytes"));
   }
   auto lp = LockPartition(req.topic, req.partition);
   if (!lp.ok()) return Error(resp, lp.status());
@@ -312,12 +340,14 @@ void BrokerImpl::HandleOpenProduce(const rpc::RequestContext& ctx, std::span<con
       }
     }
     if (!p.shared.empty()) {
-      return Error(resp, Status(WireError::kPartitionBusy, where + " has " + std::to_string(p.shared.size()) +
-                                                               " shared producers; an exclusive lease must wait"));
+      return Error(resp,
+                   Status(WireError::kPartitionBusy, where + " has " + std::to_string(p.shared.size()) +
+                                                         " shared producers; an exclusive lease must wait"));
     }
   } else if (p.exclusive) {
-    return Error(resp, Status(WireError::kPartitionBusy, where + " is held by an exclusive producer (client '" +
-                                                             p.exclusive->session->name + "')"));
+    return Error(resp,
+                 Status(WireError::kPartitionBusy, where + " is held by an exclusive producer (client '" +
+                                                       p.exclusive->session->name + "')"));
   }
   if (req.producer_id >= 0) {
     auto it = p.producers.find(req.producer_id);
@@ -364,7 +394,8 @@ void BrokerImpl::HandleOpenProduce(const rpc::RequestContext& ctx, std::span<con
     auto ack = session->ep->Attach(*ack_desc);
     if (!ack.ok()) {
       release_slot();
-      return Error(resp, Status(WireError::kInvalidRequest, "cannot attach the ack region: " + ack.status().ToString()));
+      return Error(resp, Status(WireError::kInvalidRequest,
+                                "cannot attach the ack region: " + ack.status().ToString()));
     }
     l->ack = std::move(*ack);
   }
@@ -413,16 +444,18 @@ void BrokerImpl::HandleRenewLease(const rpc::RequestContext& ctx, std::span<cons
   auto l = *lr;
   Partition& p = *l->partition;
   std::lock_guard lock(p.mu);
-  if (l->ended) return Error(resp, Status(WireError::kLeaseExpired, "lease " + std::to_string(l->id) + " ended"));
+  if (l->ended)
+    return Error(resp, Status(WireError::kLeaseExpired, "lease " + std::to_string(l->id) + " ended"));
   if (p.deleted) return Error(resp, TopicDeleted(p.topic.name));
   l->deadline_ns = MonoNanos() + uint64_t{cfg_.lease_ms} * 1'000'000;
   if (l->mode == protocol::ProduceMode::kExclusive && (req.flags & protocol::kRenewRoll) != 0 &&
       l->segment_base == p.active_base && p.committed > 0) {
     if (Status s = p.log->Roll(); !s.ok()) {
-      return Error(resp, Status(WireError::kStorageError, "rolling " + p.topic.name + "-" + std::to_string(p.index) +
-                                                              ": " + s.ToString()));
+      return Error(resp, Status(WireError::kStorageError, "rolling " + p.topic.name + "-" +
+                                                              std::to_string(p.index) + ": " + s.ToString()));
     }
-    if (Status s = SyncSegments(p); !s.ok()) return Error(resp, Status(WireError::kStorageError, s.ToString()));
+    if (Status s = SyncSegments(p); !s.ok())
+      return Error(resp, Status(WireError::kStorageError, s.ToString()));
     AfterPublish(p);
   }
   if (l->segment_base != p.active_base) {
@@ -452,14 +485,16 @@ void BrokerImpl::HandleCommit(const rpc::RequestContext& ctx, std::span<const st
   auto l = *lr;
   Partition& p = *l->partition;
   std::lock_guard lock(p.mu);
-  if (l->ended) return Error(resp, Status(WireError::kLeaseExpired, "lease " + std::to_string(l->id) + " ended"));
+  if (l->ended)
+    return Error(resp, Status(WireError::kLeaseExpired, "lease " + std::to_string(l->id) + " ended"));
   if (p.deleted) return Error(resp, TopicDeleted(p.topic.name));
   const std::string where = p.topic.name + "-" + std::to_string(p.index);
   auto seg = p.segments.find(req.segment_base);
   if (seg == p.segments.end() || seg->second.info.sealed) {
-    return Error(resp, Status(WireError::kStaleLocation, "segment " + std::to_string(req.segment_base) + " of " + where +
-                                                             " is not open for writing (active: " +
-                                                             std::to_string(p.active_base) + ")"));
+    return Error(resp,
+                 Status(WireError::kStaleLocation,
+                        "segment " + std::to_string(req.segment_base) + " of " + where +
+                            " is not open for writing (active: " + std::to_string(p.active_base) + ")"));
   }
   if (req.length == 0) return Error(resp, Status(WireError::kInvalidRequest, "commit of 0 bytes"));
   const uint64_t capacity = seg->second.info.capacity;
@@ -469,11 +504,12 @@ void BrokerImpl::HandleCommit(const rpc::RequestContext& ctx, std::span<const st
   int32_t first_seq = -1;
   if (req.position < capacity && req.length <= capacity - req.position) {
     if (!shared && req.position != p.committed) {
-      return Error(resp, Status(WireError::kInvalidRequest, "exclusive commit at position " +
-                                                                std::to_string(req.position) + " of " + where +
-                                                                "; the committed end is " + std::to_string(p.committed)));
+      return Error(resp, Status(WireError::kInvalidRequest,
+                                "exclusive commit at position " + std::to_string(req.position) + " of " +
+                                    where + "; the committed end is " + std::to_string(p.committed)));
     }
-    if (Status s = CheckProducer(p, *l, data + req.position, req.length, shared, &next, &first_seq); !s.ok()) {
+    if (Status s = CheckProducer(p, *l, data + req.position, req.length, shared, &next, &first_seq);
+        !s.ok()) {
       n_.commit_errors.fetch_add(1, std::memory_order_relaxed);
       // Exclusive: the bytes sit at the committed end, where recovery would adopt them.
       if (!shared && req.segment_base == p.active_base) SpoilTail(p, req.position, req.length);
@@ -503,7 +539,10 @@ void BrokerImpl::HandleCommit(const rpc::RequestContext& ctx, std::span<const st
       return Ok(resp, r);
     }
     n_.commit_errors.fetch_add(1, std::memory_order_relaxed);
-    RDMQ_LOG(kWarn, "broker", "commit refused").kv("partition", where).kv("lease", l->id).kv("error", out.status());
+    RDMQ_LOG(kWarn, "broker", "commit refused")
+        .kv("partition", where)
+        .kv("lease", l->id)
+        .kv("error", out.status());
     if (!shared && req.segment_base == p.active_base && req.position == p.committed) {
       SpoilTail(p, req.position, req.length);
     }
@@ -563,8 +602,8 @@ void BrokerImpl::HandleGetSegment(std::span<const std::byte> bytes, rpc::Respons
   auto it = p.segments.find(req.base_offset);
   if (it == p.segments.end()) {
     return Error(resp, Status(WireError::kStaleLocation,
-                              "no segment with base offset " + std::to_string(req.base_offset) + " in " + req.topic +
-                                  "-" + std::to_string(req.partition) + " (log start " +
+                              "no segment with base offset " + std::to_string(req.base_offset) + " in " +
+                                  req.topic + "-" + std::to_string(req.partition) + " (log start " +
                                   std::to_string(p.log->LogStartOffset().value()) + ")"));
   }
   protocol::GetSegmentResponse r;
@@ -590,10 +629,11 @@ void BrokerImpl::HandleListOffsets(std::span<const std::byte> bytes, rpc::Respon
     auto rr = p.log->Read(Offset(offset), 1);
     if (!rr.ok()) {
       if (rr.status().is(Errc::kOutOfRange)) {
-        return Status(WireError::kOffsetOutOfRange,
-                      "offset " + std::to_string(offset) + " of " + req.topic + "-" + std::to_string(req.partition) +
-                          " is outside [" + std::to_string(p.log->LogStartOffset().value()) + ", " +
-                          std::to_string(p.high_watermark) + "]");
+        return Status(WireError::kOffsetOutOfRange, "offset " + std::to_string(offset) + " of " + req.topic +
+                                                        "-" + std::to_string(req.partition) +
+                                                        " is outside [" +
+                                                        std::to_string(p.log->LogStartOffset().value()) +
+                                                        ", " + std::to_string(p.high_watermark) + "]");
       }
       return rr.status();
     }
@@ -626,7 +666,8 @@ void BrokerImpl::HandleListOffsets(std::span<const std::byte> bytes, rpc::Respon
   Ok(resp, r);
 }
 
-void BrokerImpl::HandleWatch(const rpc::RequestContext& ctx, std::span<const std::byte> bytes, rpc::ResponseBuffer& resp) {
+void BrokerImpl::HandleWatch(const rpc::RequestContext& ctx, std::span<const std::byte> bytes,
+                             rpc::ResponseBuffer& resp) {
   protocol::WatchRequest req;
   if (!DecodeRequest(Api::kWatch, bytes, &req, resp)) return;
   auto pr = FindPartition(req.topic, req.partition);

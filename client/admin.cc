@@ -9,7 +9,8 @@ namespace {
 
 using protocol::Api;
 
-std::vector<protocol::ConfigEntry> ToEntries(const std::vector<std::pair<std::string, std::string>>& configs) {
+std::vector<protocol::ConfigEntry> ToEntries(
+    const std::vector<std::pair<std::string, std::string>>& configs) {
   std::vector<protocol::ConfigEntry> out;
   out.reserve(configs.size());
   for (const auto& [k, v] : configs) out.push_back({k, v});
@@ -29,8 +30,8 @@ class AdminClientImpl final : public AdminClient {
  public:
   explicit AdminClientImpl(std::unique_ptr<Connection> c) : conn_(std::move(c)) {}
 
-  Result<TopicDescription> CreateTopic(const std::string& name,
-                                       const std::vector<std::pair<std::string, std::string>>& configs) override {
+  Result<TopicDescription> CreateTopic(
+      const std::string& name, const std::vector<std::pair<std::string, std::string>>& configs) override {
     protocol::CreateTopicRequest req{name, ToEntries(configs)};
     RDMQ_ASSIGN_OR_RETURN(auto resp, (conn_->Call<protocol::TopicResponse>(Api::kCreateTopic, req)));
     return FromInfo(resp.topic);
@@ -66,8 +67,8 @@ class AdminClientImpl final : public AdminClient {
     return out;
   }
 
-  Result<TopicDescription> AlterTopic(const std::string& name,
-                                      const std::vector<std::pair<std::string, std::string>>& configs) override {
+  Result<TopicDescription> AlterTopic(
+      const std::string& name, const std::vector<std::pair<std::string, std::string>>& configs) override {
     protocol::AlterTopicRequest req{name, ToEntries(configs)};
     RDMQ_ASSIGN_OR_RETURN(auto resp, (conn_->Call<protocol::TopicResponse>(Api::kAlterTopic, req)));
     return FromInfo(resp.topic);

@@ -21,7 +21,8 @@ std::string NormalizeAddress(std::string_view a) {
   return std::string(a);
 }
 
-Result<std::unique_ptr<Connection>> Connection::Open(const ClientOptions& client, const ConnectionOptions& opts) {
+Result<std::unique_ptr<Connection>> Connection::Open(const ClientOptions& client,
+                                                     const ConnectionOptions& opts) {
   std::unique_ptr<Connection> c(new Connection());
   c->options_ = client;
   c->address_ = NormalizeAddress(client.ResolvedBootstrap());
@@ -31,7 +32,8 @@ Result<std::unique_ptr<Connection>> Connection::Open(const ClientOptions& client
   fo.provider = c->provider_;
   fo.device = client.device;
   auto fab = fabric::Fabric::Open(fo);
-  if (!fab.ok()) return fab.status().WithContext("open the " + std::string(fabric::ProviderName(fo.provider)) + " fabric");
+  if (!fab.ok())
+    return fab.status().WithContext("open the " + std::string(fabric::ProviderName(fo.provider)) + " fabric");
   c->fabric_ = std::move(*fab);
 
   rpc::ClientOptions ro;
@@ -49,7 +51,8 @@ Result<std::unique_ptr<Connection>> Connection::Open(const ClientOptions& client
   hello.client_name = client.client_name;
   RDMQ_ASSIGN_OR_RETURN(c->hello_, (c->Call<protocol::HelloResponse>(protocol::Api::kHello, hello)));
   if (c->hello_.provider != static_cast<uint8_t>(c->provider_)) {
-    return Status(Errc::kUnsupported, "the broker at " + c->address_ + " serves its data over another fabric (" +
+    return Status(Errc::kUnsupported, "the broker at " + c->address_ +
+                                          " serves its data over another fabric (" +
                                           std::to_string(c->hello_.provider) + ")");
   }
   if (!opts.data_endpoint) return c;
@@ -71,11 +74,13 @@ Result<std::unique_ptr<Connection>> Connection::Open(const ClientOptions& client
   coding::StoreLE<uint64_t>(id, c->hello_.client_id);
   RDMQ_RETURN_IF_ERROR(c->data_->SendControl(id));
   auto reply = c->data_->RecvControl(client.request_timeout);
-  if (!reply.ok()) return reply.status().WithContext("data endpoint handshake with " + c->hello_.data_address);
+  if (!reply.ok())
+    return reply.status().WithContext("data endpoint handshake with " + c->hello_.data_address);
   coding::Reader r(std::as_bytes(std::span(reply->data(), reply->size())));
   protocol::ResponseHeader h;
   if (!protocol::DecodeFrom(&r, &h).ok()) {
-    return Status(Errc::kCorruption, "data endpoint handshake with " + c->hello_.data_address + ": malformed reply");
+    return Status(Errc::kCorruption,
+                  "data endpoint handshake with " + c->hello_.data_address + ": malformed reply");
   }
   if (h.error != 0) return Status(static_cast<protocol::WireError>(h.error), h.message);
   return c;

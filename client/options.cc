@@ -7,7 +7,8 @@ namespace rdmq::client {
 namespace {
 
 Status Bad(std::string_view key, std::string_view value, std::string_view why) {
-  return Status(Errc::kInvalidArgument, std::string(key) + "=" + std::string(value) + ": " + std::string(why));
+  return Status(Errc::kInvalidArgument,
+                std::string(key) + "=" + std::string(value) + ": " + std::string(why));
 }
 
 }  // namespace

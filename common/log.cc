@@ -12,7 +12,7 @@
 namespace rdmq::log {
 namespace {
 
-std::atomic<int> g_level{-1};   // -1: not yet read from the environment
+std::atomic<int> g_level{-1};  // -1: not yet read from the environment
 std::atomic<int> g_format{-1};
 std::mutex g_sink_mu;
 std::function<void(std::string_view)>* g_sink = nullptr;  // guarded by g_sink_mu
@@ -32,12 +32,18 @@ void InitFromEnv() {
 
 const char* LevelName(Level l) {
   switch (l) {
-    case Level::kTrace: return "trace";
-    case Level::kDebug: return "debug";
-    case Level::kInfo: return "info";
-    case Level::kWarn: return "warn";
-    case Level::kError: return "error";
-    case Level::kOff: return "off";
+    case Level::kTrace:
+      return "trace";
+    case Level::kDebug:
+      return "debug";
+    case Level::kInfo:
+      return "info";
+    case Level::kWarn:
+      return "warn";
+    case Level::kError:
+      return "error";
+    case Level::kOff:
+      return "off";
   }
   return "?";
 }
@@ -46,11 +52,21 @@ void AppendJsonString(std::string* out, std::string_view s) {
   out->push_back('"');
   for (char c : s) {
     switch (c) {
-      case '"': out->append("\\\""); break;
-      case '\\': out->append("\\\\"); break;
-      case '\n': out->append("\\n"); break;
-      case '\r': out->append("\\r"); break;
-      case '\t': out->append("\\t"); break;
+      case '"':
+        out->append("\\\"");
+        break;
+      case '\\':
+        out->append("\\\\");
+        break;
+      case '\n':
+        out->append("\\n");
+        break;
+      case '\r':
+        out->append("\\r");
+        break;
+      case '\t':
+        out->append("\\t");
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           char b[8];

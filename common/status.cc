@@ -11,23 +11,40 @@ class GenericCategory final : public std::error_category {
   const char* name() const noexcept override { return "rdmq"; }
   std::string message(int ev) const override {
     switch (static_cast<Errc>(ev)) {
-      case Errc::kOk: return "ok";
-      case Errc::kInvalidArgument: return "invalid argument";
-      case Errc::kNotFound: return "not found";
-      case Errc::kAlreadyExists: return "already exists";
-      case Errc::kOutOfRange: return "out of range";
-      case Errc::kCorruption: return "corruption";
-      case Errc::kIoError: return "I/O error";
-      case Errc::kNoSpace: return "no space left";
-      case Errc::kTimeout: return "timed out";
-      case Errc::kUnavailable: return "unavailable";
-      case Errc::kPermissionDenied: return "permission denied";
-      case Errc::kResourceExhausted: return "resource exhausted";
-      case Errc::kFailedPrecondition: return "failed precondition";
-      case Errc::kAborted: return "aborted";
-      case Errc::kCancelled: return "cancelled";
-      case Errc::kUnsupported: return "unsupported";
-      case Errc::kInternal: return "internal error";
+      case Errc::kOk:
+        return "ok";
+      case Errc::kInvalidArgument:
+        return "invalid argument";
+      case Errc::kNotFound:
+        return "not found";
+      case Errc::kAlreadyExists:
+        return "already exists";
+      case Errc::kOutOfRange:
+        return "out of range";
+      case Errc::kCorruption:
+        return "corruption";
+      case Errc::kIoError:
+        return "I/O error";
+      case Errc::kNoSpace:
+        return "no space left";
+      case Errc::kTimeout:
+        return "timed out";
+      case Errc::kUnavailable:
+        return "unavailable";
+      case Errc::kPermissionDenied:
+        return "permission denied";
+      case Errc::kResourceExhausted:
+        return "resource exhausted";
+      case Errc::kFailedPrecondition:
+        return "failed precondition";
+      case Errc::kAborted:
+        return "aborted";
+      case Errc::kCancelled:
+        return "cancelled";
+      case Errc::kUnsupported:
+        return "unsupported";
+      case Errc::kInternal:
+        return "internal error";
     }
     return "unknown rdmq error " + std::to_string(ev);
   }
@@ -42,18 +59,40 @@ class GenericCategory final : public std::error_category {
 
   static Errc FromErrno(int e) noexcept {
     switch (e) {
-      case ENOENT: return Errc::kNotFound;
-      case EEXIST: return Errc::kAlreadyExists;
-      case EINVAL: return Errc::kInvalidArgument;
-      case ENOSPC: case EDQUOT: case EFBIG: return Errc::kNoSpace;
-      case EACCES: case EPERM: case EROFS: return Errc::kPermissionDenied;
-      case ETIMEDOUT: return Errc::kTimeout;
-      case ECONNRESET: case ECONNREFUSED: case EPIPE: case ENOTCONN: case ECONNABORTED:
+      case ENOENT:
+        return Errc::kNotFound;
+      case EEXIST:
+        return Errc::kAlreadyExists;
+      case EINVAL:
+        return Errc::kInvalidArgument;
+      case ENOSPC:
+      case EDQUOT:
+      case EFBIG:
+        return Errc::kNoSpace;
+      case EACCES:
+      case EPERM:
+      case EROFS:
+        return Errc::kPermissionDenied;
+      case ETIMEDOUT:
+        return Errc::kTimeout;
+      case ECONNRESET:
+      case ECONNREFUSED:
+      case EPIPE:
+      case ENOTCONN:
+      case ECONNABORTED:
         return Errc::kUnavailable;
-      case ENOMEM: case EAGAIN: case EMFILE: case ENFILE: return Errc::kResourceExhausted;
-      case ECANCELED: return Errc::kCancelled;
-      case ENOTSUP: case ENOSYS: return Errc::kUnsupported;
-      default: return Errc::kIoError;
+      case ENOMEM:
+      case EAGAIN:
+      case EMFILE:
+      case ENFILE:
+        return Errc::kResourceExhausted;
+      case ECANCELED:
+        return Errc::kCancelled;
+      case ENOTSUP:
+      case ENOSYS:
+        return Errc::kUnsupported;
+      default:
+        return Errc::kIoError;
     }
   }
 };

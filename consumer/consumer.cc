@@ -39,7 +39,8 @@ inline void CpuRelax() {
 }
 
 Status Bad(std::string_view key, std::string_view value, std::string_view why) {
-  return Status(Errc::kInvalidArgument, std::string(key) + "=" + std::string(value) + ": " + std::string(why));
+  return Status(Errc::kInvalidArgument,
+                std::string(key) + "=" + std::string(value) + ": " + std::string(why));
 }
 
 constexpr uint32_t kNotifyRecvs = 64;
@@ -63,12 +64,12 @@ struct Part {
   std::map<int64_t, Seg> segs;
   std::unique_ptr<fabric::Region> buf;  // READ target (tcp/verbs); [0,64) slot, then data
   size_t buf_cap = 0;
-  int64_t position = 0;      // next offset Poll returns
+  int64_t position = 0;  // next offset Poll returns
   enum class Need { kNone, kEarliest, kLatest, kSeek } need = Need::kEarliest;
-  bool cursor = false;       // cur_seg/cur_pos hold the batch containing `position`
+  bool cursor = false;  // cur_seg/cur_pos hold the batch containing `position`
   int64_t cur_seg = 0;
   uint64_t cur_pos = 0;
-  uint64_t gen = 0;          // last slot generation seen
+  uint64_t gen = 0;  // last slot generation seen
   bool watching = false;
   bool fetched_this_poll = false;
 };
@@ -144,7 +145,8 @@ class ConsumerImpl final : public Consumer {
 
   Status Seek(const TopicPartition& tp, int64_t offset) override {
     RDMQ_ASSIGN_OR_RETURN(Part * p, Find(tp));
-    if (offset < 0) return Status(Errc::kInvalidArgument, "Seek to a negative offset " + std::to_string(offset));
+    if (offset < 0)
+      return Status(Errc::kInvalidArgument, "Seek to a negative offset " + std::to_string(offset));
     p->position = offset;
     p->need = Part::Need::kSeek;
     p->cursor = false;
@@ -220,7 +222,8 @@ class ConsumerImpl final : public Consumer {
     p.slot_mapped = nullptr;
     p.watching = false;
     if (p.topic_id == 0) {
-      auto d = conn_->Call<protocol::DescribeTopicResponse>(Api::kDescribeTopic, protocol::TopicNameRequest{p.tp.topic});
+      auto d = conn_->Call<protocol::DescribeTopicResponse>(Api::kDescribeTopic,
+                                                            protocol::TopicNameRequest{p.tp.topic});
       if (!d.ok()) return d.status();
       p.topic_id = d->topic.id;
     }
@@ -241,7 +244,8 @@ class ConsumerImpl final : public Consumer {
   }
 
   Status AddSegment(Part& p, protocol::SegmentLocation loc) {
-    RDMQ_ASSIGN_OR_RETURN(auto d, fabric::RegionDescriptor::Decode(std::as_bytes(std::span(loc.region.bytes))));
+    RDMQ_ASSIGN_OR_RETURN(auto d,
+                          fabric::RegionDescriptor::Decode(std::as_bytes(std::span(loc.region.bytes))));
     Seg s;
     RDMQ_ASSIGN_OR_RETURN(s.remote, conn_->data()->Attach(d));
     s.mapped = s.remote->mapped();
@@ -298,8 +302,8 @@ class ConsumerImpl final : public Consumer {
     for (int attempt = 0;; ++attempt) {
       RDMQ_RETURN_IF_ERROR(Read(p, *p.slot, 0, format::kSlotSize, 0));
       last = format::DecodePartitionSlot(p.buf->data(), out);
-      if (last.ok() || last.is(storage::StorageErrc::kBadMagic) || last.is(storage::StorageErrc::kBadVersion) ||
-          Clock::now() > deadline) {
+      if (last.ok() || last.is(storage::StorageErrc::kBadMagic) ||
+          last.is(storage::StorageErrc::kBadVersion) || Clock::now() > deadline) {
         break;
       }
       format::SlotBackoff(attempt);
@@ -371,13 +375,14 @@ class ConsumerImpl final : public Consumer {
     }
     if (p.need != Part::Need::kNone) RDMQ_RETURN_IF_ERROR(Locate(p));
     if (p.position < slot.log_start_offset.value()) {
-      RDMQ_RETURN_IF_ERROR(OutOfRange(p, Status(WireError::kOffsetOutOfRange,
-                                                "retention moved the log start to " +
-                                                    std::to_string(slot.log_start_offset.value()))));
+      RDMQ_RETURN_IF_ERROR(OutOfRange(
+          p, Status(WireError::kOffsetOutOfRange,
+                    "retention moved the log start to " + std::to_string(slot.log_start_offset.value()))));
     }
     if (!p.cursor) RDMQ_RETURN_IF_ERROR(Locate(p));
     for (int hop = 0; hop < 16; ++hop) {
-      if (p.position >= slot.high_watermark.value() && p.cur_seg == slot.active_segment.value()) return Status::Ok();
+      if (p.position >= slot.high_watermark.value() && p.cur_seg == slot.active_segment.value())
+        return Status::Ok();
       auto sr = Segment(p, p.cur_seg);
       if (!sr.ok()) {
         if (sr.status().is(WireError::kStaleLocation)) {
@@ -507,14 +512,16 @@ class ConsumerImpl final : public Consumer {
         c.offset = off;
         c.timestamp_ms = h.base_timestamp.value() + rv.timestamp_delta;
         if (rv.key) c.key = std::string_view(reinterpret_cast<const char*>(rv.key->data()), rv.key->size());
-        if (rv.value) c.value = std::string_view(reinterpret_cast<const char*>(rv.value->data()), rv.value->size());
+        if (rv.value)
+          c.value = std::string_view(reinterpret_cast<const char*>(rv.value->data()), rv.value->size());
         if (rv.header_count > 0) {
           storage::HeaderIterator hi(rv.headers, rv.header_count);
           storage::HeaderView hv;
           while (hi.Next(&hv)) {
             RecordHeader rh;
             rh.key = std::string_view(reinterpret_cast<const char*>(hv.key.data()), hv.key.size());
-            if (hv.value) rh.value = std::string_view(reinterpret_cast<const char*>(hv.value->data()), hv.value->size());
+            if (hv.value)
+              rh.value = std::string_view(reinterpret_cast<const char*>(hv.value->data()), hv.value->size());
             c.headers.push_back(rh);
           }
         }
@@ -585,11 +592,13 @@ class ConsumerImpl final : public Consumer {
         bool any = false;
         for (size_t i = 0; i < n; ++i) {
           if (wc[i].status) {
-            return Status(Errc::kUnavailable, "the data connection to the broker at " + conn_->address() + " broke");
+            return Status(Errc::kUnavailable,
+                          "the data connection to the broker at " + conn_->address() + " broke");
           }
           const uint32_t k = static_cast<uint32_t>(wc[i].tag);
           protocol::Notification note;
-          if (k < kNotifyRecvs && protocol::DecodeNotification(notify_->data() + k * 64, wc[i].byte_len, &note)) {
+          if (k < kNotifyRecvs &&
+              protocol::DecodeNotification(notify_->data() + k * 64, wc[i].byte_len, &note)) {
             for (auto& p : parts_) {
               if (p->topic_id == note.topic_id && p->tp.partition == note.partition) p->watching = false;
             }
@@ -629,8 +638,10 @@ Status ConsumerConfig::Set(std::string_view key, std::string_view value) {
   auto u32 = [&](uint32_t lo, uint32_t hi, uint32_t* out) -> Status {
     uint64_t v = 0;
     auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
-    if (ec != std::errc() || p != value.data() + value.size() || value.empty()) return Bad(key, value, "not an integer");
-    if (v < lo || v > hi) return Bad(key, value, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    if (ec != std::errc() || p != value.data() + value.size() || value.empty())
+      return Bad(key, value, "not an integer");
+    if (v < lo || v > hi)
+      return Bad(key, value, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
     *out = static_cast<uint32_t>(v);
     return Status::Ok();
   };

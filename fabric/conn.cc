@@ -174,8 +174,8 @@ void Conn::ParseFrames() {
     const auto nfds = static_cast<uint8_t>(h[5]);
     const uint16_t flags = coding::LoadLE<uint16_t>(h + 6);
     if (len > kMaxFramePayload || nfds > kMaxFrameFds) {
-      Fail(Status(FabricErrc::kProtocol, "frame of " + std::to_string(len) + " bytes with " + std::to_string(nfds) +
-                                             " fds from " + peer_));
+      Fail(Status(FabricErrc::kProtocol, "frame of " + std::to_string(len) + " bytes with " +
+                                             std::to_string(nfds) + " fds from " + peer_));
       return;
     }
     if (in_end_ - in_begin_ < kFrameHeaderSize + len) {
@@ -394,10 +394,11 @@ void Conn::ArmWriteLocked() {
   agent_.Post([self] {
     std::lock_guard lk(self->mu_);
     if (self->finished_) return;
-    self->sd_.async_wait(asio::posix::stream_descriptor::wait_write, [self](const boost::system::error_code& ec) {
-      if (ec) return;  // closing
-      self->OnWritable();
-    });
+    self->sd_.async_wait(asio::posix::stream_descriptor::wait_write,
+                         [self](const boost::system::error_code& ec) {
+                           if (ec) return;  // closing
+                           self->OnWritable();
+                         });
   });
 }
 
@@ -504,7 +505,8 @@ struct AcceptQueue::Pending : ConnHandler {
   wire::Hello hello;
   std::vector<UniqueFd> fds;
 
-  void OnFrame(uint8_t type, uint16_t, std::span<const std::byte> payload, std::vector<UniqueFd>& f) override {
+  void OnFrame(uint8_t type, uint16_t, std::span<const std::byte> payload,
+               std::vector<UniqueFd>& f) override {
     bool ready = false;
     {
       std::lock_guard lk(mu);
@@ -520,7 +522,8 @@ struct AcceptQueue::Pending : ConnHandler {
     if (ready) {
       queue->Notify();
     } else {
-      RDMQ_LOG(kWarn, "fabric", "closing a connection that did not start with a hello").kv("peer", conn->peer());
+      RDMQ_LOG(kWarn, "fabric", "closing a connection that did not start with a hello")
+          .kv("peer", conn->peer());
       conn->Close();
     }
   }
@@ -580,7 +583,8 @@ Result<UniqueFd> ListenUnix(const std::string& path) {
   UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!fd.valid()) return Status::FromErrno(errno, "socket(AF_UNIX)");
   struct stat st;
-  if (::lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) ::unlink(path.c_str());  // stale, from a dead process
+  if (::lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode))
+    ::unlink(path.c_str());  // stale, from a dead process
   if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     return Status::FromErrno(errno, "bind unix socket " + path);
   }
@@ -714,7 +718,8 @@ Result<UniqueFd> ConnectTcp(const std::string& host, uint16_t port, std::chrono:
       last = Status::FromErrno(errno, "socket for " + host);
       continue;
     }
-    Status s = ConnectWithTimeout(fd.get(), ai->ai_addr, ai->ai_addrlen, timeout, host + ":" + std::to_string(port));
+    Status s =
+        ConnectWithTimeout(fd.get(), ai->ai_addr, ai->ai_addrlen, timeout, host + ":" + std::to_string(port));
     if (!s.ok()) {
       last = s;
       continue;

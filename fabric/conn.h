@@ -18,13 +18,13 @@
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <chrono>
 #include <condition_variable>
-#include <optional>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -111,7 +111,7 @@ class Conn : public std::enable_shared_from_this<Conn> {
 
  private:
   struct OutChunk {
-    std::unique_ptr<std::byte[]> buf;  // not zero-filled: it is overwritten at once
+    std::unique_ptr<std::byte[]> buf;     // not zero-filled: it is overwritten at once
     const std::byte* borrowed = nullptr;  // the caller's memory, when not copied
     size_t size = 0;
     const std::byte* data() const noexcept { return borrowed ? borrowed : buf.get(); }
@@ -129,7 +129,8 @@ class Conn : public std::enable_shared_from_this<Conn> {
   void ParseFrames();
   void Fail(const Status& why);
   void ShutdownLocked() noexcept;
-  Status SendLocked(std::span<const iovec> parts, size_t total, std::span<const int> fds, bool borrow = false);
+  Status SendLocked(std::span<const iovec> parts, size_t total, std::span<const int> fds,
+                    bool borrow = false);
 
   Agent& agent_;
   const int fd_;  // owned by sd_

@@ -26,7 +26,9 @@ constexpr size_t kFixed = 40;
 constexpr size_t kMaxNode = 1024;
 constexpr uint32_t kAllAccess = kLocalWrite | kRemoteRead | kRemoteWrite | kRemoteAtomic;
 
-Status Bad(const std::string& what) { return Status(FabricErrc::kBadDescriptor, "region descriptor: " + what); }
+Status Bad(const std::string& what) {
+  return Status(FabricErrc::kBadDescriptor, "region descriptor: " + what);
+}
 
 }  // namespace
 
@@ -50,8 +52,8 @@ std::string RegionDescriptor::Encode() const {
 
 Result<RegionDescriptor> RegionDescriptor::Decode(std::span<const std::byte> bytes) {
   if (bytes.size() < kFixed + 4) {
-    return Bad("too short (" + std::to_string(bytes.size()) + " bytes, need at least " + std::to_string(kFixed + 4) +
-               ")");
+    return Bad("too short (" + std::to_string(bytes.size()) + " bytes, need at least " +
+               std::to_string(kFixed + 4) + ")");
   }
   coding::Reader r(bytes);
   const auto magic = r.Bytes(4);
@@ -63,7 +65,8 @@ Result<RegionDescriptor> RegionDescriptor::Decode(std::span<const std::byte> byt
   const uint16_t node_len = r.LE<uint16_t>();
   if (node_len > kMaxNode) return Bad("node address of " + std::to_string(node_len) + " bytes");
   if (bytes.size() != kFixed + node_len + 4) {
-    return Bad("length " + std::to_string(bytes.size()) + " does not match node length " + std::to_string(node_len));
+    return Bad("length " + std::to_string(bytes.size()) + " does not match node length " +
+               std::to_string(node_len));
   }
   RegionDescriptor d;
   d.provider = static_cast<Provider>(provider);
@@ -88,7 +91,8 @@ Result<RegionDescriptor> RegionDescriptor::Decode(std::span<const std::byte> byt
                                     : d.provider == Provider::kTcp ? "tcp:"
                                                                    : "verbs:";
     if (d.node.compare(0, scheme.size(), scheme) != 0) {
-      return Bad("node address '" + d.node + "' does not match provider " + std::string(ProviderName(d.provider)));
+      return Bad("node address '" + d.node + "' does not match provider " +
+                 std::string(ProviderName(d.provider)));
     }
   }
   return d;

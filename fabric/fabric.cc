@@ -1,5 +1,6 @@
-#include "providers.h"
 #include "rdmq/fabric/fabric.h"
+
+#include "providers.h"
 
 namespace rdmq::fabric {
 
@@ -19,7 +20,8 @@ Result<Provider> ParseProvider(std::string_view name) {
   if (name == "shm") return Provider::kShm;
   if (name == "tcp") return Provider::kTcp;
   if (name == "verbs") return Provider::kVerbs;
-  return Status(Errc::kInvalidArgument, "unknown fabric provider '" + std::string(name) + "' (shm, tcp, verbs)");
+  return Status(Errc::kInvalidArgument,
+                "unknown fabric provider '" + std::string(name) + "' (shm, tcp, verbs)");
 }
 
 std::string_view OpcodeName(Opcode op) noexcept {

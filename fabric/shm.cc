@@ -56,8 +56,8 @@ Status RequireSealedMemfd(int fd, size_t min_size, const char* what) {
   struct stat st;
   if (::fstat(fd, &st) != 0) return Status::FromErrno(errno, std::string("fstat ") + what);
   if (static_cast<uint64_t>(st.st_size) < min_size) {
-    return Status(FabricErrc::kProtocol, std::string(what) + " of " + std::to_string(st.st_size) + " bytes, want " +
-                                             std::to_string(min_size));
+    return Status(FabricErrc::kProtocol, std::string(what) + " of " + std::to_string(st.st_size) +
+                                             " bytes, want " + std::to_string(min_size));
   }
   const int seals = ::fcntl(fd, F_GET_SEALS);
   if (seals < 0 || (seals & F_SEAL_SHRINK) == 0) {
@@ -116,7 +116,8 @@ class ShmCore {
   Status Init(const FabricOptions& o) {
     RDMQ_ASSIGN_OR_RETURN(keypage_fd, CreateMemfd("rdmq-shm-keys", kKeyPageBytes));
     RDMQ_ASSIGN_OR_RETURN(keypage, MapShared(keypage_fd.get(), kKeyPageBytes, 0, true, "shm key page"));
-    keypage_ro_fd.Reset(::open(("/proc/self/fd/" + std::to_string(keypage_fd.get())).c_str(), O_RDONLY | O_CLOEXEC));
+    keypage_ro_fd.Reset(
+        ::open(("/proc/self/fd/" + std::to_string(keypage_fd.get())).c_str(), O_RDONLY | O_CLOEXEC));
     if (!keypage_ro_fd.valid()) return Status::FromErrno(errno, "reopen the shm key page read-only");
     if (!o.listen.empty()) {
       std::string_view p = o.listen;
@@ -124,8 +125,9 @@ class ShmCore {
       path = std::string(p);
       RDMQ_ASSIGN_OR_RETURN(UniqueFd lfd, ListenUnix(path));
       address = "unix:" + path;
-      listener = Listener::Start(agent, std::move(lfd),
-                                 [this](UniqueFd fd, std::string) { accepts.OnAccept(std::move(fd), "unix-peer"); });
+      listener = Listener::Start(agent, std::move(lfd), [this](UniqueFd fd, std::string) {
+        accepts.OnAccept(std::move(fd), "unix-peer");
+      });
     }
     return Status::Ok();
   }
@@ -150,7 +152,8 @@ class ShmCore {
     } else if (next_slot_ < kKeyPageSlots) {
       e->slot = next_slot_++;
     } else {
-      return Status(Errc::kResourceExhausted, "shm fabric: all " + std::to_string(kKeyPageSlots) + " keys in use");
+      return Status(Errc::kResourceExhausted,
+                    "shm fabric: all " + std::to_string(kKeyPageSlots) + " keys in use");
     }
     do {
       e->key = RandomKey();
@@ -189,7 +192,6 @@ class ShmCore {
   std::unordered_set<uint64_t> revoked_;
   std::vector<uint32_t> free_slots_;
   uint32_t next_slot_ = 1;  // slot 0 stays zero
-
 };
 
 // ------------------------------------------------------------------------------ CQ
@@ -198,7 +200,8 @@ class ShmCq : public SoftCq {
  public:
   static Result<std::unique_ptr<ShmCq>> Create(std::shared_ptr<ShmCore> core) {
     RDMQ_ASSIGN_OR_RETURN(UniqueFd fd, CreateMemfd("rdmq-shm-cq", PageSize()));
-    RDMQ_ASSIGN_OR_RETURN(Mapping m, MapShared(fd.get(), PageSize(), 0, true, "shm completion queue doorbell"));
+    RDMQ_ASSIGN_OR_RETURN(Mapping m,
+                          MapShared(fd.get(), PageSize(), 0, true, "shm completion queue doorbell"));
     return std::unique_ptr<ShmCq>(new ShmCq(std::move(core), std::move(fd), std::move(m)));
   }
   int bell_fd() const noexcept { return fd_.get(); }
@@ -244,9 +247,10 @@ class ShmRegion : public LocalRegion {
     return Describe(e->key, 0, size_, access);
   }
 
-  Result<std::shared_ptr<KeyEntry>> MakeKey(uint64_t offset, uint64_t length, uint32_t access, uint64_t scope) const {
-    return core_->AddKey(fds_, reinterpret_cast<uint64_t>(data_) + offset, length, file_offset_ + offset, access,
-                         scope);
+  Result<std::shared_ptr<KeyEntry>> MakeKey(uint64_t offset, uint64_t length, uint32_t access,
+                                            uint64_t scope) const {
+    return core_->AddKey(fds_, reinterpret_cast<uint64_t>(data_) + offset, length, file_offset_ + offset,
+                         access, scope);
   }
   ShmCore* core() const noexcept { return core_.get(); }
 
@@ -275,8 +279,10 @@ class ShmRemote : public RemoteRegion {
         endpoint_id_(endpoint_id) {}
   const RegionDescriptor& descriptor() const noexcept override { return desc_; }
   Status WaitWhileEqual(uint64_t offset, uint64_t expected, std::chrono::nanoseconds timeout) override {
-    if (offset % 8 != 0) return Status(FabricErrc::kUnaligned, "WaitWhileEqual offset " + std::to_string(offset));
-    if (offset + 8 > length_) return Status(FabricErrc::kOutOfBounds, "WaitWhileEqual offset " + std::to_string(offset));
+    if (offset % 8 != 0)
+      return Status(FabricErrc::kUnaligned, "WaitWhileEqual offset " + std::to_string(offset));
+    if (offset + 8 > length_)
+      return Status(FabricErrc::kOutOfBounds, "WaitWhileEqual offset " + std::to_string(offset));
     return WaitWordWhileEqual(ptr_ + offset, expected, timeout);
   }
   Status Wake(uint64_t offset) override {
@@ -344,8 +350,8 @@ class ShmEpCore : public ConnHandler, public CqSource {
   Status AdoptPeer(const wire::Hello& h, std::vector<UniqueFd>& fds) {
     const size_t want = 1 + ((h.flags & kHelloHasMailbox) ? 2 : 0);
     if (fds.size() != want) {
-      return Status(FabricErrc::kProtocol, "shm hello carries " + std::to_string(fds.size()) + " fds, want " +
-                                               std::to_string(want));
+      return Status(FabricErrc::kProtocol,
+                    "shm hello carries " + std::to_string(fds.size()) + " fds, want " + std::to_string(want));
     }
     RDMQ_RETURN_IF_ERROR(RequireSealedMemfd(fds[0].get(), kKeyPageBytes, "peer key page"));
     RDMQ_ASSIGN_OR_RETURN(peer_keys_, MapShared(fds[0].get(), kKeyPageBytes, 0, false, "peer key page"));
@@ -373,7 +379,8 @@ class ShmEpCore : public ConnHandler, public CqSource {
   }
 
   // ---- ConnHandler (agent thread)
-  void OnFrame(uint8_t type, uint16_t, std::span<const std::byte> payload, std::vector<UniqueFd>& fds) override {
+  void OnFrame(uint8_t type, uint16_t, std::span<const std::byte> payload,
+               std::vector<UniqueFd>& fds) override {
     switch (type) {
       case wire::kFrameHelloAck: {
         std::lock_guard lk(mu_);
@@ -416,9 +423,7 @@ class ShmEpCore : public ConnHandler, public CqSource {
     if (conn_) conn_->Close();
   }
 
-  void OnClosed(const Status& why) override {
-    MarkGone(why);
-  }
+  void OnClosed(const Status& why) override { MarkGone(why); }
 
   void MarkGone(const Status& why) {
     {
@@ -465,7 +470,8 @@ class ShmEpCore : public ConnHandler, public CqSource {
     const std::string bytes = wire::EncodeAttachReply(rep);
     iovec v{const_cast<char*>(bytes.data()), bytes.size()};
     if (fd >= 0) {
-      (void)conn_->Send(wire::kFrameAttachRep, 0, std::span<const iovec>(&v, 1), std::span<const int>(&fd, 1));
+      (void)conn_->Send(wire::kFrameAttachRep, 0, std::span<const iovec>(&v, 1),
+                        std::span<const int>(&fd, 1));
     } else {
       (void)conn_->Send(wire::kFrameAttachRep, 0, std::span<const iovec>(&v, 1));
     }
@@ -495,11 +501,13 @@ class ShmEpCore : public ConnHandler, public CqSource {
         break;
       }
       const uint64_t pos = head % kMailboxCapacity;
-      auto e = (tail - head > kMailboxCapacity)
-                   ? Result<wire::MailboxEntry>(Status(FabricErrc::kProtocol, "mailbox: tail beyond capacity"))
-                   : wire::DecodeMailboxEntry(std::span<const std::byte>(in_data_ + pos, kMailboxCapacity - pos),
-                                              kMaxSendSize);
-      if (e.ok() && head + e->total > tail) e = Status(FabricErrc::kProtocol, "mailbox: entry beyond the tail");
+      auto e =
+          (tail - head > kMailboxCapacity)
+              ? Result<wire::MailboxEntry>(Status(FabricErrc::kProtocol, "mailbox: tail beyond capacity"))
+              : wire::DecodeMailboxEntry(std::span<const std::byte>(in_data_ + pos, kMailboxCapacity - pos),
+                                         kMaxSendSize);
+      if (e.ok() && head + e->total > tail)
+        e = Status(FabricErrc::kProtocol, "mailbox: entry beyond the tail");
       if (!e.ok()) {
         RDMQ_LOG(kError, "fabric", "corrupt shm mailbox; closing the endpoint")
             .kv("peer", peer_node_)
@@ -547,7 +555,8 @@ class ShmEpCore : public ConnHandler, public CqSource {
     if (out_tail_ + *pad + need - head > out_cap_) return FabricErrc::kRnr;
     return FabricErrc::kOk_;
   }
-  void PublishMailbox(uint16_t kind, uint16_t flags, uint32_t imm, const void* data, uint32_t len, uint64_t pad) {
+  void PublishMailbox(uint16_t kind, uint16_t flags, uint32_t imm, const void* data, uint32_t len,
+                      uint64_t pad) {
     if (pad != 0) {
       wire::EncodeMailboxEntry(out_data_ + out_tail_ % out_cap_,
                                wire::MailboxEntry{0, wire::kEntryPad, 0, 0, static_cast<uint32_t>(pad)});
@@ -580,8 +589,8 @@ class ShmEpCore : public ConnHandler, public CqSource {
       case Opcode::kCompareSwap: {
         if (!r->Valid()) return FabricErrc::kRevoked;
         const uint64_t n = (wr.opcode == Opcode::kFetchAdd || wr.opcode == Opcode::kCompareSwap) ? 8 : len;
-        const FabricErrc check =
-            CheckAccess(wr.opcode, r->access_, r->length_, wr.remote_offset, n, r->owner_base_ + wr.remote_offset);
+        const FabricErrc check = CheckAccess(wr.opcode, r->access_, r->length_, wr.remote_offset, n,
+                                             r->owner_base_ + wr.remote_offset);
         if (check != FabricErrc::kOk_) return check;
         std::byte* target = r->ptr_ + wr.remote_offset;
         switch (wr.opcode) {
@@ -643,7 +652,7 @@ class ShmEpCore : public ConnHandler, public CqSource {
         if (e == FabricErrc::kOk_) {
           byte_len = wr.opcode == Opcode::kRead ? static_cast<uint32_t>(wr.local.length)
                      : (wr.opcode == Opcode::kFetchAdd || wr.opcode == Opcode::kCompareSwap) ? 8
-                                                                                               : 0;
+                                                                                             : 0;
         }
         local[nlocal++] = MakeCompletion(wr.tag, wr.opcode, id_, e, byte_len);
         if (nlocal == std::size(local)) {
@@ -658,7 +667,8 @@ class ShmEpCore : public ConnHandler, public CqSource {
   }
 
   Status PostRecv(std::span<const RecvRequest> rrs) {
-    if (recv_cq_ == nullptr) return Status(Errc::kInvalidArgument, "endpoint has no receive completion queue");
+    if (recv_cq_ == nullptr)
+      return Status(Errc::kInvalidArgument, "endpoint has no receive completion queue");
     for (const RecvRequest& rr : rrs) {
       if (rr.buffer.length > 0 && rr.buffer.addr == nullptr) {
         return Status(Errc::kInvalidArgument, "receive with a null buffer");
@@ -668,7 +678,8 @@ class ShmEpCore : public ConnHandler, public CqSource {
       std::lock_guard lk(recv_mu_);
       if (closed_locally_) return Status(FabricErrc::kPeerGone, "endpoint closed");
       if (posted_.size() + rrs.size() > max_recv_) {
-        return Status(FabricErrc::kQueueFull, std::to_string(posted_.size()) + " receives already posted (max " +
+        return Status(FabricErrc::kQueueFull, std::to_string(posted_.size()) +
+                                                  " receives already posted (max " +
                                                   std::to_string(max_recv_) + ")");
       }
       posted_.insert(posted_.end(), rrs.begin(), rrs.end());
@@ -680,8 +691,9 @@ class ShmEpCore : public ConnHandler, public CqSource {
 
   Result<std::unique_ptr<RemoteRegion>> Attach(const RegionDescriptor& desc) {
     if (desc.provider != Provider::kShm) {
-      return Status(FabricErrc::kWrongProvider, "descriptor of provider " + std::string(ProviderName(desc.provider)) +
-                                                    " on a shm endpoint");
+      return Status(
+          FabricErrc::kWrongProvider,
+          "descriptor of provider " + std::string(ProviderName(desc.provider)) + " on a shm endpoint");
     }
     uint64_t req_id;
     {
@@ -705,7 +717,8 @@ class ShmEpCore : public ConnHandler, public CqSource {
     char keyhex[32];
     std::snprintf(keyhex, sizeof keyhex, "%016llx", static_cast<unsigned long long>(desc.key));
     if (rep.errc != 0) {
-      return Status(static_cast<FabricErrc>(rep.errc), std::string("shm attach of key ") + keyhex + " at " + peer_node_);
+      return Status(static_cast<FabricErrc>(rep.errc),
+                    std::string("shm attach of key ") + keyhex + " at " + peer_node_);
     }
     if (rep.slot >= kKeyPageSlots) return Status(FabricErrc::kProtocol, "shm attach: key slot out of range");
     struct stat st;
@@ -726,7 +739,8 @@ class ShmEpCore : public ConnHandler, public CqSource {
   }
 
   Status SendControl(std::span<const std::byte> message) {
-    if (message.size() > (1u << 20)) return Status(Errc::kInvalidArgument, "control message longer than 1 MiB");
+    if (message.size() > (1u << 20))
+      return Status(Errc::kInvalidArgument, "control message longer than 1 MiB");
     if (!alive_.load()) return Status(FabricErrc::kPeerGone, GoneContext());
     return conn_->Send(wire::kFrameControl, 0, message);
   }
@@ -773,7 +787,8 @@ class ShmEpCore : public ConnHandler, public CqSource {
     std::vector<Completion> flush;
     {
       std::lock_guard lk(recv_mu_);
-      for (const RecvRequest& rr : posted_) flush.push_back(MakeCompletion(rr.tag, Opcode::kRecv, id_, FabricErrc::kPeerGone));
+      for (const RecvRequest& rr : posted_)
+        flush.push_back(MakeCompletion(rr.tag, Opcode::kRecv, id_, FabricErrc::kPeerGone));
       posted_.clear();
       posted_count_.store(0);
     }
@@ -845,7 +860,9 @@ class ShmEndpoint : public Endpoint {
   bool connected() const noexcept override { return core_->alive_.load(std::memory_order_acquire); }
   Status Post(std::span<const WorkRequest> wrs) override { return core_->Post(wrs); }
   Status PostRecv(std::span<const RecvRequest> rrs) override { return core_->PostRecv(rrs); }
-  Result<std::unique_ptr<RemoteRegion>> Attach(const RegionDescriptor& desc) override { return core_->Attach(desc); }
+  Result<std::unique_ptr<RemoteRegion>> Attach(const RegionDescriptor& desc) override {
+    return core_->Attach(desc);
+  }
   Result<std::unique_ptr<Grant>> GrantAccess(Region& region, uint64_t offset, uint64_t length,
                                              uint32_t access) override {
     auto* r = dynamic_cast<ShmRegion*>(&region);
@@ -857,7 +874,9 @@ class ShmEndpoint : public Endpoint {
     return std::unique_ptr<Grant>(new ShmGrant(fab_, r->Describe(e->key, offset, length, access)));
   }
   Status SendControl(std::span<const std::byte> message) override { return core_->SendControl(message); }
-  Result<std::string> RecvControl(std::chrono::nanoseconds timeout) override { return core_->RecvControl(timeout); }
+  Result<std::string> RecvControl(std::chrono::nanoseconds timeout) override {
+    return core_->RecvControl(timeout);
+  }
   void Close() override { core_->Close(); }
 
  private:
@@ -902,11 +921,11 @@ class ShmFabric : public Fabric {
     struct stat st;
     if (::fstat(fds->rw.get(), &st) != 0) return Status::FromErrno(errno, "fstat the region fd");
     if (file_offset + size > static_cast<uint64_t>(st.st_size)) {
-      return Status(FabricErrc::kOutOfBounds, "Register: range ends beyond the file (" + std::to_string(st.st_size) +
-                                                  " bytes)");
+      return Status(FabricErrc::kOutOfBounds,
+                    "Register: range ends beyond the file (" + std::to_string(st.st_size) + " bytes)");
     }
-    auto r = std::make_unique<ShmRegion>(core_, std::move(fds), Mapping(), static_cast<std::byte*>(addr), size,
-                                         file_offset, access);
+    auto r = std::make_unique<ShmRegion>(core_, std::move(fds), Mapping(), static_cast<std::byte*>(addr),
+                                         size, file_offset, access);
     RDMQ_RETURN_IF_ERROR(r->Init());
     return std::unique_ptr<Region>(std::move(r));
   }
@@ -939,9 +958,11 @@ class ShmFabric : public Fabric {
     return std::unique_ptr<Endpoint>(new ShmEndpoint(core_, ep, std::string(address)));
   }
 
-  Result<std::unique_ptr<Endpoint>> Accept(const EndpointOptions& opts, std::chrono::nanoseconds timeout) override {
+  Result<std::unique_ptr<Endpoint>> Accept(const EndpointOptions& opts,
+                                           std::chrono::nanoseconds timeout) override {
     RDMQ_RETURN_IF_ERROR(CheckOptions(opts));
-    if (!core_->listener) return Status(Errc::kFailedPrecondition, "Accept on a shm fabric that does not listen");
+    if (!core_->listener)
+      return Status(Errc::kFailedPrecondition, "Accept on a shm fabric that does not listen");
     for (;;) {
       auto in = core_->accepts.Next(timeout);
       if (!in) return Status(Errc::kTimeout, "no incoming shm connection on " + core_->address);

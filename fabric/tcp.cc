@@ -55,8 +55,9 @@ class TcpCore {
     std::string bound;
     RDMQ_ASSIGN_OR_RETURN(UniqueFd fd, ListenTcp(hp.host, hp.port, &bound));
     address = "tcp:" + bound;
-    listener = Listener::Start(agent, std::move(fd),
-                               [this](UniqueFd f, std::string peer) { accepts.OnAccept(std::move(f), std::move(peer)); });
+    listener = Listener::Start(agent, std::move(fd), [this](UniqueFd f, std::string peer) {
+      accepts.OnAccept(std::move(f), std::move(peer));
+    });
     return Status::Ok();
   }
 
@@ -77,7 +78,8 @@ class TcpCore {
   // Runs `apply` on the key's window under the key-table lock (so that the region cannot be
   // deregistered meanwhile), after the access check; returns the check's verdict.
   template <class F>
-  FabricErrc WithKey(uint64_t key, uint64_t endpoint_id, Opcode op, uint64_t offset, uint64_t len, F&& apply) {
+  FabricErrc WithKey(uint64_t key, uint64_t endpoint_id, Opcode op, uint64_t offset, uint64_t len,
+                     F&& apply) {
     std::lock_guard lk(mu_);
     auto it = keys_.find(key);
     if (it == keys_.end()) return revoked_.count(key) ? FabricErrc::kRevoked : FabricErrc::kBadKey;
@@ -108,7 +110,8 @@ class TcpCq : public SoftCq {
 class TcpRegion : public LocalRegion {
  public:
   TcpRegion(std::shared_ptr<TcpCore> core, Mapping owned, std::byte* data, size_t size, uint32_t access)
-      : LocalRegion(Provider::kTcp, core->address, std::move(owned), data, size, access), core_(std::move(core)) {
+      : LocalRegion(Provider::kTcp, core->address, std::move(owned), data, size, access),
+        core_(std::move(core)) {
     main_key_ = core_->AddKey({data_, size_, access_, 0});
     keys_[access_] = main_key_;
   }
@@ -142,7 +145,8 @@ class TcpRemote : public RemoteRegion {
     return Status(Errc::kUnsupported, "tcp: waiting on a remote word; the owner notifies with a SEND");
   }
   Status Wake(uint64_t) override {
-    return Status(Errc::kUnsupported, "tcp: waking a remote word; notify the owner with a SEND or WRITE_WITH_IMM");
+    return Status(Errc::kUnsupported,
+                  "tcp: waking a remote word; notify the owner with a SEND or WRITE_WITH_IMM");
   }
   const std::byte* mapped() const noexcept override { return nullptr; }
   RegionDescriptor desc_;
@@ -165,7 +169,7 @@ struct Arrival {
   uint32_t imm = 0;
   uint32_t length = 0;  // WRITE_IMM: bytes written
   bool is_send = false;
-  std::string data;     // SEND payload
+  std::string data;  // SEND payload
 };
 
 class TcpEpCore : public ConnHandler {
@@ -213,7 +217,9 @@ class TcpEpCore : public ConnHandler {
   void OnClosed(const Status& why) override { MarkGone(why); }
 
   void ProtocolError(const std::string& what) {
-    RDMQ_LOG(kError, "fabric", "tcp protocol error; closing the connection").kv("peer", peer_node_).kv("what", what);
+    RDMQ_LOG(kError, "fabric", "tcp protocol error; closing the connection")
+        .kv("peer", peer_node_)
+        .kv("what", what);
     conn_->Close();
   }
 
@@ -243,22 +249,24 @@ class TcpEpCore : public ConnHandler {
           if (!data.empty()) std::memcpy(p, data.data(), data.size());
           std::atomic_thread_fence(std::memory_order_release);
         });
-        if (e == FabricErrc::kOk_) Deliver(Arrival{true, req->imm, static_cast<uint32_t>(data.size()), false, {}});
+        if (e == FabricErrc::kOk_)
+          Deliver(Arrival{true, req->imm, static_cast<uint32_t>(data.size()), false, {}});
         break;
       case Opcode::kSend:
         if (!HasRoomForArrival()) {
           e = FabricErrc::kRnr;
           break;
         }
-        Deliver(Arrival{false, 0, static_cast<uint32_t>(data.size()), true, std::string(coding::AsChars(data))});
+        Deliver(
+            Arrival{false, 0, static_cast<uint32_t>(data.size()), true, std::string(coding::AsChars(data))});
         break;
       case Opcode::kRead: {
         bool sent = false;
         e = fab_.WithKey(req->key, id_, op, req->offset, req->length, [&](std::byte* p) {
           std::atomic_thread_fence(std::memory_order_acquire);
           resp.length = req->length;
-          Conn::EncodeHeader(hdr, static_cast<uint32_t>(wire::kTcpResponseHeader + resp.length), wire::kFrameTcpResp, 0,
-                             0);
+          Conn::EncodeHeader(hdr, static_cast<uint32_t>(wire::kTcpResponseHeader + resp.length),
+                             wire::kFrameTcpResp, 0, 0);
           wire::EncodeTcpResponse(hdr + kFrameHeaderSize, resp);
           const iovec parts[2] = {{hdr, sizeof hdr}, {p, resp.length}};
           (void)conn_->SendFramed(parts);  // copies the bytes while the key lock holds the region
@@ -312,7 +320,8 @@ class TcpEpCore : public ConnHandler {
         byte_len = 8;
       }
     }
-    if (o.signaled || e != FabricErrc::kOk_) send_cq_->Push(MakeCompletion(o.tag, o.opcode, id_, e, byte_len));
+    if (o.signaled || e != FabricErrc::kOk_)
+      send_cq_->Push(MakeCompletion(o.tag, o.opcode, id_, e, byte_len));
   }
 
   bool HasRoomForArrival() {
@@ -363,7 +372,8 @@ class TcpEpCore : public ConnHandler {
     }
     {
       std::lock_guard lk(recv_mu_);
-      for (const RecvRequest& rr : posted_) recv_flush.push_back(MakeCompletion(rr.tag, Opcode::kRecv, id_, FabricErrc::kPeerGone));
+      for (const RecvRequest& rr : posted_)
+        recv_flush.push_back(MakeCompletion(rr.tag, Opcode::kRecv, id_, FabricErrc::kPeerGone));
       posted_.clear();
     }
     if (!send_flush.empty()) send_cq_->PushMany(send_flush);
@@ -392,7 +402,8 @@ class TcpEpCore : public ConnHandler {
       std::lock_guard lk(out_mu_);
       if (!alive_) return Status(FabricErrc::kPeerGone, "tcp endpoint to " + peer_node_);
       if (outstanding_.size() + wrs.size() > max_send_) {
-        return Status(FabricErrc::kQueueFull, std::to_string(outstanding_.size()) + " operations outstanding (max " +
+        return Status(FabricErrc::kQueueFull, std::to_string(outstanding_.size()) +
+                                                  " operations outstanding (max " +
                                                   std::to_string(max_send_) + ")");
       }
       for (size_t i = 0; i < wrs.size(); ++i) {
@@ -400,7 +411,8 @@ class TcpEpCore : public ConnHandler {
         wire::TcpRequest r;
         r.opcode = static_cast<uint8_t>(wr.opcode);
         r.seq = next_seq_++;
-        const bool carries = wr.opcode == Opcode::kWrite || wr.opcode == Opcode::kWriteImm || wr.opcode == Opcode::kSend;
+        const bool carries =
+            wr.opcode == Opcode::kWrite || wr.opcode == Opcode::kWriteImm || wr.opcode == Opcode::kSend;
         r.length = static_cast<uint32_t>(wr.local.length);
         if (wr.opcode != Opcode::kSend) {
           r.key = wr.remote->descriptor().key;
@@ -428,7 +440,8 @@ class TcpEpCore : public ConnHandler {
   }
 
   Status PostRecv(std::span<const RecvRequest> rrs) {
-    if (recv_cq_ == nullptr) return Status(Errc::kInvalidArgument, "endpoint has no receive completion queue");
+    if (recv_cq_ == nullptr)
+      return Status(Errc::kInvalidArgument, "endpoint has no receive completion queue");
     for (const RecvRequest& rr : rrs) {
       if (rr.buffer.length > 0 && rr.buffer.addr == nullptr) {
         return Status(Errc::kInvalidArgument, "receive with a null buffer");
@@ -439,7 +452,8 @@ class TcpEpCore : public ConnHandler {
       std::lock_guard lk(recv_mu_);
       if (!alive_) return Status(FabricErrc::kPeerGone, "tcp endpoint to " + peer_node_);
       if (posted_.size() + rrs.size() > max_recv_) {
-        return Status(FabricErrc::kQueueFull, std::to_string(posted_.size()) + " receives already posted (max " +
+        return Status(FabricErrc::kQueueFull, std::to_string(posted_.size()) +
+                                                  " receives already posted (max " +
                                                   std::to_string(max_recv_) + ")");
       }
       for (const RecvRequest& rr : rrs) {
@@ -457,15 +471,16 @@ class TcpEpCore : public ConnHandler {
 
   Result<std::unique_ptr<RemoteRegion>> Attach(const RegionDescriptor& d) {
     if (d.provider != Provider::kTcp) {
-      return Status(FabricErrc::kWrongProvider, "descriptor of provider " + std::string(ProviderName(d.provider)) +
-                                                    " on a tcp endpoint");
+      return Status(FabricErrc::kWrongProvider,
+                    "descriptor of provider " + std::string(ProviderName(d.provider)) + " on a tcp endpoint");
     }
     if (!alive_) return Status(FabricErrc::kPeerGone, "tcp endpoint to " + peer_node_);
     return std::unique_ptr<RemoteRegion>(new TcpRemote(d, id_));
   }
 
   Status SendControl(std::span<const std::byte> message) {
-    if (message.size() > (1u << 20)) return Status(Errc::kInvalidArgument, "control message longer than 1 MiB");
+    if (message.size() > (1u << 20))
+      return Status(Errc::kInvalidArgument, "control message longer than 1 MiB");
     if (!alive_) return Status(FabricErrc::kPeerGone, "tcp endpoint to " + peer_node_);
     return conn_->Send(wire::kFrameControl, 0, message);
   }
@@ -543,7 +558,9 @@ class TcpEndpoint : public Endpoint {
   bool connected() const noexcept override { return core_->alive_.load(std::memory_order_acquire); }
   Status Post(std::span<const WorkRequest> wrs) override { return core_->Post(wrs); }
   Status PostRecv(std::span<const RecvRequest> rrs) override { return core_->PostRecv(rrs); }
-  Result<std::unique_ptr<RemoteRegion>> Attach(const RegionDescriptor& d) override { return core_->Attach(d); }
+  Result<std::unique_ptr<RemoteRegion>> Attach(const RegionDescriptor& d) override {
+    return core_->Attach(d);
+  }
   Result<std::unique_ptr<Grant>> GrantAccess(Region& region, uint64_t offset, uint64_t length,
                                              uint32_t access) override {
     auto* r = dynamic_cast<TcpRegion*>(&region);
@@ -577,7 +594,8 @@ class TcpFabric : public Fabric {
   }
   Result<std::unique_ptr<Region>> Register(void* addr, size_t size, int, uint64_t, uint32_t access) override {
     if (addr == nullptr || size == 0) return Status(Errc::kInvalidArgument, "Register: empty range");
-    return std::unique_ptr<Region>(new TcpRegion(core_, Mapping(), static_cast<std::byte*>(addr), size, access));
+    return std::unique_ptr<Region>(
+        new TcpRegion(core_, Mapping(), static_cast<std::byte*>(addr), size, access));
   }
   Result<std::unique_ptr<CompletionQueue>> CreateCompletionQueue(size_t) override {
     return std::unique_ptr<CompletionQueue>(new TcpCq(core_));
@@ -605,9 +623,11 @@ class TcpFabric : public Fabric {
     return std::unique_ptr<Endpoint>(new TcpEndpoint(core_, ep));
   }
 
-  Result<std::unique_ptr<Endpoint>> Accept(const EndpointOptions& opts, std::chrono::nanoseconds timeout) override {
+  Result<std::unique_ptr<Endpoint>> Accept(const EndpointOptions& opts,
+                                           std::chrono::nanoseconds timeout) override {
     RDMQ_RETURN_IF_ERROR(CheckOptions(opts));
-    if (!core_->listener) return Status(Errc::kFailedPrecondition, "Accept on a tcp fabric that does not listen");
+    if (!core_->listener)
+      return Status(Errc::kFailedPrecondition, "Accept on a tcp fabric that does not listen");
     for (;;) {
       auto in = core_->accepts.Next(timeout);
       if (!in) return Status(Errc::kTimeout, "no incoming tcp connection on " + core_->address);

@@ -16,7 +16,8 @@ Result<UniqueFd> CreateMemfd(const char* name, size_t size) {
   UniqueFd fd(::memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING));
   if (!fd.valid()) return Status::FromErrno(errno, std::string("memfd_create ") + name);
   if (::ftruncate(fd.get(), static_cast<off_t>(size)) != 0) {
-    return Status::FromErrno(errno, "ftruncate memfd " + std::string(name) + " to " + std::to_string(size) + " bytes");
+    return Status::FromErrno(
+        errno, "ftruncate memfd " + std::string(name) + " to " + std::to_string(size) + " bytes");
   }
   // Nobody may shrink it under a peer's mapping (that would SIGBUS the peer).
   if (::fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK) != 0) {
@@ -40,7 +41,8 @@ Result<Mapping> MapShared(int fd, size_t len, uint64_t offset, bool writable, co
   void* p = ::mmap(nullptr, len, prot, flags, fd, static_cast<off_t>(offset));
   if (p == MAP_FAILED) {
     return Status::FromErrno(errno, "mmap " + what + " (" + std::to_string(len) + " bytes at file offset " +
-                                        std::to_string(offset) + (writable ? ", read-write)" : ", read-only)"));
+                                        std::to_string(offset) +
+                                        (writable ? ", read-write)" : ", read-only)"));
   }
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
@@ -89,7 +91,8 @@ timespec ToTimespec(std::chrono::nanoseconds d) noexcept {
 }
 }  // namespace
 
-int FutexWait32(const std::atomic<uint32_t>* word, uint32_t expected, std::chrono::nanoseconds timeout) noexcept {
+int FutexWait32(const std::atomic<uint32_t>* word, uint32_t expected,
+                std::chrono::nanoseconds timeout) noexcept {
   const timespec ts = ToTimespec(timeout);
   if (Futex(word, FUTEX_WAIT, expected, &ts) == 0) return 0;
   return errno;
@@ -111,7 +114,9 @@ Status WaitWordWhileEqual(const void* word, uint64_t expected, std::chrono::nano
   return Status::Ok();  // woken, value changed (EAGAIN) or interrupted: callers recheck
 }
 
-void WakeWord(const void* word) noexcept { FutexWake32(reinterpret_cast<const std::atomic<uint32_t>*>(word)); }
+void WakeWord(const void* word) noexcept {
+  FutexWake32(reinterpret_cast<const std::atomic<uint32_t>*>(word));
+}
 
 uint32_t RequiredAccess(Opcode op) noexcept {
   switch (op) {
@@ -133,7 +138,8 @@ FabricErrc CheckAccess(Opcode op, uint32_t granted, uint64_t window_len, uint64_
   const uint32_t need = RequiredAccess(op);
   if ((granted & need) != need) return FabricErrc::kAccessDenied;
   if (offset > window_len || len > window_len - offset) return FabricErrc::kOutOfBounds;
-  if ((op == Opcode::kFetchAdd || op == Opcode::kCompareSwap) && target_addr % 8 != 0) return FabricErrc::kUnaligned;
+  if ((op == Opcode::kFetchAdd || op == Opcode::kCompareSwap) && target_addr % 8 != 0)
+    return FabricErrc::kUnaligned;
   return FabricErrc::kOk_;
 }
 
@@ -160,10 +166,12 @@ Result<HostPort> ParseHostPort(std::string_view s) {
   }
   uint32_t p = 0;
   for (char c : port) {
-    if (c < '0' || c > '9') return Status(Errc::kInvalidArgument, "bad port in address '" + std::string(s) + "'");
+    if (c < '0' || c > '9')
+      return Status(Errc::kInvalidArgument, "bad port in address '" + std::string(s) + "'");
     p = p * 10 + static_cast<uint32_t>(c - '0');
   }
-  if (p > 65535) return Status(Errc::kInvalidArgument, "port out of range in address '" + std::string(s) + "'");
+  if (p > 65535)
+    return Status(Errc::kInvalidArgument, "port out of range in address '" + std::string(s) + "'");
   hp.port = static_cast<uint16_t>(p);
   return hp;
 }
@@ -212,18 +220,20 @@ Status ValidateWorkRequest(const WorkRequest& wr) {
   }
 }
 
-
 void LocalRegion::Wake(uint64_t offset) noexcept {
   if (offset + 8 <= size_ && offset % 8 == 0) WakeWord(data_ + offset);
 }
 
 Status LocalRegion::WaitWhileEqual(uint64_t offset, uint64_t expected, std::chrono::nanoseconds timeout) {
-  if (offset % 8 != 0) return Status(FabricErrc::kUnaligned, "WaitWhileEqual offset " + std::to_string(offset));
-  if (offset + 8 > size_) return Status(FabricErrc::kOutOfBounds, "WaitWhileEqual offset " + std::to_string(offset));
+  if (offset % 8 != 0)
+    return Status(FabricErrc::kUnaligned, "WaitWhileEqual offset " + std::to_string(offset));
+  if (offset + 8 > size_)
+    return Status(FabricErrc::kOutOfBounds, "WaitWhileEqual offset " + std::to_string(offset));
   return WaitWordWhileEqual(data_ + offset, expected, timeout);
 }
 
-RegionDescriptor LocalRegion::Describe(uint64_t key, uint64_t offset, uint64_t length, uint32_t access) const {
+RegionDescriptor LocalRegion::Describe(uint64_t key, uint64_t offset, uint64_t length,
+                                       uint32_t access) const {
   RegionDescriptor d;
   d.provider = provider_;
   d.access = access;
@@ -246,8 +256,9 @@ Status CheckGrant(const Region& r, uint64_t offset, uint64_t length, uint32_t ac
     return Status(FabricErrc::kAccessDenied, "GrantAccess: rights beyond the region's registration");
   }
   if (length == 0 || offset > r.size() || length > r.size() - offset) {
-    return Status(FabricErrc::kOutOfBounds, "GrantAccess: [" + std::to_string(offset) + ", +" + std::to_string(length) +
-                                                ") outside a region of " + std::to_string(r.size()) + " bytes");
+    return Status(FabricErrc::kOutOfBounds, "GrantAccess: [" + std::to_string(offset) + ", +" +
+                                                std::to_string(length) + ") outside a region of " +
+                                                std::to_string(r.size()) + " bytes");
   }
   return Status::Ok();
 }

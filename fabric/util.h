@@ -99,7 +99,8 @@ uint64_t NextEndpointId() noexcept;
 Status WaitWordWhileEqual(const void* word, uint64_t expected, std::chrono::nanoseconds timeout);
 void WakeWord(const void* word) noexcept;
 // Raw 32-bit futex helpers for doorbells.
-int FutexWait32(const std::atomic<uint32_t>* word, uint32_t expected, std::chrono::nanoseconds timeout) noexcept;
+int FutexWait32(const std::atomic<uint32_t>* word, uint32_t expected,
+                std::chrono::nanoseconds timeout) noexcept;
 void FutexWake32(const std::atomic<uint32_t>* word) noexcept;
 
 // The right a one-sided opcode needs (kRemoteWrite, kRemoteRead or kRemoteAtomic; 0 for SEND).
@@ -120,8 +121,8 @@ Result<HostPort> ParseHostPort(std::string_view s);
 Result<std::string_view> StripScheme(std::string_view address, std::string_view scheme);
 
 // A Completion for an operation.
-inline Completion MakeCompletion(uint64_t tag, Opcode op, uint64_t endpoint_id, FabricErrc err = FabricErrc::kOk_,
-                                 uint32_t byte_len = 0) {
+inline Completion MakeCompletion(uint64_t tag, Opcode op, uint64_t endpoint_id,
+                                 FabricErrc err = FabricErrc::kOk_, uint32_t byte_len = 0) {
   Completion c;
   c.tag = tag;
   c.opcode = op;
@@ -140,8 +141,13 @@ Status ValidateWorkRequest(const WorkRequest& wr);
 // futex wait/wake on its words, and descriptors naming part of it.
 class LocalRegion : public Region {
  public:
-  LocalRegion(Provider provider, std::string node, Mapping owned, std::byte* data, size_t size, uint32_t access)
-      : owned_(std::move(owned)), data_(data), size_(size), access_(access), provider_(provider),
+  LocalRegion(Provider provider, std::string node, Mapping owned, std::byte* data, size_t size,
+              uint32_t access)
+      : owned_(std::move(owned)),
+        data_(data),
+        size_(size),
+        access_(access),
+        provider_(provider),
         node_(std::move(node)) {}
 
   std::byte* data() const noexcept final { return data_; }
@@ -194,8 +200,10 @@ Status CheckGrant(const Region& region, uint64_t offset, uint64_t length, uint32
 template <class Cq>
 Status CheckEndpointCqs(const EndpointOptions& o, const char* provider) {
   if (o.send_cq == nullptr) return Status(Errc::kInvalidArgument, "EndpointOptions.send_cq is required");
-  if (dynamic_cast<Cq*>(o.send_cq) == nullptr || (o.recv_cq != nullptr && dynamic_cast<Cq*>(o.recv_cq) == nullptr)) {
-    return Status(FabricErrc::kWrongProvider, std::string("completion queues must come from a ") + provider + " fabric");
+  if (dynamic_cast<Cq*>(o.send_cq) == nullptr ||
+      (o.recv_cq != nullptr && dynamic_cast<Cq*>(o.recv_cq) == nullptr)) {
+    return Status(FabricErrc::kWrongProvider,
+                  std::string("completion queues must come from a ") + provider + " fabric");
   }
   return Status::Ok();
 }

@@ -140,7 +140,8 @@ Result<rdma_cm_event*> NextCmEvent(rdma_event_channel* ch, std::chrono::millisec
   do {
     rc = ::poll(&p, 1, static_cast<int>(timeout.count()));
   } while (rc < 0 && errno == EINTR);
-  if (rc == 0) return Status(Errc::kTimeout, "rdma_cm: no event within " + std::to_string(timeout.count()) + " ms");
+  if (rc == 0)
+    return Status(Errc::kTimeout, "rdma_cm: no event within " + std::to_string(timeout.count()) + " ms");
   rdma_cm_event* ev = nullptr;
   if (rdma_get_cm_event(ch, &ev) != 0) return CmError("rdma_get_cm_event");
   return ev;
@@ -218,14 +219,17 @@ class VerbsCore {
     int n = 0;
     ibv_device** list = ibv_get_device_list(&n);
     if (list != nullptr) ibv_free_device_list(list);
-    const std::string wanted = o.device.empty() ? "any device with an active port" : "device '" + o.device + "'";
+    const std::string wanted =
+        o.device.empty() ? "any device with an active port" : "device '" + o.device + "'";
     if (list == nullptr || n == 0) {
-      return Status(FabricErrc::kNoDevice, "ibv_get_device_list found no RDMA device (looked for " + wanted +
-                                               "; load rdma_rxe and run deploy/softroce.sh, or use fabric=shm|tcp)");
+      return Status(FabricErrc::kNoDevice,
+                    "ibv_get_device_list found no RDMA device (looked for " + wanted +
+                        "; load rdma_rxe and run deploy/softroce.sh, or use fabric=shm|tcp)");
     }
     int nctx = 0;
     devices.reset(rdma_get_devices(&nctx));
-    if (!devices || nctx == 0) return Status(FabricErrc::kNoDevice, "rdma_get_devices found no device (" + wanted + ")");
+    if (!devices || nctx == 0)
+      return Status(FabricErrc::kNoDevice, "rdma_get_devices found no device (" + wanted + ")");
     for (int i = 0; i < nctx && ctx == nullptr; ++i) {
       ibv_context* c = devices.get()[i];
       const std::string name = ibv_get_device_name(c->device);
@@ -243,7 +247,9 @@ class VerbsCore {
         }
       }
     }
-    if (ctx == nullptr) return Status(FabricErrc::kNoDevice, "no " + wanted + " among " + std::to_string(nctx) + " RDMA devices");
+    if (ctx == nullptr)
+      return Status(FabricErrc::kNoDevice,
+                    "no " + wanted + " among " + std::to_string(nctx) + " RDMA devices");
     pd.reset(ibv_alloc_pd(ctx));
     if (!pd) return CmError("ibv_alloc_pd on " + device_name);
     has_mw = (attr.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B) != 0 ||
@@ -260,13 +266,15 @@ class VerbsCore {
     std::string bound;
     RDMQ_ASSIGN_OR_RETURN(UniqueFd fd, ListenTcp(ip, hp.port, &bound));
     address = "verbs:" + bound;
-    listener = Listener::Start(agent, std::move(fd),
-                               [this](UniqueFd f, std::string peer) { accepts.OnAccept(std::move(f), std::move(peer)); });
+    listener = Listener::Start(agent, std::move(fd), [this](UniqueFd f, std::string peer) {
+      accepts.OnAccept(std::move(f), std::move(peer));
+    });
     // The rdma_cm listener on the same IP, any port.
     listen_channel.reset(rdma_create_event_channel());
     if (!listen_channel) return CmError("rdma_create_event_channel");
     rdma_cm_id* id = nullptr;
-    if (rdma_create_id(listen_channel.get(), &id, nullptr, RDMA_PS_TCP) != 0) return CmError("rdma_create_id");
+    if (rdma_create_id(listen_channel.get(), &id, nullptr, RDMA_PS_TCP) != 0)
+      return CmError("rdma_create_id");
     listen_id.reset(id);
     sockaddr_in sin{};
     sin.sin_family = AF_INET;
@@ -277,8 +285,9 @@ class VerbsCore {
     if (rdma_listen(id, 64) != 0) return CmError("rdma_listen on " + ip);
     cm_port = ntohs(rdma_get_src_port(id));
     if (id->verbs != nullptr && id->verbs != ctx) {
-      return Status(FabricErrc::kNoDevice, ip + " belongs to device " + ibv_get_device_name(id->verbs->device) +
-                                               ", not " + device_name);
+      return Status(
+          FabricErrc::kNoDevice,
+          ip + " belongs to device " + ibv_get_device_name(id->verbs->device) + ", not " + device_name);
     }
     return Status::Ok();
   }
@@ -313,15 +322,18 @@ class VerbsCore {
     const int err1 = errno;
     mr.reset(ibv_reg_mr(pd.get(), addr, len, flags | IBV_ACCESS_ON_DEMAND));
     if (mr) {
-      RDMQ_LOG(kInfo, "fabric", "registered with on-demand paging").kv("bytes", len).kv("device", device_name);
+      RDMQ_LOG(kInfo, "fabric", "registered with on-demand paging")
+          .kv("bytes", len)
+          .kv("device", device_name);
       return mr;
     }
     const int err2 = errno;
-    return Status(FabricErrc::kRegistration,
-                  "ibv_reg_mr of " + std::to_string(len) + " bytes of " + BackingName(fd) + " on " + device_name +
-                      " failed (" + std::strerror(err1) + "; with on-demand paging: " + std::strerror(err2) +
-                      "). Back the region with memfd/tmpfs, hugetlbfs or devdax (/dev/daxX.Y) instead of fsdax or "
-                      "page-cache files, or use a NIC with on-demand paging");
+    return Status(
+        FabricErrc::kRegistration,
+        "ibv_reg_mr of " + std::to_string(len) + " bytes of " + BackingName(fd) + " on " + device_name +
+            " failed (" + std::strerror(err1) + "; with on-demand paging: " + std::strerror(err2) +
+            "). Back the region with memfd/tmpfs, hugetlbfs or devdax (/dev/daxX.Y) instead of fsdax or "
+            "page-cache files, or use a NIC with on-demand paging");
   }
 
   // Local-buffer registry for work requests that name no region.
@@ -350,7 +362,8 @@ class VerbsCore {
 
 class VerbsRegion : public LocalRegion {
  public:
-  VerbsRegion(std::shared_ptr<VerbsCore> core, Mapping owned, std::byte* data, size_t size, uint32_t access, int fd)
+  VerbsRegion(std::shared_ptr<VerbsCore> core, Mapping owned, std::byte* data, size_t size, uint32_t access,
+              int fd)
       : LocalRegion(Provider::kVerbs, core->address, std::move(owned), data, size, access),
         core_(std::move(core)),
         fd_(fd) {}
@@ -392,7 +405,8 @@ class VerbsRemote : public RemoteRegion {
     return Status(Errc::kUnsupported, "verbs: waiting on a remote word; the owner notifies with a SEND");
   }
   Status Wake(uint64_t) override {
-    return Status(Errc::kUnsupported, "verbs: waking a remote word; notify the owner with a SEND or WRITE_WITH_IMM");
+    return Status(Errc::kUnsupported,
+                  "verbs: waking a remote word; notify the owner with a SEND or WRITE_WITH_IMM");
   }
   const std::byte* mapped() const noexcept override { return nullptr; }
   RegionDescriptor desc_;
@@ -416,7 +430,8 @@ class VerbsCq : public CompletionQueue {
     q->channel_.reset(ibv_create_comp_channel(q->core_->ctx));
     if (!q->channel_) return CmError("ibv_create_comp_channel");
     ::fcntl(q->channel_->fd, F_SETFL, ::fcntl(q->channel_->fd, F_GETFL) | O_NONBLOCK);
-    const int cqe = static_cast<int>(std::clamp<size_t>(depth, 16, static_cast<size_t>(q->core_->attr.max_cqe)));
+    const int cqe =
+        static_cast<int>(std::clamp<size_t>(depth, 16, static_cast<size_t>(q->core_->attr.max_cqe)));
     q->cq_.reset(ibv_create_cq(q->core_->ctx, cqe, nullptr, q->channel_.get(), 0));
     if (!q->cq_) return CmError("ibv_create_cq with " + std::to_string(cqe) + " entries");
     q->event_fd_.Reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
@@ -615,9 +630,10 @@ class VerbsEpCore : public ConnHandler, public std::enable_shared_from_this<Verb
   // ---- QP setup
   Status CreateQp(rdma_cm_id* id) {
     if (id->verbs != fab_.ctx) {
-      return Status(FabricErrc::kNoDevice, "rdma_cm chose device " +
-                                               std::string(id->verbs ? ibv_get_device_name(id->verbs->device) : "?") +
-                                               " but this fabric uses " + fab_.device_name);
+      return Status(FabricErrc::kNoDevice,
+                    "rdma_cm chose device " +
+                        std::string(id->verbs ? ibv_get_device_name(id->verbs->device) : "?") +
+                        " but this fabric uses " + fab_.device_name);
     }
     ibv_qp_init_attr a{};
     a.send_cq = send_cq_->cq();
@@ -742,11 +758,12 @@ class VerbsEpCore : public ConnHandler, public std::enable_shared_from_this<Verb
 
   // ---- posting
   Status CheckUsable() const {
-    if (!alive_.load(std::memory_order_acquire)) return Status(FabricErrc::kPeerGone, "verbs endpoint to " + peer_node_);
+    if (!alive_.load(std::memory_order_acquire))
+      return Status(FabricErrc::kPeerGone, "verbs endpoint to " + peer_node_);
     if (failed_.load(std::memory_order_acquire)) {
-      return Status(FabricErrc::kFlushed, "verbs endpoint to " + peer_node_ +
-                                              " failed after an error completion (" +
-                                              ibv_wc_status_str(static_cast<ibv_wc_status>(failure_status_.load())) + ")");
+      return Status(FabricErrc::kFlushed,
+                    "verbs endpoint to " + peer_node_ + " failed after an error completion (" +
+                        ibv_wc_status_str(static_cast<ibv_wc_status>(failure_status_.load())) + ")");
     }
     return Status::Ok();
   }
@@ -756,7 +773,8 @@ class VerbsEpCore : public ConnHandler, public std::enable_shared_from_this<Verb
     const VerbsRegion* r = b.region != nullptr ? dynamic_cast<const VerbsRegion*>(b.region) : nullptr;
     if (r == nullptr) r = fab_.FindRegion(b.addr, b.length);
     if (r == nullptr || r->core() != &fab_) {
-      return Status(Errc::kInvalidArgument, "local buffer is not in a region registered with this verbs fabric");
+      return Status(Errc::kInvalidArgument,
+                    "local buffer is not in a region registered with this verbs fabric");
     }
     const auto* p = static_cast<const std::byte*>(b.addr);
     if (p < r->data() || p + b.length > r->data() + r->size()) {
@@ -785,10 +803,12 @@ class VerbsEpCore : public ConnHandler, public std::enable_shared_from_this<Verb
                               d.base + wr.remote_offset);
       }
       uint32_t lkey = 0;
-      const bool is_inline = (wr.opcode == Opcode::kWrite || wr.opcode == Opcode::kWriteImm || wr.opcode == Opcode::kSend) &&
-                             wr.local.length <= max_inline_;
+      const bool is_inline =
+          (wr.opcode == Opcode::kWrite || wr.opcode == Opcode::kWriteImm || wr.opcode == Opcode::kSend) &&
+          wr.local.length <= max_inline_;
       const bool atomic = wr.opcode == Opcode::kFetchAdd || wr.opcode == Opcode::kCompareSwap;
-      if (refused == FabricErrc::kOk_ && !is_inline && wr.local.length > 0 && !(atomic && wr.local.addr == nullptr)) {
+      if (refused == FabricErrc::kOk_ && !is_inline && wr.local.length > 0 &&
+          !(atomic && wr.local.addr == nullptr)) {
         LocalBuffer b = wr.local;
         if (atomic) b.length = 8;
         RDMQ_ASSIGN_OR_RETURN(lkey, LocalKey(b));
@@ -800,7 +820,8 @@ class VerbsEpCore : public ConnHandler, public std::enable_shared_from_this<Verb
     const uint64_t outstanding = send_seq_ - send_done_.load(std::memory_order_acquire);
     if (outstanding + hw > max_send_) {
       return Status(FabricErrc::kQueueFull, std::to_string(outstanding) + " work requests outstanding (max " +
-                                                std::to_string(max_send_) + "); poll the send completion queue");
+                                                std::to_string(max_send_) +
+                                                "); poll the send completion queue");
     }
     wr_.resize(hw);
     sge_.resize(hw);
@@ -825,7 +846,8 @@ class VerbsEpCore : public ConnHandler, public std::enable_shared_from_this<Verb
       s.sg_list = &g;
       s.num_sge = wr.local.length > 0 ? 1 : 0;
       const uint64_t raddr = wr.opcode == Opcode::kSend ? 0 : wr.remote->descriptor().base + wr.remote_offset;
-      const uint32_t rkey = wr.opcode == Opcode::kSend ? 0 : static_cast<uint32_t>(wr.remote->descriptor().key);
+      const uint32_t rkey =
+          wr.opcode == Opcode::kSend ? 0 : static_cast<uint32_t>(wr.remote->descriptor().key);
       switch (wr.opcode) {
         case Opcode::kWrite:
           s.opcode = IBV_WR_RDMA_WRITE;
@@ -857,11 +879,13 @@ class VerbsEpCore : public ConnHandler, public std::enable_shared_from_this<Verb
         default:
           break;
       }
-      if (s.opcode == IBV_WR_RDMA_WRITE || s.opcode == IBV_WR_RDMA_WRITE_WITH_IMM || s.opcode == IBV_WR_RDMA_READ) {
+      if (s.opcode == IBV_WR_RDMA_WRITE || s.opcode == IBV_WR_RDMA_WRITE_WITH_IMM ||
+          s.opcode == IBV_WR_RDMA_READ) {
         s.wr.rdma.remote_addr = raddr;
         s.wr.rdma.rkey = rkey;
       }
-      if ((s.opcode == IBV_WR_RDMA_WRITE || s.opcode == IBV_WR_RDMA_WRITE_WITH_IMM || s.opcode == IBV_WR_SEND) &&
+      if ((s.opcode == IBV_WR_RDMA_WRITE || s.opcode == IBV_WR_RDMA_WRITE_WITH_IMM ||
+           s.opcode == IBV_WR_SEND) &&
           wr.local.length > 0 && wr.local.length <= max_inline_) {
         s.send_flags |= IBV_SEND_INLINE;
       }
@@ -914,16 +938,19 @@ class VerbsEpCore : public ConnHandler, public std::enable_shared_from_this<Verb
     while (op->state.load(std::memory_order_acquire) == 0) {
       if (MonoNanos() > deadline) return Status(Errc::kTimeout, what + ": no completion within 10 s");
       send_cq_->Progress();
-      if (op->state.load(std::memory_order_acquire) == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
+      if (op->state.load(std::memory_order_acquire) == 0)
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
     if (op->status != IBV_WC_SUCCESS) {
-      return Status(MapWcStatus(op->status, !alive_.load(), Opcode::kWrite), what + ": " + ibv_wc_status_str(op->status));
+      return Status(MapWcStatus(op->status, !alive_.load(), Opcode::kWrite),
+                    what + ": " + ibv_wc_status_str(op->status));
     }
     return Status::Ok();
   }
 
   Status PostRecv(std::span<const RecvRequest> rrs) {
-    if (recv_cq_ == nullptr) return Status(Errc::kInvalidArgument, "endpoint has no receive completion queue");
+    if (recv_cq_ == nullptr)
+      return Status(Errc::kInvalidArgument, "endpoint has no receive completion queue");
     RDMQ_RETURN_IF_ERROR(CheckUsable());
     std::lock_guard lk(recv_mu_);
     const uint64_t outstanding = recv_seq_ - recv_done_.load(std::memory_order_acquire);
@@ -942,7 +969,8 @@ class VerbsEpCore : public ConnHandler, public std::enable_shared_from_this<Verb
       }
       const uint64_t seq = recv_seq_ + i;
       recv_tags_[seq % recv_tags_.size()] = rr.tag;
-      sges[i] = ibv_sge{reinterpret_cast<uint64_t>(rr.buffer.addr), static_cast<uint32_t>(rr.buffer.length), lkey};
+      sges[i] =
+          ibv_sge{reinterpret_cast<uint64_t>(rr.buffer.addr), static_cast<uint32_t>(rr.buffer.length), lkey};
       wrs[i].wr_id = kRecvBit | seq;
       wrs[i].sg_list = &sges[i];
       wrs[i].num_sge = rr.buffer.length > 0 ? 1 : 0;
@@ -961,7 +989,8 @@ class VerbsEpCore : public ConnHandler, public std::enable_shared_from_this<Verb
   }
 
   Status SendControl(std::span<const std::byte> message) {
-    if (message.size() > (1u << 20)) return Status(Errc::kInvalidArgument, "control message longer than 1 MiB");
+    if (message.size() > (1u << 20))
+      return Status(Errc::kInvalidArgument, "control message longer than 1 MiB");
     if (!alive_) return Status(FabricErrc::kPeerGone, "verbs endpoint to " + peer_node_);
     return conn_->Send(wire::kFrameControl, 0, message);
   }
@@ -1068,8 +1097,13 @@ bool VerbsCq::Translate(const ibv_wc& wc, Completion* out) {
 
 class VerbsGrant : public Grant {
  public:
-  VerbsGrant(std::shared_ptr<VerbsCore> fab, std::shared_ptr<VerbsEpCore> ep, MrPtr mr, MwPtr mw, RegionDescriptor d)
-      : fab_(std::move(fab)), ep_(std::move(ep)), mr_(std::move(mr)), mw_(std::move(mw)), desc_(std::move(d)) {}
+  VerbsGrant(std::shared_ptr<VerbsCore> fab, std::shared_ptr<VerbsEpCore> ep, MrPtr mr, MwPtr mw,
+             RegionDescriptor d)
+      : fab_(std::move(fab)),
+        ep_(std::move(ep)),
+        mr_(std::move(mr)),
+        mw_(std::move(mw)),
+        desc_(std::move(d)) {}
   ~VerbsGrant() override {
     (void)Revoke();
     mw_.reset();  // deallocating a window also invalidates it
@@ -1112,8 +1146,9 @@ class VerbsEndpoint : public Endpoint {
   Status PostRecv(std::span<const RecvRequest> rrs) override { return core_->PostRecv(rrs); }
   Result<std::unique_ptr<RemoteRegion>> Attach(const RegionDescriptor& d) override {
     if (d.provider != Provider::kVerbs) {
-      return Status(FabricErrc::kWrongProvider, "descriptor of provider " + std::string(ProviderName(d.provider)) +
-                                                    " on a verbs endpoint");
+      return Status(
+          FabricErrc::kWrongProvider,
+          "descriptor of provider " + std::string(ProviderName(d.provider)) + " on a verbs endpoint");
     }
     if (d.key > UINT32_MAX) return Status(FabricErrc::kBadKey, "verbs keys are 32-bit rkeys");
     RDMQ_RETURN_IF_ERROR(core_->CheckUsable());
@@ -1123,7 +1158,8 @@ class VerbsEndpoint : public Endpoint {
                                              uint32_t access) override {
     auto* r = dynamic_cast<VerbsRegion*>(&region);
     if (r == nullptr || r->core() != fab_.get()) {
-      return Status(Errc::kInvalidArgument, "GrantAccess: the region is not registered with this verbs fabric");
+      return Status(Errc::kInvalidArgument,
+                    "GrantAccess: the region is not registered with this verbs fabric");
     }
     RDMQ_RETURN_IF_ERROR(CheckGrant(*r, offset, length, access));
     if (!fab_->has_mw) {
@@ -1141,11 +1177,12 @@ class VerbsEndpoint : public Endpoint {
     wr.bind_mw.bind_info.mr = window_mr.get();
     wr.bind_mw.bind_info.addr = reinterpret_cast<uint64_t>(r->data()) + offset;
     wr.bind_mw.bind_info.length = length;
-    wr.bind_mw.bind_info.mw_access_flags = static_cast<unsigned>(ToIbvAccess(access) & ~IBV_ACCESS_LOCAL_WRITE);
+    wr.bind_mw.bind_info.mw_access_flags =
+        static_cast<unsigned>(ToIbvAccess(access) & ~IBV_ACCESS_LOCAL_WRITE);
     const uint32_t rkey = wr.bind_mw.rkey;
     RDMQ_RETURN_IF_ERROR(core_->RunInternal(wr, "bind memory window"));
-    return std::unique_ptr<Grant>(
-        new VerbsGrant(fab_, core_, std::move(window_mr), std::move(mw), r->Describe(rkey, offset, length, access)));
+    return std::unique_ptr<Grant>(new VerbsGrant(fab_, core_, std::move(window_mr), std::move(mw),
+                                                 r->Describe(rkey, offset, length, access)));
   }
   Status SendControl(std::span<const std::byte> m) override { return core_->SendControl(m); }
   Result<std::string> RecvControl(std::chrono::nanoseconds t) override { return core_->RecvControl(t); }
@@ -1172,7 +1209,8 @@ class VerbsFabric : public Fabric {
     RDMQ_RETURN_IF_ERROR(r->Init());
     return std::unique_ptr<Region>(std::move(r));
   }
-  Result<std::unique_ptr<Region>> Register(void* addr, size_t size, int fd, uint64_t, uint32_t access) override {
+  Result<std::unique_ptr<Region>> Register(void* addr, size_t size, int fd, uint64_t,
+                                           uint32_t access) override {
     if (addr == nullptr || size == 0) return Status(Errc::kInvalidArgument, "Register: empty range");
     auto r = std::make_unique<VerbsRegion>(core_, Mapping(), static_cast<std::byte*>(addr), size, access, fd);
     RDMQ_RETURN_IF_ERROR(r->Init());
@@ -1201,9 +1239,11 @@ class VerbsFabric : public Fabric {
     return std::unique_ptr<Endpoint>(new VerbsEndpoint(core_, ep));
   }
 
-  Result<std::unique_ptr<Endpoint>> Accept(const EndpointOptions& opts, std::chrono::nanoseconds timeout) override {
+  Result<std::unique_ptr<Endpoint>> Accept(const EndpointOptions& opts,
+                                           std::chrono::nanoseconds timeout) override {
     RDMQ_RETURN_IF_ERROR(CheckOptions(opts));
-    if (!core_->listener) return Status(Errc::kFailedPrecondition, "Accept on a verbs fabric that does not listen");
+    if (!core_->listener)
+      return Status(Errc::kFailedPrecondition, "Accept on a verbs fabric that does not listen");
     const uint64_t deadline = MonoNanos() + static_cast<uint64_t>(std::max<int64_t>(0, timeout.count()));
     for (;;) {
       const uint64_t now = MonoNanos();
@@ -1242,7 +1282,8 @@ class VerbsFabric : public Fabric {
     ep.cm_channel_.reset(rdma_create_event_channel());
     if (!ep.cm_channel_) return CmError("rdma_create_event_channel");
     rdma_cm_id* id = nullptr;
-    if (rdma_create_id(ep.cm_channel_.get(), &id, nullptr, RDMA_PS_TCP) != 0) return CmError("rdma_create_id");
+    if (rdma_create_id(ep.cm_channel_.get(), &id, nullptr, RDMA_PS_TCP) != 0)
+      return CmError("rdma_create_id");
     ep.cm_id_.reset(id);
     addrinfo hints{};
     hints.ai_family = AF_INET;
@@ -1258,8 +1299,8 @@ class VerbsFabric : public Fabric {
     RDMQ_RETURN_IF_ERROR(ExpectCmEvent(ep.cm_channel_.get(), RDMA_CM_EVENT_ADDR_RESOLVED, ep.timeout_,
                                        "resolve address " + host));
     if (rdma_resolve_route(id, ms) != 0) return CmError("rdma_resolve_route " + host);
-    RDMQ_RETURN_IF_ERROR(
-        ExpectCmEvent(ep.cm_channel_.get(), RDMA_CM_EVENT_ROUTE_RESOLVED, ep.timeout_, "resolve route to " + host));
+    RDMQ_RETURN_IF_ERROR(ExpectCmEvent(ep.cm_channel_.get(), RDMA_CM_EVENT_ROUTE_RESOLVED, ep.timeout_,
+                                       "resolve route to " + host));
     RDMQ_RETURN_IF_ERROR(ep.CreateQp(id));
     uint8_t token[8];
     coding::StoreLE<uint64_t>(token, ack.endpoint_id);
@@ -1288,8 +1329,10 @@ class VerbsFabric : public Fabric {
           break;
         }
         const uint64_t now = MonoNanos();
-        if (now >= deadline) return Status(Errc::kTimeout, "verbs accept: no rdma_cm connect request from the peer");
-        auto ev = NextCmEvent(core_->listen_channel.get(), std::chrono::milliseconds((deadline - now) / 1'000'000 + 1));
+        if (now >= deadline)
+          return Status(Errc::kTimeout, "verbs accept: no rdma_cm connect request from the peer");
+        auto ev = NextCmEvent(core_->listen_channel.get(),
+                              std::chrono::milliseconds((deadline - now) / 1'000'000 + 1));
         if (!ev.ok()) {
           if (ev.status().is(Errc::kTimeout)) continue;
           return ev.status();
@@ -1297,7 +1340,8 @@ class VerbsFabric : public Fabric {
         rdma_cm_event* e = *ev;
         if (e->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
           uint64_t token = 0;
-          if (e->param.conn.private_data_len >= 8) token = coding::LoadLE<uint64_t>(e->param.conn.private_data);
+          if (e->param.conn.private_data_len >= 8)
+            token = coding::LoadLE<uint64_t>(e->param.conn.private_data);
           rdma_cm_id* id = e->id;
           rdma_ack_cm_event(e);
           if (token == ep.id_) {
@@ -1324,7 +1368,8 @@ class VerbsFabric : public Fabric {
     RDMQ_RETURN_IF_ERROR(ep.CreateQp(child));
     rdma_conn_param param = ep.ConnParam(nullptr, 0);
     if (rdma_accept(child, &param) != 0) return CmError("rdma_accept");
-    return ExpectCmEvent(ep.cm_channel_.get(), RDMA_CM_EVENT_ESTABLISHED, timeout, "accept from " + ep.peer_node_);
+    return ExpectCmEvent(ep.cm_channel_.get(), RDMA_CM_EVENT_ESTABLISHED, timeout,
+                         "accept from " + ep.peer_node_);
   }
 
   std::shared_ptr<VerbsCore> core_;

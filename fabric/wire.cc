@@ -85,7 +85,8 @@ Result<AttachReply> DecodeAttachReply(std::span<const std::byte> b) {
   if (a.errc > kMaxErrc) return Bad("attach reply: error code " + std::to_string(a.errc));
   if ((a.access & ~0xfu) != 0) return Bad("attach reply: access bits " + std::to_string(a.access));
   if (a.errc == 0 && a.length == 0) return Bad("attach reply: empty window");
-  if (a.base + a.length < a.base || a.file_offset + a.length < a.file_offset) return Bad("attach reply: overflow");
+  if (a.base + a.length < a.base || a.file_offset + a.length < a.file_offset)
+    return Bad("attach reply: overflow");
   return a;
 }
 
@@ -112,7 +113,8 @@ Result<MailboxEntry> DecodeMailboxEntry(std::span<const std::byte> at, size_t ma
   switch (e.kind) {
     case kEntrySend:
       if (e.length > max_send || e.total != MailboxEntryTotal(kEntrySend, e.length)) {
-        return Bad("mailbox: SEND entry of " + std::to_string(e.length) + " bytes in " + std::to_string(e.total));
+        return Bad("mailbox: SEND entry of " + std::to_string(e.length) + " bytes in " +
+                   std::to_string(e.total));
       }
       break;
     case kEntryWriteImm:
@@ -193,7 +195,8 @@ Result<TcpResponse> DecodeTcpResponse(std::span<const std::byte> f) {
   r.length = coding::LoadLE<uint32_t>(f.data() + 12);
   r.value = coding::LoadLE<uint64_t>(f.data() + 16);
   if (r.errc > kMaxErrc) return Bad("tcp response: error code " + std::to_string(r.errc));
-  if (f.size() - kTcpResponseHeader != r.length) return Bad("tcp response: payload does not match its length");
+  if (f.size() - kTcpResponseHeader != r.length)
+    return Bad("tcp response: payload does not match its length");
   if (r.errc != 0 && r.length != 0) return Bad("tcp response: error with data");
   return r;
 }

@@ -14,20 +14,20 @@ namespace rdmq::fabric::internal::wire {
 
 // Frame types on the bootstrap connection (conn.h frames).
 enum FrameType : uint8_t {
-  kFrameHello = 1,     // connector -> acceptor, first frame
-  kFrameHelloAck = 2,  // acceptor -> connector, answer to kFrameHello
-  kFrameControl = 3,   // SendControl payload
-  kFrameAttachReq = 4, // shm: fd for a key, please
-  kFrameAttachRep = 5, // shm: the answer, with the fd
-  kFrameTcpReq = 6,    // tcp: a one-sided operation or SEND
-  kFrameTcpResp = 7,   // tcp: its acknowledgement (and READ data)
+  kFrameHello = 1,      // connector -> acceptor, first frame
+  kFrameHelloAck = 2,   // acceptor -> connector, answer to kFrameHello
+  kFrameControl = 3,    // SendControl payload
+  kFrameAttachReq = 4,  // shm: fd for a key, please
+  kFrameAttachRep = 5,  // shm: the answer, with the fd
+  kFrameTcpReq = 6,     // tcp: a one-sided operation or SEND
+  kFrameTcpResp = 7,    // tcp: its acknowledgement (and READ data)
 };
 
 // ---- bootstrap handshake (every provider), frame type kHello / kHelloAck
 inline constexpr uint32_t kProtocolVersion = 1;
 struct Hello {
   uint32_t version = kProtocolVersion;
-  uint32_t flags = 0;             // shm: bit 0 = has a receive mailbox
+  uint32_t flags = 0;  // shm: bit 0 = has a receive mailbox
   uint64_t endpoint_id = 0;
   uint32_t mailbox_capacity = 0;  // shm: data bytes of the receive mailbox
   uint32_t aux = 0;               // verbs: rdma_cm port of the acceptor

@@ -8,7 +8,6 @@
 #include <cerrno>
 #include <filesystem>
 #include <map>
-
 #include <nlohmann/json.hpp>
 
 #include "metadata/wal.h"
@@ -52,22 +51,25 @@ Status SyncDir(const std::string& dir) {
 struct MetadataStore::State {
   uint64_t seq = 0;
   uint64_t next_topic_id = 1;
-  int64_t next_producer_id = 0;       // next id to hand out
-  int64_t producer_id_limit = 0;      // ids below this are reserved in the log
+  int64_t next_producer_id = 0;   // next id to hand out
+  int64_t producer_id_limit = 0;  // ids below this are reserved in the log
   std::map<std::string, TopicInfo> topics;
 
   nlohmann::json ToJson() const {
     nlohmann::json ts = nlohmann::json::array();
     for (const auto& [name, t] : topics) ts.push_back(metadata::ToJson(t));
-    return {{"format", kCheckpointFormat},       {"seq", seq},
-            {"next_topic_id", next_topic_id},     {"producer_id_limit", producer_id_limit},
+    return {{"format", kCheckpointFormat},
+            {"seq", seq},
+            {"next_topic_id", next_topic_id},
+            {"producer_id_limit", producer_id_limit},
             {"topics", std::move(ts)}};
   }
 
   // Applies one logged mutation. Errors mean the record is not a valid mutation.
   Status Apply(const nlohmann::json& op) {
     const auto kind = op.find("op");
-    if (!op.is_object() || kind == op.end() || !kind->is_string()) return Status(MetadataErrc::kCorruptLog, "no op");
+    if (!op.is_object() || kind == op.end() || !kind->is_string())
+      return Status(MetadataErrc::kCorruptLog, "no op");
     const std::string k = kind->get<std::string>();
     if (k == "create_topic" || k == "alter_topic") {
       const auto t = op.find("topic");
@@ -83,7 +85,8 @@ struct MetadataStore::State {
     }
     if (k == "delete_topic") {
       const auto n = op.find("name");
-      if (n == op.end() || !n->is_string()) return Status(MetadataErrc::kCorruptLog, "delete_topic without name");
+      if (n == op.end() || !n->is_string())
+        return Status(MetadataErrc::kCorruptLog, "delete_topic without name");
       topics.erase(n->get<std::string>());
       return Status::Ok();
     }
@@ -164,7 +167,8 @@ Status MetadataStore::Load() {
     }
     auto op = nlohmann::json::parse(rec.payload, nullptr, false);
     if (op.is_discarded()) {
-      return Status(MetadataErrc::kCorruptLog, wal_path + ": record " + std::to_string(rec.seq) + " is not JSON");
+      return Status(MetadataErrc::kCorruptLog,
+                    wal_path + ": record " + std::to_string(rec.seq) + " is not JSON");
     }
     RDMQ_RETURN_IF_ERROR(state_->Apply(op).WithContext(wal_path + " record " + std::to_string(rec.seq)));
     state_->seq = rec.seq;
@@ -289,11 +293,13 @@ Status MetadataStore::CheckpointLocked() {
     ::unlink(tmp.c_str());
     return s;
   }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return Status::FromErrno(errno, "rename " + tmp + " to " + path);
+  if (::rename(tmp.c_str(), path.c_str()) != 0)
+    return Status::FromErrno(errno, "rename " + tmp + " to " + path);
   RDMQ_RETURN_IF_ERROR(SyncDir(options_.dir));
   // The checkpoint now covers every logged record; records left behind by a crash before this
   // truncation are skipped on replay by their sequence numbers.
-  if (::ftruncate(wal_fd_, 0) != 0) return Status::FromErrno(errno, "truncate " + options_.dir + "/" + kWalName);
+  if (::ftruncate(wal_fd_, 0) != 0)
+    return Status::FromErrno(errno, "truncate " + options_.dir + "/" + kWalName);
   if (::lseek(wal_fd_, 0, SEEK_SET) < 0) return Status::FromErrno(errno, "seek metadata log");
   since_checkpoint_ = 0;
   return Status::Ok();

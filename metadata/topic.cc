@@ -2,7 +2,6 @@
 
 #include <charconv>
 #include <limits>
-
 #include <nlohmann/json.hpp>
 
 namespace rdmq::metadata {
@@ -14,8 +13,7 @@ Status ParseInt(std::string_view key, std::string_view value, T lo, T hi, T* out
   const char* end = value.data() + value.size();
   auto [p, ec] = std::from_chars(value.data(), end, v);
   if (ec != std::errc() || p != end || value.empty()) {
-    return Status(MetadataErrc::kBadConfig,
-                  std::string(key) + "=" + std::string(value) + ": not an integer");
+    return Status(MetadataErrc::kBadConfig, std::string(key) + "=" + std::string(value) + ": not an integer");
   }
   if (v < lo || v > hi) {
     return Status(MetadataErrc::kBadConfig, std::string(key) + "=" + std::string(value) + ": must be in [" +
@@ -30,7 +28,8 @@ Status ParseRetention(std::string_view key, std::string_view value, int64_t* out
   int64_t v = 0;
   RDMQ_RETURN_IF_ERROR(ParseInt<int64_t>(key, value, -1, std::numeric_limits<int64_t>::max(), &v));
   if (v == 0) {
-    return Status(MetadataErrc::kBadConfig, std::string(key) + "=0: use -1 for no limit, or a positive value");
+    return Status(MetadataErrc::kBadConfig,
+                  std::string(key) + "=0: use -1 for no limit, or a positive value");
   }
   *out = v;
   return Status::Ok();
@@ -44,13 +43,15 @@ std::string_view DurabilityName(Durability d) noexcept {
 
 Status SetConfig(TopicConfig* c, std::string_view key, std::string_view value) {
   if (key == "partitions") return ParseInt<int32_t>(key, value, 1, 4096, &c->partitions);
-  if (key == "segment.bytes") return ParseInt<uint64_t>(key, value, 64ull << 10, 64ull << 30, &c->segment_bytes);
+  if (key == "segment.bytes")
+    return ParseInt<uint64_t>(key, value, 64ull << 10, 64ull << 30, &c->segment_bytes);
   if (key == "retention.bytes") return ParseRetention(key, value, &c->retention_bytes);
   if (key == "retention.ms") return ParseRetention(key, value, &c->retention_ms);
   if (key == "index.interval.bytes") {
     return ParseInt<uint32_t>(key, value, 64, 64u << 20, &c->index_interval_bytes);
   }
-  if (key == "max.message.bytes") return ParseInt<uint32_t>(key, value, 128, 64u << 20, &c->max_message_bytes);
+  if (key == "max.message.bytes")
+    return ParseInt<uint32_t>(key, value, 128, 64u << 20, &c->max_message_bytes);
   if (key == "durability") {
     if (value == "durable") {
       c->durability = Durability::kDurable;
@@ -63,8 +64,9 @@ Status SetConfig(TopicConfig* c, std::string_view key, std::string_view value) {
     return Status::Ok();
   }
   return Status(MetadataErrc::kUnknownConfig,
-                std::string(key) + " (known: partitions, segment.bytes, retention.bytes, retention.ms, "
-                                   "index.interval.bytes, max.message.bytes, durability)");
+                std::string(key) +
+                    " (known: partitions, segment.bytes, retention.bytes, retention.ms, "
+                    "index.interval.bytes, max.message.bytes, durability)");
 }
 
 std::vector<std::pair<std::string, std::string>> ConfigEntries(const TopicConfig& c) {
@@ -85,8 +87,8 @@ Status ValidateConfig(const TopicConfig& c) {
   for (const auto& [k, v] : ConfigEntries(c)) RDMQ_RETURN_IF_ERROR(SetConfig(&scratch, k, v));
   if (c.max_message_bytes + 4096ull > c.segment_bytes) {
     return Status(MetadataErrc::kBadConfig, "max.message.bytes=" + std::to_string(c.max_message_bytes) +
-                                                " does not fit in segment.bytes=" + std::to_string(c.segment_bytes) +
-                                                " (with its 4 KiB header)");
+                                                " does not fit in segment.bytes=" +
+                                                std::to_string(c.segment_bytes) + " (with its 4 KiB header)");
   }
   return Status::Ok();
 }
@@ -99,8 +101,8 @@ Status ValidateTopicName(std::string_view name) {
     return Status(MetadataErrc::kBadTopicName, "'" + std::string(name) + "' is reserved");
   }
   for (char ch : name) {
-    const bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '.' ||
-                    ch == '_' || ch == '-';
+    const bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+                    ch == '.' || ch == '_' || ch == '-';
     if (!ok) {
       return Status(MetadataErrc::kBadTopicName,
                     "'" + std::string(name) + "': only letters, digits, '.', '_' and '-' are allowed");

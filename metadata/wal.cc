@@ -38,18 +38,19 @@ Result<ReplayResult> DecodeLog(std::string_view bytes, const std::string& name) 
       // Either torn (the write of this record never finished) or a garbage length. It is torn
       // only if nothing but zeros could follow, which an incomplete final append guarantees.
       if (len <= kMaxPayload) break;
-      const bool zeros = std::all_of(bytes.begin() + static_cast<long>(pos), bytes.end(), [](char c) { return c == 0; });
+      const bool zeros =
+          std::all_of(bytes.begin() + static_cast<long>(pos), bytes.end(), [](char c) { return c == 0; });
       if (zeros) break;
-      return Status(MetadataErrc::kCorruptLog,
-                    name + ": record at byte " + std::to_string(pos) + " declares " + std::to_string(len) + " bytes");
+      return Status(MetadataErrc::kCorruptLog, name + ": record at byte " + std::to_string(pos) +
+                                                   " declares " + std::to_string(len) + " bytes");
     }
     const size_t end = pos + kHeaderSize + len;
     if (crc32c::Value(bytes.data() + pos + 8, 8 + len) != crc) {
       const bool rest_zero =
           std::all_of(bytes.begin() + static_cast<long>(end), bytes.end(), [](char c) { return c == 0; });
       if (end == bytes.size() || rest_zero) break;  // torn final record
-      return Status(MetadataErrc::kCorruptLog, name + ": CRC mismatch in record at byte " + std::to_string(pos) +
-                                                   " with more records after it");
+      return Status(MetadataErrc::kCorruptLog, name + ": CRC mismatch in record at byte " +
+                                                   std::to_string(pos) + " with more records after it");
     }
     r.records.push_back({coding::LoadLE<uint64_t>(bytes.data() + pos + 8),
                          std::string(bytes.substr(pos + kHeaderSize, len))});

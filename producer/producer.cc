@@ -11,6 +11,8 @@
 // immediate).
 #include "rdmq/producer/producer.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <atomic>
 #include <charconv>
@@ -25,8 +27,6 @@
 #include <thread>
 #include <unordered_map>
 #include <vector>
-
-#include <sys/mman.h>
 
 #include "rdmq/client/connection.h"
 #include "rdmq/common/clock.h"
@@ -56,15 +56,18 @@ inline void CpuRelax() {
 }
 
 Status Bad(std::string_view key, std::string_view value, std::string_view why) {
-  return Status(Errc::kInvalidArgument, std::string(key) + "=" + std::string(value) + ": " + std::string(why));
+  return Status(Errc::kInvalidArgument,
+                std::string(key) + "=" + std::string(value) + ": " + std::string(why));
 }
 
 template <class T>
 Status ParseInt(std::string_view key, std::string_view value, T lo, T hi, T* out) {
   T v{};
   auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
-  if (ec != std::errc() || p != value.data() + value.size() || value.empty()) return Bad(key, value, "not an integer");
-  if (v < lo || v > hi) return Bad(key, value, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  if (ec != std::errc() || p != value.data() + value.size() || value.empty())
+    return Bad(key, value, "not an integer");
+  if (v < lo || v > hi)
+    return Bad(key, value, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
   *out = v;
   return Status::Ok();
 }
@@ -144,11 +147,11 @@ struct Batch {
   // Where it was written.
   int64_t segment_base = 0;
   uint64_t position = 0;
-  int64_t base_offset = -1;  // exclusive: assigned when posted; shared: read after the commit
-  bool committed = false;    // shared: the Commit RPC accepted it
+  int64_t base_offset = -1;   // exclusive: assigned when posted; shared: read after the commit
+  bool committed = false;     // shared: the Commit RPC accepted it
   bool offset_known = false;  // shared: the Commit response carried base_offset
   bool complete = false;
-  uint64_t post_id = 0;      // shared: which Commit RPC a response belongs to
+  uint64_t post_id = 0;  // shared: which Commit RPC a response belongs to
 };
 
 struct TopicState;
@@ -188,8 +191,8 @@ struct PState {
   Chunk* cur_chunk = nullptr;
   size_t cur_off = 0;
   Batch* open_batch = nullptr;
-  std::deque<Batch*> sealed;    // not yet posted (waiting for room, a lease or a roll)
-  std::deque<Batch*> inflight;  // posted, not acknowledged, in position order
+  std::deque<Batch*> sealed;      // not yet posted (waiting for room, a lease or a roll)
+  std::deque<Batch*> inflight;    // posted, not acknowledged, in position order
   std::vector<Batch*> completed;  // to finish (callbacks, memory) once the lock is released
   // A thread is finishing this partition's completed batches (callbacks run in completion order:
   // Kafka's per-partition callback order); other threads leave theirs in `completed` for it.
@@ -233,21 +236,21 @@ class Core : public std::enable_shared_from_this<Core> {
  private:
   friend class ProducerImpl;
   Result<TopicState*> Topic(std::string_view name);
-  Status OpenLease(PState& ps);                        // ps.mu held
-  Status Reopen(PState& ps);                           // ps.mu held
-  void LeaseLost(PState& ps, const Status& why);       // ps.mu held
+  Status OpenLease(PState& ps);                   // ps.mu held
+  Status Reopen(PState& ps);                      // ps.mu held
+  void LeaseLost(PState& ps, const Status& why);  // ps.mu held
   Status NewBatch(PState& ps, size_t need, std::unique_lock<std::mutex>& lock);
-  void Seal(PState& ps);                               // ps.mu held
-  void PostSealed(PState& ps);                         // ps.mu held
-  Status PostExclusive(PState& ps, Batch& b);          // ps.mu held
-  Status PostShared(PState& ps, Batch& b);             // ps.mu held
-  Status Roll(PState& ps);                             // ps.mu held
-  void CheckAcks(PState& ps);                          // ps.mu held
-  void CompleteCovered(PState& ps);                    // ps.mu held
+  void Seal(PState& ps);                                                      // ps.mu held
+  void PostSealed(PState& ps);                                                // ps.mu held
+  Status PostExclusive(PState& ps, Batch& b);                                 // ps.mu held
+  Status PostShared(PState& ps, Batch& b);                                    // ps.mu held
+  Status Roll(PState& ps);                                                    // ps.mu held
+  void CheckAcks(PState& ps);                                                 // ps.mu held
+  void CompleteCovered(PState& ps);                                           // ps.mu held
   Result<const fabric::RemoteRegion*> ReadSegment(PState& ps, int64_t base);  // ps.mu held
-  void CompleteBatch(PState& ps, Batch* b, const Status& s);  // ps.mu held
-  void FailAll(PState& ps, const Status& s);           // ps.mu held
-  void Finish(std::vector<Batch*>& done);              // no lock: callbacks, memory
+  void CompleteBatch(PState& ps, Batch* b, const Status& s);                  // ps.mu held
+  void FailAll(PState& ps, const Status& s);                                  // ps.mu held
+  void Finish(std::vector<Batch*>& done);                                     // no lock: callbacks, memory
   // Locks a partition; on destruction finishes the batches completed meanwhile, unlocked.
   class PLock {
    public:
@@ -315,12 +318,12 @@ class Core : public std::enable_shared_from_this<Core> {
 
   std::atomic_flag polling_ = ATOMIC_FLAG_INIT;
   std::atomic_flag cq_sleeper_ = ATOMIC_FLAG_INIT;  // who may sleep in the receive queue
-  std::mutex post_mu_;  // one posting thread at a time on the data endpoint
+  std::mutex post_mu_;                              // one posting thread at a time on the data endpoint
   uint32_t recv_owed_ = 0;
   std::mutex ops_mu_;
   uint64_t next_op_ = 1;
   std::unordered_map<uint64_t, std::error_code> ops_done_;
-  std::vector<uint32_t> failed_parts_;  // write errors seen while draining (ops_mu_)
+  std::vector<uint32_t> failed_parts_;        // write errors seen while draining (ops_mu_)
   std::vector<CommitResult> commit_results_;  // shared mode: Commit responses (ops_mu_)
   uint64_t next_post_id_ = 1;
 
@@ -366,7 +369,8 @@ void NotifySleepers(std::atomic<uint32_t>& sleepers, std::mutex& mu, std::condit
 // Setup
 
 Status Core::Init() {
-  if (cfg_.batch_size < 128) return Bad("batch.size", std::to_string(cfg_.batch_size), "must be at least 128");
+  if (cfg_.batch_size < 128)
+    return Bad("batch.size", std::to_string(cfg_.batch_size), "must be at least 128");
   client::ConnectionOptions co;
   co.max_recv_wr = 1024;
   co.max_send_wr = 1024;
@@ -391,8 +395,8 @@ Status Core::Init() {
     RDMQ_RETURN_IF_ERROR(conn_->data()->PostRecv(rr));
   }
   if (cfg_.enable_idempotence) {
-    RDMQ_ASSIGN_OR_RETURN(auto id, (conn_->Call<protocol::InitProducerIdResponse>(Api::kInitProducerId,
-                                                                                    protocol::Empty{})));
+    RDMQ_ASSIGN_OR_RETURN(
+        auto id, (conn_->Call<protocol::InitProducerIdResponse>(Api::kInitProducerId, protocol::Empty{})));
     producer_id_ = id.producer_id;
     producer_epoch_ = id.producer_epoch;
   }
@@ -430,7 +434,8 @@ Result<TopicState*> Core::Topic(std::string_view name) {
   uint32_t max_message = max_batch_;
   for (const auto& e : d.topic.configs) {
     if (e.key == "partitions") std::from_chars(e.value.data(), e.value.data() + e.value.size(), partitions);
-    if (e.key == "max.message.bytes") std::from_chars(e.value.data(), e.value.data() + e.value.size(), max_message);
+    if (e.key == "max.message.bytes")
+      std::from_chars(e.value.data(), e.value.data() + e.value.size(), max_message);
   }
   if (partitions <= 0) partitions = static_cast<int32_t>(d.partitions.size());
   TopicState& t = topic_store_.emplace_back();
@@ -470,15 +475,18 @@ Status Core::OpenLease(PState& ps) {
                     "a producer writes to at most " + std::to_string(kMaxPartitions) + " partitions");
     }
     ps.ack_slot = ps.id;
-    const uint64_t block = uint64_t{ps.id} * kAckBlocksPerPartition + (ps.leases_opened++ % kAckBlocksPerPartition);
+    const uint64_t block =
+        uint64_t{ps.id} * kAckBlocksPerPartition + (ps.leases_opened++ % kAckBlocksPerPartition);
     ps.ack_grant.reset();
-    RDMQ_ASSIGN_OR_RETURN(ps.ack_grant, conn_->data()->GrantAccess(*acks_, block * 64, 64, fabric::kRemoteWrite));
+    RDMQ_ASSIGN_OR_RETURN(ps.ack_grant,
+                          conn_->data()->GrantAccess(*acks_, block * 64, 64, fabric::kRemoteWrite));
     ps.ack_block = acks_->data() + block * 64;
   }
   protocol::OpenProduceRequest req;
   req.topic = ps.topic->name;
   req.partition = ps.partition;
-  req.mode = cfg_.mode == PartitionMode::kExclusive ? protocol::ProduceMode::kExclusive : protocol::ProduceMode::kShared;
+  req.mode = cfg_.mode == PartitionMode::kExclusive ? protocol::ProduceMode::kExclusive
+                                                    : protocol::ProduceMode::kShared;
   req.producer_id = producer_id_;
   req.producer_epoch = producer_epoch_;
   req.ack_region.bytes = ps.ack_grant->descriptor().Encode();
@@ -614,10 +622,12 @@ Result<Chunk*> Core::AllocChunks(uint32_t n, std::unique_lock<std::mutex>& ps_lo
     }
     // Wait for acks with the partition unlocked (acks need it).
     ps_lock.unlock();
-    WaitFor([&] {
-      std::lock_guard lock(mem_mu_);
-      return !free_chunks_.empty() && (n == 1 || free_chunks_.size() >= n);
-    }, std::min(deadline, Clock::now() + std::chrono::milliseconds(10)));
+    WaitFor(
+        [&] {
+          std::lock_guard lock(mem_mu_);
+          return !free_chunks_.empty() && (n == 1 || free_chunks_.size() >= n);
+        },
+        std::min(deadline, Clock::now() + std::chrono::milliseconds(10)));
     ps_lock.lock();
   }
 }
@@ -638,9 +648,10 @@ Status Core::NewBatch(PState& ps, size_t need, std::unique_lock<std::mutex>& loc
   size_t cap = std::min<size_t>(cfg_.batch_size, max_batch);
   cap = std::max(cap, need);
   if (need > max_batch) {
-    return Status(WireError::kRecordTooLarge, "a record of " + std::to_string(need) +
-                                                  " bytes (batch overhead included) exceeds max.message.bytes " +
-                                                  std::to_string(max_batch) + " of topic '" + ps.topic->name + "'");
+    return Status(WireError::kRecordTooLarge,
+                  "a record of " + std::to_string(need) +
+                      " bytes (batch overhead included) exceeds max.message.bytes " +
+                      std::to_string(max_batch) + " of topic '" + ps.topic->name + "'");
   }
   if (ps.cur_chunk == nullptr || ps.cur_chunk->span * chunk_size_ - ps.cur_off < cap) {
     if (ps.cur_chunk != nullptr) {
@@ -668,7 +679,8 @@ Status Core::NewBatch(PState& ps, size_t need, std::unique_lock<std::mutex>& loc
   b->buf = arena_->data() + uint64_t{ps.cur_chunk->index} * chunk_size_ + ps.cur_off;
   b->capacity = cap;
   storage::BatchOptions o;
-  o.base_offset = cfg_.mode == PartitionMode::kExclusive ? Offset(0) : kNoOffset;  // exclusive: patched when posted
+  o.base_offset =
+      cfg_.mode == PartitionMode::kExclusive ? Offset(0) : kNoOffset;  // exclusive: patched when posted
   o.producer_id = ProducerId(producer_id_);
   o.producer_epoch = producer_id_ >= 0 ? producer_epoch_ : int16_t{-1};
   b->base_sequence = producer_id_ >= 0 ? ps.next_sequence : -1;
@@ -696,9 +708,10 @@ void Core::Seal(PState& ps) {
   // Sticky partitioning: the next keyless records go elsewhere.
   TopicState* t = ps.topic;
   if (t->partitions > 1 && t->sticky.load(std::memory_order_relaxed) == ps.partition) {
-    t->sticky.store(static_cast<int32_t>((ps.partition + 1 + Random() % static_cast<uint32_t>(t->partitions - 1)) %
-                                         static_cast<uint32_t>(t->partitions)),
-                    std::memory_order_relaxed);
+    t->sticky.store(
+        static_cast<int32_t>((ps.partition + 1 + Random() % static_cast<uint32_t>(t->partitions - 1)) %
+                             static_cast<uint32_t>(t->partitions)),
+        std::memory_order_relaxed);
   }
   PostSealed(ps);
 }
@@ -843,7 +856,8 @@ Status Core::PostAndWait(fabric::WorkRequest wr) {
 Status Core::PostShared(PState& ps, Batch& b) {
   for (int attempt = 0;; ++attempt) {
     // Reserve.
-    uint64_t* result = reinterpret_cast<uint64_t*>(acks_->data() + kScratchOffset + uint64_t{ps.ack_slot} * 64);
+    uint64_t* result =
+        reinterpret_cast<uint64_t*>(acks_->data() + kScratchOffset + uint64_t{ps.ack_slot} * 64);
     fabric::WorkRequest fa;
     fa.opcode = fabric::Opcode::kFetchAdd;
     fa.local = {result, 8, acks_.get()};
@@ -933,14 +947,16 @@ void Core::HandleCommitResults() {
     Status s = cr.r.status();
     protocol::CommitResponse r;
     if (s.ok()) {
-      auto d = protocol::DecodeResponse<protocol::CommitResponse>(std::as_bytes(std::span(cr.r->data(), cr.r->size())));
+      auto d = protocol::DecodeResponse<protocol::CommitResponse>(
+          std::as_bytes(std::span(cr.r->data(), cr.r->size())));
       if (d.ok()) {
         r = *d;
       } else {
         s = d.status();
       }
     }
-    if (s.ok() && (r.flags & protocol::kCommitFlagSegmentFull) != 0) s = Status(WireError::kStaleLocation, "segment full");
+    if (s.ok() && (r.flags & protocol::kCommitFlagSegmentFull) != 0)
+      s = Status(WireError::kStaleLocation, "segment full");
     if (!s.ok()) {
       if (Retriable(s)) {
         LeaseLost(*ps, s);
@@ -991,7 +1007,8 @@ void Core::CheckAcks(PState& ps) {
   if (ps.have_ack || cfg_.mode == PartitionMode::kShared) CompleteCovered(ps);
   PostSealed(ps);
   // linger 0: what accumulated behind the acknowledged batches goes now.
-  if (cfg_.linger.count() == 0 && ps.open_batch != nullptr && ps.inflight.empty() && ps.sealed.empty()) Seal(ps);
+  if (cfg_.linger.count() == 0 && ps.open_batch != nullptr && ps.inflight.empty() && ps.sealed.empty())
+    Seal(ps);
 }
 
 void Core::CompleteCovered(PState& ps) {
@@ -1012,7 +1029,8 @@ void Core::CompleteCovered(PState& ps) {
   // first that cannot complete yet, so callbacks run in offset order even when Commit responses
   // arrive out of order.
   auto completable = [&](const Batch* b) {
-    return b->committed && (b->offset_known || (ps.have_ack && (b->segment_base < a.segment_base || covered(b))));
+    return b->committed &&
+           (b->offset_known || (ps.have_ack && (b->segment_base < a.segment_base || covered(b))));
   };
   for (auto it = ps.inflight.begin(); it != ps.inflight.end();) {
     Batch* b = *it;
@@ -1060,7 +1078,8 @@ Result<const fabric::RemoteRegion*> Core::ReadSegment(PState& ps, int64_t base) 
   if (it != ps.read_segs.end()) return it->second.get();
   protocol::GetSegmentRequest req{ps.topic->name, ps.partition, base};
   RDMQ_ASSIGN_OR_RETURN(auto r, (conn_->Call<protocol::GetSegmentResponse>(Api::kGetSegment, req)));
-  RDMQ_ASSIGN_OR_RETURN(auto d, fabric::RegionDescriptor::Decode(std::as_bytes(std::span(r.segment.region.bytes))));
+  RDMQ_ASSIGN_OR_RETURN(auto d,
+                        fabric::RegionDescriptor::Decode(std::as_bytes(std::span(r.segment.region.bytes))));
   std::lock_guard lock(post_mu_);
   RDMQ_ASSIGN_OR_RETURN(auto remote, conn_->data()->Attach(d));
   const fabric::RemoteRegion* out = remote.get();
@@ -1178,7 +1197,8 @@ bool Core::DrainQueues() {
 void Core::CheckConnection() {
   if (conn_->connected() || lost_.exchange(true)) return;
   const Status why(Errc::kUnavailable, "the broker at " + conn_->address() + " went away");
-  RDMQ_LOG(kWarn, "producer", "lost the broker; failing every unacknowledged record").kv("broker", conn_->address());
+  RDMQ_LOG(kWarn, "producer", "lost the broker; failing every unacknowledged record")
+      .kv("broker", conn_->address());
   std::vector<PState*> parts;
   {
     std::lock_guard lock(topics_mu_);
@@ -1215,8 +1235,8 @@ bool Core::Progress() {
     const bool write_failed = std::find(failed.begin(), failed.end(), ps->id) != failed.end();
     if (!write_failed) {
       if (ps->ack_block == nullptr) continue;
-      const uint64_t gen =
-          std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(ps->ack_block)).load(std::memory_order_acquire);
+      const uint64_t gen = std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(ps->ack_block))
+                               .load(std::memory_order_acquire);
       if (gen == ps->ack_gen_seen) continue;
     }
     PLock lock(this, *ps, std::try_to_lock);
@@ -1270,7 +1290,8 @@ bool Core::WaitFor(Pred pred, Clock::time_point deadline) {
 }
 
 Status Core::Send(const ProducerRecord& r, SendCallback cb, SendFuture* fut) {
-  if (closed_.load(std::memory_order_acquire)) return Status(Errc::kFailedPrecondition, "the producer is closed");
+  if (closed_.load(std::memory_order_acquire))
+    return Status(Errc::kFailedPrecondition, "the producer is closed");
   if (lost_.load(std::memory_order_relaxed)) {
     return Status(Errc::kUnavailable, "the broker at " + conn_->address() + " went away");
   }
@@ -1287,8 +1308,9 @@ Status Core::Send(const ProducerRecord& r, SendCallback cb, SendFuture* fut) {
       }
     }
   } else if (part >= t->partitions) {
-    return Status(WireError::kUnknownPartition, "topic '" + t->name + "' has " + std::to_string(t->partitions) +
-                                                    " partitions; there is no partition " + std::to_string(part));
+    return Status(WireError::kUnknownPartition,
+                  "topic '" + t->name + "' has " + std::to_string(t->partitions) +
+                      " partitions; there is no partition " + std::to_string(part));
   }
   PState& ps = *t->parts[static_cast<size_t>(part)];
   storage::RecordInput in;
@@ -1357,10 +1379,10 @@ Status Core::Send(const ProducerRecord& r, SendCallback cb, SendFuture* fut) {
     if (b->builder->count() == 0 || attempt > 1) {
       // Not even one record fits a fresh batch: it is too large for the broker.
       const size_t need = storage::kBatchHeaderSize + storage::EncodedRecordSize(in, 0, 0);
-      return Status(WireError::kRecordTooLarge, "a record of " + std::to_string(need) +
-                                                    " bytes (with the batch header) exceeds max.message.bytes " +
-                                                    std::to_string(t->max_message_bytes) + " of topic '" + t->name +
-                                                    "'");
+      return Status(WireError::kRecordTooLarge,
+                    "a record of " + std::to_string(need) +
+                        " bytes (with the batch header) exceeds max.message.bytes " +
+                        std::to_string(t->max_message_bytes) + " of topic '" + t->name + "'");
     }
     Seal(ps);
   }
@@ -1386,7 +1408,8 @@ Status Core::Flush(std::chrono::milliseconds timeout) {
   }
   std::lock_guard lock(failed_mu_);
   if (failed_records_ == 0) return Status::Ok();
-  Status first = first_failure_.WithContext(std::to_string(failed_records_) + " records failed since the last flush");
+  Status first =
+      first_failure_.WithContext(std::to_string(failed_records_) + " records failed since the last flush");
   failed_records_ = 0;
   first_failure_ = Status::Ok();
   return first;
@@ -1440,8 +1463,9 @@ void Core::Tick(uint64_t now) {
     if (!ps->open && !ps->sealed.empty() && ps->fatal.ok()) {
       if (ps->lost_since_ns != 0 &&
           now - ps->lost_since_ns > static_cast<uint64_t>(cfg_.delivery_timeout.count()) * 1'000'000) {
-        FailAll(*ps, Status(Errc::kTimeout, "delivery.timeout.ms passed without a lease for " + ps->topic->name + "-" +
-                                                std::to_string(ps->partition) + ": " + ps->last_error.ToString()));
+        FailAll(*ps, Status(Errc::kTimeout, "delivery.timeout.ms passed without a lease for " +
+                                                ps->topic->name + "-" + std::to_string(ps->partition) + ": " +
+                                                ps->last_error.ToString()));
         continue;
       }
       (void)Reopen(*ps);
@@ -1450,7 +1474,8 @@ void Core::Tick(uint64_t now) {
     }
     // Keep an idle lease alive.
     if (ps->open && ps->lease_ms > 0 && now - ps->last_commit_ns > uint64_t{ps->lease_ms} * 1'000'000 / 3) {
-      auto r = conn_->Call<protocol::LeaseResponse>(Api::kRenewLease, protocol::LeaseRequest{ps->lease_id, 0});
+      auto r =
+          conn_->Call<protocol::LeaseResponse>(Api::kRenewLease, protocol::LeaseRequest{ps->lease_id, 0});
       ps->last_commit_ns = now;
       if (!r.ok()) LeaseLost(*ps, r.status());
     }
@@ -1496,7 +1521,8 @@ void Core::Prefault() {
 
 void Core::IoLoop() {
   const uint64_t linger_ns = static_cast<uint64_t>(cfg_.linger.count()) * 1000;
-  const auto tick = std::chrono::nanoseconds(linger_ns > 0 ? std::min<uint64_t>(linger_ns, 1'000'000) : 1'000'000);
+  const auto tick =
+      std::chrono::nanoseconds(linger_ns > 0 ? std::min<uint64_t>(linger_ns, 1'000'000) : 1'000'000);
   uint64_t last_tick = 0;
   while (!closing_.load(std::memory_order_acquire)) {
     const uint64_t now = MonoNanos();
@@ -1506,7 +1532,8 @@ void Core::IoLoop() {
       last_tick = now;
     }
     Prefault();
-    if (app_active_.exchange(false, std::memory_order_relaxed)) last_app_progress_ns_.store(now, std::memory_order_relaxed);
+    if (app_active_.exchange(false, std::memory_order_relaxed))
+      last_app_progress_ns_.store(now, std::memory_order_relaxed);
     const bool app_active = waiters_.load(std::memory_order_acquire) > 0 ||
                             now - last_app_progress_ns_.load(std::memory_order_relaxed) < 100'000;
     if (unacked_.load(std::memory_order_acquire) > 0 && !app_active) {
@@ -1637,8 +1664,10 @@ Status ProducerConfig::Set(std::string_view key, std::string_view value) {
     }
     return Status::Ok();
   }
-  if (key == "max.in.flight.requests.per.connection") return ParseInt<uint32_t>(key, value, 1, 1024, &max_in_flight);
-  if (key == "buffer.memory") return ParseInt<uint64_t>(key, value, 1u << 20, uint64_t{1} << 40, &buffer_memory);
+  if (key == "max.in.flight.requests.per.connection")
+    return ParseInt<uint32_t>(key, value, 1, 1024, &max_in_flight);
+  if (key == "buffer.memory")
+    return ParseInt<uint64_t>(key, value, 1u << 20, uint64_t{1} << 40, &buffer_memory);
   if (key == "max.block.ms") {
     int64_t ms = 0;
     RDMQ_RETURN_IF_ERROR(ParseInt<int64_t>(key, value, 0, 86'400'000, &ms));
@@ -1659,11 +1688,12 @@ Status ProducerConfig::Set(std::string_view key, std::string_view value) {
   }
   Status s = client.Set(key, value);
   if (s.ok()) return s;
-  return Status(Errc::kInvalidArgument,
-                "unknown producer config key '" + std::string(key) +
-                    "' (known: batch.size, linger.ms, acks, enable.idempotence, partition.mode, "
-                    "max.in.flight.requests.per.connection, buffer.memory, max.block.ms, delivery.timeout.ms, "
-                    "rdmq.wait.spin.us, bootstrap.servers, client.id, request.timeout.ms, rdma.device)");
+  return Status(
+      Errc::kInvalidArgument,
+      "unknown producer config key '" + std::string(key) +
+          "' (known: batch.size, linger.ms, acks, enable.idempotence, partition.mode, "
+          "max.in.flight.requests.per.connection, buffer.memory, max.block.ms, delivery.timeout.ms, "
+          "rdmq.wait.spin.us, bootstrap.servers, client.id, request.timeout.ms, rdma.device)");
 }
 
 }  // namespace rdmq::producer

@@ -4,21 +4,36 @@ namespace rdmq::protocol {
 
 std::string_view ApiName(Api api) noexcept {
   switch (api) {
-    case Api::kHello: return "Hello";
-    case Api::kCreateTopic: return "CreateTopic";
-    case Api::kDeleteTopic: return "DeleteTopic";
-    case Api::kDescribeTopic: return "DescribeTopic";
-    case Api::kListTopics: return "ListTopics";
-    case Api::kAlterTopic: return "AlterTopic";
-    case Api::kInitProducerId: return "InitProducerId";
-    case Api::kOpenProduce: return "OpenProduce";
-    case Api::kRenewLease: return "RenewLease";
-    case Api::kReleaseLease: return "ReleaseLease";
-    case Api::kCommit: return "Commit";
-    case Api::kOpenConsume: return "OpenConsume";
-    case Api::kGetSegment: return "GetSegment";
-    case Api::kListOffsets: return "ListOffsets";
-    case Api::kWatch: return "Watch";
+    case Api::kHello:
+      return "Hello";
+    case Api::kCreateTopic:
+      return "CreateTopic";
+    case Api::kDeleteTopic:
+      return "DeleteTopic";
+    case Api::kDescribeTopic:
+      return "DescribeTopic";
+    case Api::kListTopics:
+      return "ListTopics";
+    case Api::kAlterTopic:
+      return "AlterTopic";
+    case Api::kInitProducerId:
+      return "InitProducerId";
+    case Api::kOpenProduce:
+      return "OpenProduce";
+    case Api::kRenewLease:
+      return "RenewLease";
+    case Api::kReleaseLease:
+      return "ReleaseLease";
+    case Api::kCommit:
+      return "Commit";
+    case Api::kOpenConsume:
+      return "OpenConsume";
+    case Api::kGetSegment:
+      return "GetSegment";
+    case Api::kListOffsets:
+      return "ListOffsets";
+    case Api::kWatch:
+      return "Watch";
   }
   return "Unknown";
 }
@@ -29,7 +44,8 @@ std::string EncodeError(WireError error, std::string_view message) {
 }
 
 WireError ToWireError(const Status& s) {
-  if (s.code().category() == module_error_category<WireError>()) return static_cast<WireError>(s.code().value());
+  if (s.code().category() == module_error_category<WireError>())
+    return static_cast<WireError>(s.code().value());
   if (s.is(Errc::kNotFound)) return WireError::kUnknownTopic;
   if (s.is(Errc::kAlreadyExists)) return WireError::kTopicExists;
   if (s.is(Errc::kInvalidArgument)) return WireError::kInvalidRequest;

@@ -25,7 +25,8 @@ std::future<Result<std::string>> Client::CallAsync(uint16_t handler, std::span<c
                                                    std::chrono::nanoseconds timeout) {
   auto promise = std::make_shared<std::promise<Result<std::string>>>();
   auto fut = promise->get_future();
-  Status st = CallAsync(handler, request, timeout, [promise](Result<std::string> r) { promise->set_value(std::move(r)); });
+  Status st = CallAsync(handler, request, timeout,
+                        [promise](Result<std::string> r) { promise->set_value(std::move(r)); });
   if (!st.ok()) promise->set_value(st);
   return fut;
 }
@@ -65,7 +66,7 @@ struct ThreadState {
   std::atomic<bool> woken{false};     // woken by a completion, not yet back in Call
   std::mutex mu;                      // guards pending
   std::vector<PendingCall*> pending;
-  SpinLock stats_mu;                  // guards the load statistics below
+  SpinLock stats_mu;  // guards the load statistics below
   SampleWindow sizes;
   uint64_t requests = 0;
   uint64_t bytes = 0;
@@ -159,7 +160,8 @@ class Presence {
 class ClientImpl final : public Client {
  public:
   ClientImpl(fabric::Fabric& fabric, const ClientOptions& o) : fabric_(fabric), opts_(o) {
-    max_spinners_ = std::max(1u, std::thread::hardware_concurrency() > 1 ? std::thread::hardware_concurrency() - 1 : 1u);
+    max_spinners_ =
+        std::max(1u, std::thread::hardware_concurrency() > 1 ? std::thread::hardware_concurrency() - 1 : 1u);
     threads_ = std::make_unique<std::atomic<ThreadState*>[]>(o.max_threads);
     for (uint32_t i = 0; i < o.max_threads; ++i) threads_[i].store(nullptr, std::memory_order_relaxed);
   }
@@ -219,7 +221,8 @@ class ClientImpl final : public Client {
                         Presence& presence);
   Outcome SendLocked(Channel& ch, Item& item, Clock::time_point deadline, Presence& presence);
   // The leader's turn: `me` is its queue node (nullptr under Sharing::kSpinlock).
-  Outcome Lead(Channel& ch, CombiningQueue::Node* me, Item& my_item, Clock::time_point deadline, Presence& presence);
+  Outcome Lead(Channel& ch, CombiningQueue::Node* me, Item& my_item, Clock::time_point deadline,
+               Presence& presence);
   std::optional<RingProducer::Placement> ReserveRing(Channel& ch, uint64_t len, Presence& presence);
   // Leader only: fills `wr` with a credit-renewal WRITE_WITH_IMM when one is due.
   bool RenewalDue(Channel& ch, WorkRequest* wr);
@@ -314,10 +317,13 @@ void Presence::Leave() {
 
 Status ClientImpl::Open(std::string_view address) {
   const uint32_t access_ring = fabric::kLocalWrite | fabric::kRemoteRead | fabric::kRemoteWrite;
-  RDMQ_ASSIGN_OR_RETURN(wake_region_,
-                        fabric_.Allocate(kWakeRegionBytes, fabric::kLocalWrite | fabric::kRemoteRead | fabric::kRemoteAtomic));
-  RDMQ_ASSIGN_OR_RETURN(recv_cq_, fabric_.CreateCompletionQueue(static_cast<size_t>(opts_.channels) * opts_.max_recv_wr));
-  RDMQ_ASSIGN_OR_RETURN(auto wake_desc, wake_region_->Descriptor(fabric::kRemoteRead | fabric::kRemoteAtomic));
+  RDMQ_ASSIGN_OR_RETURN(
+      wake_region_,
+      fabric_.Allocate(kWakeRegionBytes, fabric::kLocalWrite | fabric::kRemoteRead | fabric::kRemoteAtomic));
+  RDMQ_ASSIGN_OR_RETURN(
+      recv_cq_, fabric_.CreateCompletionQueue(static_cast<size_t>(opts_.channels) * opts_.max_recv_wr));
+  RDMQ_ASSIGN_OR_RETURN(auto wake_desc,
+                        wake_region_->Descriptor(fabric::kRemoteRead | fabric::kRemoteAtomic));
   uint64_t token = 0;
   for (uint32_t i = 0; i < opts_.channels; ++i) {
     auto ch = std::make_unique<Channel>();
@@ -332,7 +338,9 @@ Status ClientImpl::Open(std::string_view address) {
     eo.max_recv_wr = opts_.max_recv_wr;
     eo.connect_timeout = opts_.connect_timeout;
     auto ep = fabric_.Connect(address, eo);
-    if (!ep.ok()) return ep.status().WithContext("rpc: connecting channel " + std::to_string(i) + " to " + std::string(address));
+    if (!ep.ok())
+      return ep.status().WithContext("rpc: connecting channel " + std::to_string(i) + " to " +
+                                     std::string(address));
     ch->ep = std::move(ep).value();
     ch->ep_id = ch->ep->id();
     Hello hello;
@@ -343,14 +351,18 @@ Status ClientImpl::Open(std::string_view address) {
     hello.token = token;
     hello.request_ring = opts_.request_ring_bytes;
     hello.response_ring = ch->resp_ring;
-    RDMQ_ASSIGN_OR_RETURN(hello.response_region, ch->resp_region->Descriptor(fabric::kRemoteRead | fabric::kRemoteWrite));
+    RDMQ_ASSIGN_OR_RETURN(hello.response_region,
+                          ch->resp_region->Descriptor(fabric::kRemoteRead | fabric::kRemoteWrite));
     hello.wake_region = wake_desc;
     RDMQ_RETURN_IF_ERROR(ch->ep->SendControl(coding::AsBytes(EncodeHello(hello))));
     auto reply = ch->ep->RecvControl(opts_.connect_timeout);
-    if (!reply.ok()) return reply.status().WithContext("rpc: waiting for the server's welcome on channel " + std::to_string(i));
+    if (!reply.ok())
+      return reply.status().WithContext("rpc: waiting for the server's welcome on channel " +
+                                        std::to_string(i));
     RDMQ_ASSIGN_OR_RETURN(Welcome w, DecodeWelcome(*reply));
     if (w.error != 0) {
-      return Status(static_cast<Errc>(w.error), "rpc: the server refused channel " + std::to_string(i) + ": " + w.message);
+      return Status(static_cast<Errc>(w.error),
+                    "rpc: the server refused channel " + std::to_string(i) + ": " + w.message);
     }
     if (i == 0) {
       client_id_ = w.client_id;
@@ -358,13 +370,14 @@ Status ClientImpl::Open(std::string_view address) {
       credits_ = w.credits;
     } else if (w.client_id != client_id_) {
       return Status(RpcErrc::kHandshake, "rpc: channel " + std::to_string(i) + " joined client " +
-                                             std::to_string(w.client_id) + ", not " + std::to_string(client_id_));
+                                             std::to_string(w.client_id) + ", not " +
+                                             std::to_string(client_id_));
     }
     if (w.request_ring < kMinRingBytes || w.request_ring % kMessageAlign != 0 ||
         w.request_region.length < kControlPage + w.request_ring) {
-      return Status(RpcErrc::kHandshake, "rpc: the server's request ring of " + std::to_string(w.request_ring) +
-                                             " bytes in a region of " + std::to_string(w.request_region.length) +
-                                             " bytes is unusable");
+      return Status(RpcErrc::kHandshake, "rpc: the server's request ring of " +
+                                             std::to_string(w.request_ring) + " bytes in a region of " +
+                                             std::to_string(w.request_region.length) + " bytes is unusable");
     }
     ch->req_ring = w.request_ring;
     RDMQ_ASSIGN_OR_RETURN(ch->staging, fabric_.Allocate(ch->req_ring + kControlPage, fabric::kLocalWrite));
@@ -390,7 +403,8 @@ Status ClientImpl::Open(std::string_view address) {
     max_response_bytes_ = std::min(max_response_bytes_, MaxEntryData(c->reader->max_message()));
   }
   dispatcher_ = std::thread([this] { DispatcherLoop(); });
-  if (opts_.placement == ClientOptions::Placement::kScheduler) scheduler_ = std::thread([this] { SchedulerLoop(); });
+  if (opts_.placement == ClientOptions::Placement::kScheduler)
+    scheduler_ = std::thread([this] { SchedulerLoop(); });
   RDMQ_LOG(kDebug, "rpc", "client connected")
       .kv("client_id", client_id_)
       .kv("channels", opts_.channels)
@@ -444,10 +458,10 @@ Result<std::string> ClientImpl::Call(uint16_t handler, std::span<const std::byte
                                      std::chrono::nanoseconds timeout) {
   if (broken_.load(std::memory_order_acquire)) return broken_status();
   if (request.size() > max_request_bytes_) {
-    return Status(RpcErrc::kMessageTooLarge, "request of " + std::to_string(request.size()) +
-                                                 " bytes for handler " + std::to_string(handler) +
-                                                 "; this connection takes at most " + std::to_string(max_request_bytes_) +
-                                                 " (half the request ring, less headers)");
+    return Status(RpcErrc::kMessageTooLarge,
+                  "request of " + std::to_string(request.size()) + " bytes for handler " +
+                      std::to_string(handler) + "; this connection takes at most " +
+                      std::to_string(max_request_bytes_) + " (half the request ring, less headers)");
   }
   ThreadState* ts = Self();
   if (ts == nullptr) {
@@ -468,8 +482,8 @@ Result<std::string> ClientImpl::Call(uint16_t handler, std::span<const std::byte
   return r;
 }
 
-Status ClientImpl::CallAsync(uint16_t handler, std::span<const std::byte> request, std::chrono::nanoseconds timeout,
-                             Callback done) {
+Status ClientImpl::CallAsync(uint16_t handler, std::span<const std::byte> request,
+                             std::chrono::nanoseconds timeout, Callback done) {
   if (broken_.load(std::memory_order_acquire)) return broken_status();
   if (request.size() > max_request_bytes_) {
     return Status(RpcErrc::kMessageTooLarge, "request of " + std::to_string(request.size()) +
@@ -508,8 +522,8 @@ bool ClientImpl::Unregister(ThreadState& ts, PendingCall& call) {
   return true;
 }
 
-Status ClientImpl::Submit(ThreadState& ts, PendingCall& call, std::span<const std::byte> request, Presence& presence,
-                          bool* taken) {
+Status ClientImpl::Submit(ThreadState& ts, PendingCall& call, std::span<const std::byte> request,
+                          Presence& presence, bool* taken) {
   bool registered = false;
   *taken = false;
   for (int attempt = 0;; ++attempt) {
@@ -551,7 +565,8 @@ Status ClientImpl::Submit(ThreadState& ts, PendingCall& call, std::span<const st
         if (*taken) return broken_status();
         n_.timeouts.fetch_add(1, std::memory_order_relaxed);
         return Status(RpcErrc::kTimedOut, "handler " + std::to_string(call.handler) +
-                                              ": no credit on channel " + std::to_string(c) + " before the deadline");
+                                              ": no credit on channel " + std::to_string(c) +
+                                              " before the deadline");
     }
   }
 }
@@ -570,8 +585,9 @@ void ClientImpl::HelpWhileWaiting(Presence& presence, int round) {
 uint32_t ClientImpl::PickChannel(ThreadState& ts, const PendingCall* call, Presence& presence) {
   const uint32_t n = channels();
   uint32_t cur = ts.current.load(std::memory_order_relaxed);
-  uint32_t want = opts_.placement == ClientOptions::Placement::kPinned ? ts.id % n
-                                                                        : ts.assigned.load(std::memory_order_acquire);
+  uint32_t want = opts_.placement == ClientOptions::Placement::kPinned
+                      ? ts.id % n
+                      : ts.assigned.load(std::memory_order_acquire);
   if (want >= n) want = cur;
   for (int round = 0;; ++round) {
     if (ch_[want]->active.load(std::memory_order_acquire)) break;
@@ -605,8 +621,8 @@ uint32_t ClientImpl::PickChannel(ThreadState& ts, const PendingCall* call, Prese
   return want;
 }
 
-Outcome ClientImpl::SendCoalesced(Channel& ch, Item& item, ThreadState& ts, bool quiet, Clock::time_point deadline,
-                                  Presence& presence) {
+Outcome ClientImpl::SendCoalesced(Channel& ch, Item& item, ThreadState& ts, bool quiet,
+                                  Clock::time_point deadline, Presence& presence) {
   CombiningQueue::Node node;
   node.item = &item;
   node.park = &ts.park;
@@ -614,13 +630,18 @@ Outcome ClientImpl::SendCoalesced(Channel& ch, Item& item, ThreadState& ts, bool
   if (!ch.tcq.Enqueue(&node)) {
     // A follower: wait for the leader to take our request or to hand us the lead. Followers
     // do not time out: the leader always gets to them (or hands over).
-    WaitFor(ts, presence, [&] { return node.state.load(std::memory_order_acquire) != CombiningQueue::kWaiting; },
-            Clock::time_point::max());
+    WaitFor(
+        ts, presence, [&] { return node.state.load(std::memory_order_acquire) != CombiningQueue::kWaiting; },
+        Clock::time_point::max());
     switch (node.state.load(std::memory_order_acquire)) {
-      case CombiningQueue::kServed: return Outcome::kServed;
-      case CombiningQueue::kRetry: return Outcome::kRetry;
-      case CombiningQueue::kFailed: return Outcome::kFailed;
-      default: break;  // kLeader
+      case CombiningQueue::kServed:
+        return Outcome::kServed;
+      case CombiningQueue::kRetry:
+        return Outcome::kRetry;
+      case CombiningQueue::kFailed:
+        return Outcome::kFailed;
+      default:
+        break;  // kLeader
     }
     presence.Enter();
   }
@@ -657,7 +678,8 @@ bool ClientImpl::WaitFor(ThreadState& ts, Presence& presence, Ready ready, Clock
     if (ready()) return true;
     const auto now = Clock::now();
     if (now >= deadline) return false;
-    const auto slice = deadline - now < opts_.park_timeout ? deadline - now : Clock::duration(opts_.park_timeout);
+    const auto slice =
+        deadline - now < opts_.park_timeout ? deadline - now : Clock::duration(opts_.park_timeout);
     ts.park.Wait(seen, std::chrono::duration_cast<std::chrono::nanoseconds>(slice));
   }
 }
@@ -695,7 +717,9 @@ Outcome ClientImpl::Lead(Channel& ch, CombiningQueue::Node* me, Item& my_item, C
   };
   auto reject_all = [&](uint32_t outcome) {
     size_t n = 1;
-    if (me != nullptr) n = ch.tcq.Gather(me, kMaxBatch, [](CombiningQueue::Node*) { return true; }, batch);
+    if (me != nullptr)
+      n = ch.tcq.Gather(
+          me, kMaxBatch, [](CombiningQueue::Node*) { return true; }, batch);
     finish(n, outcome);
   };
   // 1. At least one credit, on an active channel.
@@ -772,14 +796,15 @@ Outcome ClientImpl::Lead(Channel& ch, CombiningQueue::Node* me, Item& my_item, C
   const size_t max_n = static_cast<size_t>(std::min<uint64_t>({opts_.max_coalesce, avail, kMaxBatch}));
   size_t n = 1;
   if (me != nullptr) {
-    n = ch.tcq.Gather(me, max_n,
-                      [&](CombiningQueue::Node* x) {
-                        const uint64_t b = EntryBytes(static_cast<Item*>(x->item)->data.size());
-                        if (MessageLength(bytes + b) > max_msg) return false;
-                        bytes += b;
-                        return true;
-                      },
-                      batch);
+    n = ch.tcq.Gather(
+        me, max_n,
+        [&](CombiningQueue::Node* x) {
+          const uint64_t b = EntryBytes(static_cast<Item*>(x->item)->data.size());
+          if (MessageLength(bytes + b) > max_msg) return false;
+          bytes += b;
+          return true;
+        },
+        batch);
   }
   uint32_t taken;
   {
@@ -811,11 +836,12 @@ Outcome ClientImpl::Lead(Channel& ch, CombiningQueue::Node* me, Item& my_item, C
   h.peer_head = ch.resp_head.load(std::memory_order_acquire);
   mb.Finish(h);
   if (pl->pad_length > 0) {
-    BuildPad(stage + pl->pad_position % ch.req_ring, pl->pad_length, pl->pad_position, NextCanary(&ch.canary_state), 0);
+    BuildPad(stage + pl->pad_position % ch.req_ring, pl->pad_length, pl->pad_position,
+             NextCanary(&ch.canary_state), 0);
   }
   WorkRequest wrs[5];
-  size_t nw = MessageWrites(*pl, ch.req_ring, mb.used(), static_cast<uint32_t>(len), *ch.staging, *ch.req_remote,
-                            kControlPage, imm_mode_, wrs);
+  size_t nw = MessageWrites(*pl, ch.req_ring, mb.used(), static_cast<uint32_t>(len), *ch.staging,
+                            *ch.req_remote, kControlPage, imm_mode_, wrs);
   // 5. Post (one doorbell), wake the server if it sleeps, ask for credits when due.
   const bool renewal = RenewalDue(ch, &wrs[nw]);
   if (renewal) ++nw;
@@ -862,12 +888,14 @@ bool ClientImpl::RenewalDue(Channel& ch, WorkRequest* wr) {
   return true;
 }
 
-std::optional<RingProducer::Placement> ClientImpl::ReserveRing(Channel& ch, uint64_t len, Presence& presence) {
+std::optional<RingProducer::Placement> ClientImpl::ReserveRing(Channel& ch, uint64_t len,
+                                                               Presence& presence) {
   for (int round = 0;; ++round) {
     if (broken_.load(std::memory_order_acquire)) return std::nullopt;
     if (!ch.prod->UpdateHead(ch.server_head.load(std::memory_order_acquire))) {
-      Break(Status(RpcErrc::kCorruptMessage, "rpc: channel " + std::to_string(ch.index) +
-                                                 ": the server reported a request-ring head beyond our tail"));
+      Break(
+          Status(RpcErrc::kCorruptMessage, "rpc: channel " + std::to_string(ch.index) +
+                                               ": the server reported a request-ring head beyond our tail"));
       return std::nullopt;
     }
     if (auto pl = ch.prod->Reserve(len)) return pl;
@@ -903,7 +931,8 @@ Result<std::string> ClientImpl::Await(ThreadState& ts, PendingCall& call, Presen
     if (call.status.ok()) return std::move(call.payload);
     return call.status;
   };
-  if (WaitFor(ts, presence, [&] { return call.done.load(std::memory_order_acquire) != 0; }, call.deadline)) {
+  if (WaitFor(
+          ts, presence, [&] { return call.done.load(std::memory_order_acquire) != 0; }, call.deadline)) {
     return take();
   }
   {
@@ -923,7 +952,8 @@ Result<std::string> ClientImpl::Await(ThreadState& ts, PendingCall& call, Presen
 }
 
 size_t ClientImpl::TryPoll(size_t* woke) {
-  if (poll_lock_.load(std::memory_order_relaxed) || poll_lock_.exchange(true, std::memory_order_acquire)) return 0;
+  if (poll_lock_.load(std::memory_order_relaxed) || poll_lock_.exchange(true, std::memory_order_acquire))
+    return 0;
   std::vector<PendingCall*> async_done;
   std::vector<ThreadState*> to_wake;
   const size_t n = PollOnce(&async_done, &to_wake);
@@ -979,7 +1009,8 @@ size_t ClientImpl::PollOnce(std::vector<PendingCall*>* async_done, std::vector<T
       }
       const MessageHeader& h = v->header();
       uint64_t sh = ch.server_head.load(std::memory_order_relaxed);
-      while (h.peer_head > sh && !ch.server_head.compare_exchange_weak(sh, h.peer_head, std::memory_order_acq_rel)) {
+      while (h.peer_head > sh &&
+             !ch.server_head.compare_exchange_weak(sh, h.peer_head, std::memory_order_acq_rel)) {
       }
       bool was_active = true, now_active = true;
       uint64_t before = 0, after = 0;
@@ -1040,7 +1071,8 @@ size_t ClientImpl::PollOnce(std::vector<PendingCall*>* async_done, std::vector<T
   return messages;
 }
 
-void ClientImpl::Complete(const Entry& e, std::vector<PendingCall*>* async_done, std::vector<ThreadState*>* to_wake) {
+void ClientImpl::Complete(const Entry& e, std::vector<PendingCall*>* async_done,
+                          std::vector<ThreadState*>* to_wake) {
   n_.responses.fetch_add(1, std::memory_order_relaxed);
   if (e.meta.thread >= nthreads_.load(std::memory_order_acquire)) {
     n_.late_responses.fetch_add(1, std::memory_order_relaxed);
@@ -1049,7 +1081,8 @@ void ClientImpl::Complete(const Entry& e, std::vector<PendingCall*>* async_done,
   ThreadState* ts = threads_[e.meta.thread].load(std::memory_order_acquire);
   if (ts == nullptr) return;
   std::unique_lock<std::mutex> g(ts->mu);
-  auto it = std::find_if(ts->pending.begin(), ts->pending.end(), [&](PendingCall* p) { return p->seq == e.meta.seq; });
+  auto it = std::find_if(ts->pending.begin(), ts->pending.end(),
+                         [&](PendingCall* p) { return p->seq == e.meta.seq; });
   if (it == ts->pending.end()) {
     g.unlock();
     n_.late_responses.fetch_add(1, std::memory_order_relaxed);
@@ -1069,19 +1102,23 @@ void ClientImpl::Complete(const Entry& e, std::vector<PendingCall*>* async_done,
       p->payload.assign(reinterpret_cast<const char*>(e.data.data()), e.data.size());
       break;
     case static_cast<uint16_t>(WireStatus::kUnknownHandler):
-      p->status = Status(RpcErrc::kUnknownHandler, "the server has no handler " + std::to_string(e.meta.handler));
+      p->status =
+          Status(RpcErrc::kUnknownHandler, "the server has no handler " + std::to_string(e.meta.handler));
       break;
     case static_cast<uint16_t>(WireStatus::kResponseTooLarge):
-      p->status = Status(RpcErrc::kMessageTooLarge, "the response of handler " + std::to_string(e.meta.handler) +
-                                                        " did not fit the response ring");
+      p->status =
+          Status(RpcErrc::kMessageTooLarge, "the response of handler " + std::to_string(e.meta.handler) +
+                                                " did not fit the response ring");
       break;
     default:
       if (e.meta.status >= static_cast<uint16_t>(Errc::kInvalidArgument) &&
           e.meta.status <= static_cast<uint16_t>(Errc::kInternal)) {
-        p->status = Status(static_cast<Errc>(e.meta.status),
-                           "server: " + std::string(reinterpret_cast<const char*>(e.data.data()), e.data.size()));
+        p->status =
+            Status(static_cast<Errc>(e.meta.status),
+                   "server: " + std::string(reinterpret_cast<const char*>(e.data.data()), e.data.size()));
       } else {
-        p->status = Status(RpcErrc::kCorruptMessage, "unknown response status " + std::to_string(e.meta.status));
+        p->status =
+            Status(RpcErrc::kCorruptMessage, "unknown response status " + std::to_string(e.meta.status));
       }
   }
   if (p->async) {
@@ -1175,7 +1212,8 @@ void ClientImpl::Housekeeping() {
     for (PendingCall* p : expired) {
       outstanding_.fetch_sub(1, std::memory_order_acq_rel);
       n_.timeouts.fetch_add(1, std::memory_order_relaxed);
-      p->status = Status(RpcErrc::kTimedOut, "handler " + std::to_string(p->handler) + ": no response before the deadline");
+      p->status = Status(RpcErrc::kTimedOut,
+                         "handler " + std::to_string(p->handler) + ": no response before the deadline");
       RunCallback(p);
     }
   }
@@ -1220,7 +1258,8 @@ void ClientImpl::DispatcherLoop() {
     SetParked(*wake_region_, 1);
     std::atomic_thread_fence(std::memory_order_seq_cst);
     if (poll_spinners_.load(std::memory_order_seq_cst) == 0 && !AnyReady()) {
-      const auto nap = outstanding_.load(std::memory_order_acquire) > 0 ? opts_.park_timeout : 10 * opts_.park_timeout;
+      const auto nap =
+          outstanding_.load(std::memory_order_acquire) > 0 ? opts_.park_timeout : 10 * opts_.park_timeout;
       (void)wake_region_->WaitWhileEqual(kDoorbellOffset, d, nap);
     }
     if (poll_spinners_.load(std::memory_order_acquire) == 0) SetParked(*wake_region_, 0);
@@ -1278,7 +1317,8 @@ void ClientImpl::Shutdown() {
   {
     std::lock_guard<std::mutex> g(broken_mu_);
     if (!broken_.load()) {
-      broken_status_ = Status(RpcErrc::kShutdown, "rpc client " + std::to_string(client_id_) + " is shutting down");
+      broken_status_ =
+          Status(RpcErrc::kShutdown, "rpc client " + std::to_string(client_id_) + " is shutting down");
       broken_.store(true, std::memory_order_release);
     }
   }
@@ -1318,8 +1358,9 @@ Client::Stats ClientImpl::stats() const {
 Result<std::unique_ptr<Client>> Client::Connect(fabric::Fabric& fabric, std::string_view address,
                                                 ClientOptions options) {
   if (options.channels == 0 || options.channels > kMaxChannelsPerClient) {
-    return Status(Errc::kInvalidArgument, "rpc: channels must be 1.." + std::to_string(kMaxChannelsPerClient) +
-                                              ", not " + std::to_string(options.channels));
+    return Status(Errc::kInvalidArgument, "rpc: channels must be 1.." +
+                                              std::to_string(kMaxChannelsPerClient) + ", not " +
+                                              std::to_string(options.channels));
   }
   for (uint64_t* r : {&options.request_ring_bytes, &options.response_ring_bytes}) {
     if (*r < kMinRingBytes) {

@@ -35,7 +35,8 @@ std::optional<Renewal> CreditSender::MaybeRenew() noexcept {
   return r;
 }
 
-void CreditSender::OnServerState(uint64_t limit, bool active, bool answers_renewal, uint32_t credit_seq) noexcept {
+void CreditSender::OnServerState(uint64_t limit, bool active, bool answers_renewal,
+                                 uint32_t credit_seq) noexcept {
   if (limit > limit_) limit_ = limit;
   active_ = active;
   if (answers_renewal && pending_ && (credit_seq & kImmSeqMask) == seq_) pending_ = false;

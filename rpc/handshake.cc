@@ -106,7 +106,8 @@ std::string EncodeWelcome(const Welcome& wl) {
 
 Result<Welcome> DecodeWelcome(std::string_view bytes) {
   coding::Reader r(bytes.data(), bytes.size());
-  if (!CheckPreamble(r, kTypeWelcome)) return Bad("welcome", "not an rdmq RPC welcome (magic, type or version)");
+  if (!CheckPreamble(r, kTypeWelcome))
+    return Bad("welcome", "not an rdmq RPC welcome (magic, type or version)");
   Welcome wl;
   wl.error = r.LE<uint16_t>();
   if (!GetString(r, &wl.message, 65536)) return Bad("welcome", "truncated message");

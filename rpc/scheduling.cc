@@ -37,7 +37,8 @@ std::vector<uint32_t> DistributeActiveChannels(std::span<const ClientUsage> clie
     if (out[i] < cap) rems.push_back({i, rem});
   }
   // Channels lost to rounding down go to the largest remainders.
-  std::stable_sort(rems.begin(), rems.end(), [](const Rem& a, const Rem& b) { return a.remainder > b.remainder; });
+  std::stable_sort(rems.begin(), rems.end(),
+                   [](const Rem& a, const Rem& b) { return a.remainder > b.remainder; });
   for (const Rem& r : rems) {
     if (assigned >= max_active) break;
     if (r.remainder == 0) break;
@@ -51,7 +52,8 @@ uint32_t ChannelsForNewClient(std::span<const uint32_t> functioning_allotments, 
                               uint32_t max_active) {
   const uint32_t cap = std::max<uint32_t>(1, channels);
   if (functioning_allotments.empty()) return std::clamp<uint32_t>(max_active, 1, cap);
-  const uint64_t sum = std::accumulate(functioning_allotments.begin(), functioning_allotments.end(), uint64_t{0});
+  const uint64_t sum =
+      std::accumulate(functioning_allotments.begin(), functioning_allotments.end(), uint64_t{0});
   const uint64_t n = functioning_allotments.size();
   const uint64_t avg = (sum + n / 2) / n;
   return static_cast<uint32_t>(std::clamp<uint64_t>(avg, 1, cap));
@@ -117,7 +119,8 @@ std::vector<uint32_t> AssignThreads(std::span<const ThreadLoad> threads, std::sp
   return out;
 }
 
-bool PlacementBalanced(std::span<const ThreadLoad> threads, std::span<const uint32_t> active, double tolerance) {
+bool PlacementBalanced(std::span<const ThreadLoad> threads, std::span<const uint32_t> active,
+                       double tolerance) {
   if (active.empty()) return false;
   std::vector<uint64_t> load(active.size(), 0);
   uint64_t total = 0;

@@ -100,7 +100,8 @@ struct Task {
 
 class ServerImpl final : public Server {
  public:
-  ServerImpl(fabric::Fabric& fabric, const ServerOptions& o) : fabric_(fabric), opts_(o), max_aqp_(o.max_active_channels) {}
+  ServerImpl(fabric::Fabric& fabric, const ServerOptions& o)
+      : fabric_(fabric), opts_(o), max_aqp_(o.max_active_channels) {}
   ~ServerImpl() override { Stop(); }
 
   Status Init();
@@ -108,7 +109,9 @@ class ServerImpl final : public Server {
   Status Start() override;
   void Stop() override;
   void OnDisconnect(std::function<void(uint64_t)> fn) override { on_disconnect_ = std::move(fn); }
-  void Disconnect(uint64_t client_id) override { CloseConn(client_id, "closed by the server's owner", false); }
+  void Disconnect(uint64_t client_id) override {
+    CloseConn(client_id, "closed by the server's owner", false);
+  }
   void SetMaxActiveChannels(uint32_t n) override { max_aqp_.store(std::max<uint32_t>(1, n)); }
   Stats stats() const override;
   size_t clients() const override {
@@ -127,7 +130,8 @@ class ServerImpl final : public Server {
   void RefreshSnapshot();
   size_t ServeChannel(SChannel& ch, const std::shared_ptr<SChannel>& owner);
   void RunRequest(SChannel& ch, const std::shared_ptr<SChannel>& owner, const Entry& e);
-  void MakeResponse(const EntryMeta& req, const Status& s, std::string* body, uint64_t max_entry, OutResponse* out);
+  void MakeResponse(const EntryMeta& req, const Status& s, std::string* body, uint64_t max_entry,
+                    OutResponse* out);
   bool AnyReady();
 
   // Response side (all under ch.mu).
@@ -187,23 +191,26 @@ class ServerImpl final : public Server {
   std::vector<std::thread> workers_;
 
   struct Counters {
-    std::atomic<uint64_t> messages{0}, requests{0}, response_messages{0}, renewals_granted{0}, renewals_refused{0},
-        redistributions{0}, activations{0}, deactivations{0}, connections_accepted{0}, connections_closed{0},
-        protocol_errors{0}, unknown_handler{0}, parks{0};
+    std::atomic<uint64_t> messages{0}, requests{0}, response_messages{0}, renewals_granted{0},
+        renewals_refused{0}, redistributions{0}, activations{0}, deactivations{0}, connections_accepted{0},
+        connections_closed{0}, protocol_errors{0}, unknown_handler{0}, parks{0};
   };
   mutable Counters n_;
 };
 
 Status ServerImpl::Init() {
-  RDMQ_ASSIGN_OR_RETURN(wake_region_,
-                        fabric_.Allocate(kWakeRegionBytes, fabric::kLocalWrite | fabric::kRemoteRead | fabric::kRemoteAtomic));
+  RDMQ_ASSIGN_OR_RETURN(
+      wake_region_,
+      fabric_.Allocate(kWakeRegionBytes, fabric::kLocalWrite | fabric::kRemoteRead | fabric::kRemoteAtomic));
   // Every channel keeps kRecvsPerChannel receives posted (renewals, and doorbells on tcp/verbs).
-  RDMQ_ASSIGN_OR_RETURN(recv_cq_, fabric_.CreateCompletionQueue(static_cast<size_t>(opts_.max_channels) * kRecvsPerChannel));
+  RDMQ_ASSIGN_OR_RETURN(
+      recv_cq_, fabric_.CreateCompletionQueue(static_cast<size_t>(opts_.max_channels) * kRecvsPerChannel));
   return Status();
 }
 
 Status ServerImpl::RegisterHandler(uint16_t id, Handler fn, RunOn where) {
-  if (started_.load()) return Status(Errc::kFailedPrecondition, "rpc: register handlers before Server::Start");
+  if (started_.load())
+    return Status(Errc::kFailedPrecondition, "rpc: register handlers before Server::Start");
   if (!fn) return Status(Errc::kInvalidArgument, "rpc: empty handler for id " + std::to_string(id));
   if (!handlers_.emplace(id, HandlerEntry{std::move(fn), where}).second) {
     return Status(Errc::kAlreadyExists, "rpc: handler id " + std::to_string(id) + " is already registered");
@@ -285,10 +292,13 @@ Status ServerImpl::Refuse(fabric::Endpoint& ep, const Status& why) {
   return why;
 }
 
-void ServerImpl::Handshake(std::unique_ptr<fabric::Endpoint> ep, std::unique_ptr<fabric::CompletionQueue> cq) {
+void ServerImpl::Handshake(std::unique_ptr<fabric::Endpoint> ep,
+                           std::unique_ptr<fabric::CompletionQueue> cq) {
   auto msg = ep->RecvControl(opts_.handshake_timeout);
   if (!msg.ok()) {
-    RDMQ_LOG(kWarn, "rpc", "no handshake from a new connection").kv("peer", ep->peer()).kv("status", msg.status());
+    RDMQ_LOG(kWarn, "rpc", "no handshake from a new connection")
+        .kv("peer", ep->peer())
+        .kv("status", msg.status());
     ep->Close();
     return;
   }
@@ -299,13 +309,15 @@ void ServerImpl::Handshake(std::unique_ptr<fabric::Endpoint> ep, std::unique_ptr
     return;
   }
   const Hello& hello = *hello_r;
-  const std::string where = "channel " + std::to_string(hello.channel) + " of " + std::to_string(hello.channels);
+  const std::string where =
+      "channel " + std::to_string(hello.channel) + " of " + std::to_string(hello.channels);
   if (hello.channels == 0 || hello.channels > kMaxChannelsPerClient || hello.channel >= hello.channels) {
     (void)Refuse(*ep, Status(RpcErrc::kHandshake, where + ": bad channel numbers"));
     return;
   }
   if (hello.response_ring < kMinRingBytes || hello.response_ring % kMessageAlign != 0 ||
-      hello.response_ring > opts_.max_ring_bytes || hello.response_region.length < kControlPage + hello.response_ring ||
+      hello.response_ring > opts_.max_ring_bytes ||
+      hello.response_region.length < kControlPage + hello.response_ring ||
       hello.request_ring < kMinRingBytes) {
     (void)Refuse(*ep, Status(RpcErrc::kHandshake, where + ": bad ring sizes (request " +
                                                       std::to_string(hello.request_ring) + ", response " +
@@ -317,8 +329,9 @@ void ServerImpl::Handshake(std::unique_ptr<fabric::Endpoint> ep, std::unique_ptr
     std::lock_guard<std::mutex> g(reg_mu_);
     n = by_ep_.size();
     if (n >= opts_.max_channels) {
-      (void)Refuse(*ep, Status(Errc::kResourceExhausted, where + ": the server already serves " + std::to_string(n) +
-                                                         " channels (ServerOptions::max_channels)"));
+      (void)Refuse(
+          *ep, Status(Errc::kResourceExhausted, where + ": the server already serves " + std::to_string(n) +
+                                                    " channels (ServerOptions::max_channels)"));
       return;
     }
   }
@@ -345,8 +358,9 @@ void ServerImpl::Handshake(std::unique_ptr<fabric::Endpoint> ep, std::unique_ptr
     auto it = conns_.find(hello.client_id);
     if (it == conns_.end() || it->second->token != hello.token || it->second->nchannels != hello.channels ||
         it->second->channels[hello.channel] != nullptr) {
-      (void)Refuse(*ep, Status(RpcErrc::kHandshake, where + ": no such client " + std::to_string(hello.client_id) +
-                                                        " waiting for this channel (or a wrong token)"));
+      (void)Refuse(*ep,
+                   Status(RpcErrc::kHandshake, where + ": no such client " + std::to_string(hello.client_id) +
+                                                   " waiting for this channel (or a wrong token)"));
       return;
     }
     conn = it->second;
@@ -362,7 +376,8 @@ void ServerImpl::Handshake(std::unique_ptr<fabric::Endpoint> ep, std::unique_ptr
   auto fail = [&](const Status& s) {
     (void)Refuse(*ep, s.WithContext("rpc: setting up " + where + " of client " + std::to_string(conn->id)));
   };
-  auto req = fabric_.Allocate(kControlPage + ch->req_ring, fabric::kLocalWrite | fabric::kRemoteRead | fabric::kRemoteWrite);
+  auto req = fabric_.Allocate(kControlPage + ch->req_ring,
+                              fabric::kLocalWrite | fabric::kRemoteRead | fabric::kRemoteWrite);
   if (!req.ok()) return fail(req.status());
   ch->req_region = std::move(req).value();
   auto stg = fabric_.Allocate(ch->resp_ring + kControlPage, fabric::kLocalWrite);
@@ -526,8 +541,9 @@ size_t ServerImpl::ServeChannel(SChannel& ch, const std::shared_ptr<SChannel>& o
         ch.stalled = true;
         ch.stall_since = now;
       } else if (now - ch.stall_since > opts_.incomplete_message_timeout) {
-        error = std::string(pr.state == ProbeState::kBadHeader ? "bytes that are not a message header"
-                                                               : "a message whose trailing canary never arrived") +
+        error = std::string(pr.state == ProbeState::kBadHeader
+                                ? "bytes that are not a message header"
+                                : "a message whose trailing canary never arrived") +
                 " at request-ring position " + std::to_string(ch.reader->head()) + " for over " +
                 std::to_string(opts_.incomplete_message_timeout.count()) + " ms";
         protocol_error = true;
@@ -552,8 +568,8 @@ size_t ServerImpl::ServeChannel(SChannel& ch, const std::shared_ptr<SChannel>& o
     }
     if (!credit_ok) {
       error = Status(RpcErrc::kCreditViolation, std::to_string(h.count) + " requests at position " +
-                                                    std::to_string(h.position) + " exceed the granted limit " +
-                                                    std::to_string(limit))
+                                                    std::to_string(h.position) +
+                                                    " exceed the granted limit " + std::to_string(limit))
                   .ToString();
       protocol_error = true;
       break;
@@ -585,7 +601,8 @@ size_t ServerImpl::ServeChannel(SChannel& ch, const std::shared_ptr<SChannel>& o
     out_n_ = 0;
     if (!st.ok() && error.empty()) error = "writing responses failed: " + st.ToString();
   }
-  if (!error.empty()) CloseConn(ch.client_id, "channel " + std::to_string(ch.index) + ": " + error, protocol_error);
+  if (!error.empty())
+    CloseConn(ch.client_id, "channel " + std::to_string(ch.index) + ": " + error, protocol_error);
   return messages;
 }
 
@@ -619,12 +636,14 @@ void ServerImpl::RunRequest(SChannel& ch, const std::shared_ptr<SChannel>& owner
         .kv("channel", ch.index)
         .kv("handler", e.meta.handler);
     OutResponse& o = out_[out_n_++];
-    o.meta = EntryMeta{0, e.meta.handler, static_cast<uint16_t>(WireStatus::kUnknownHandler), e.meta.thread, e.meta.seq};
+    o.meta = EntryMeta{0, e.meta.handler, static_cast<uint16_t>(WireStatus::kUnknownHandler), e.meta.thread,
+                       e.meta.seq};
     o.data.clear();
     return;
   }
   if (it->second.where == RunOn::kWorkerPool) {
-    Task t{owner, e.meta, std::string(reinterpret_cast<const char*>(e.data.data()), e.data.size()), &it->second};
+    Task t{owner, e.meta, std::string(reinterpret_cast<const char*>(e.data.data()), e.data.size()),
+           &it->second};
     {
       std::lock_guard<std::mutex> g(wq_mu_);
       wq_.push_back(std::move(t));
@@ -657,7 +676,8 @@ bool ServerImpl::ReserveResponse(SChannel& ch, uint64_t len, RingProducer::Place
   *err = ch.sq->ReadSync(rd, now + std::chrono::seconds(5));
   if (!err->ok()) return false;
   if (!ch.prod->UpdateHead(coding::LoadLE<uint64_t>(ch.scratch() + kScratchHead))) {
-    *err = Status(RpcErrc::kCorruptMessage, "the client's response-ring head is beyond what the server wrote");
+    *err =
+        Status(RpcErrc::kCorruptMessage, "the client's response-ring head is beyond what the server wrote");
     return false;
   }
   if (auto p = ch.prod->Reserve(len)) {
@@ -667,8 +687,8 @@ bool ServerImpl::ReserveResponse(SChannel& ch, uint64_t len, RingProducer::Place
   return false;
 }
 
-ServerImpl::WriteResult ServerImpl::WriteMessage(SChannel& ch, OutResponse* r, size_t n, bool control, bool answer,
-                                                 Status* err) {
+ServerImpl::WriteResult ServerImpl::WriteMessage(SChannel& ch, OutResponse* r, size_t n, bool control,
+                                                 bool answer, Status* err) {
   uint64_t bytes = 0;
   for (size_t i = 0; i < n; ++i) bytes += EntryBytes(r[i].data.size());
   const uint64_t len = MessageLength(bytes);
@@ -682,20 +702,21 @@ ServerImpl::WriteResult ServerImpl::WriteMessage(SChannel& ch, OutResponse* r, s
   }
   MessageHeader h;
   h.canary = NextCanary(&ch.canary_state);
-  h.flags = static_cast<uint8_t>(kFlagResponse | (ch.credit.active() ? kFlagActive : 0) | (answer ? kFlagCredit : 0));
+  h.flags = static_cast<uint8_t>(kFlagResponse | (ch.credit.active() ? kFlagActive : 0) |
+                                 (answer ? kFlagCredit : 0));
   h.position = pl.position;
   h.credit_seq = ch.last_credit_seq;
   h.peer_head = ch.head_pub.load(std::memory_order_acquire);
   h.credit_limit = ch.credit.limit();
   mb.Finish(h);
   if (pl.pad_length > 0) {
-    BuildPad(stage + pl.pad_position % ch.resp_ring, pl.pad_length, pl.pad_position, NextCanary(&ch.canary_state),
-             kFlagResponse);
+    BuildPad(stage + pl.pad_position % ch.resp_ring, pl.pad_length, pl.pad_position,
+             NextCanary(&ch.canary_state), kFlagResponse);
   }
   const bool imm = ch.client_wake->mapped() == nullptr;
   WorkRequest wrs[4];
-  const size_t nw =
-      MessageWrites(pl, ch.resp_ring, mb.used(), static_cast<uint32_t>(len), *ch.staging, *ch.resp_remote, kControlPage, imm, wrs);
+  const size_t nw = MessageWrites(pl, ch.resp_ring, mb.used(), static_cast<uint32_t>(len), *ch.staging,
+                                  *ch.resp_remote, kControlPage, imm, wrs);
   *err = ch.sq->Post(std::span<WorkRequest>(wrs, nw));
   if (err->ok() && !imm) {
     bool woke = false;
@@ -722,7 +743,8 @@ Status ServerImpl::SendResponses(SChannel& ch, OutResponse* r, size_t n) {
   while (i < n) {
     uint64_t bytes = 0;
     size_t j = i;
-    while (j < n && MessageLength(bytes + EntryBytes(r[j].data.size())) <= max_msg) bytes += EntryBytes(r[j++].data.size());
+    while (j < n && MessageLength(bytes + EntryBytes(r[j].data.size())) <= max_msg)
+      bytes += EntryBytes(r[j++].data.size());
     Status err;
     // A pending credit answer rides on this message.
     const bool answer = ch.answer_pending;
@@ -754,7 +776,8 @@ Status ServerImpl::FlushBacklog(SChannel& ch) {
     batch.reserve(j);
     for (size_t k = 0; k < j; ++k) batch.push_back(std::move(ch.backlog[k]));
     Status err;
-    const WriteResult w = WriteMessage(ch, batch.data(), batch.size(), ch.control_pending, ch.answer_pending, &err);
+    const WriteResult w =
+        WriteMessage(ch, batch.data(), batch.size(), ch.control_pending, ch.answer_pending, &err);
     if (w == WriteResult::kError) return err;
     if (w == WriteResult::kNoRoom) {
       for (size_t k = 0; k < j; ++k) ch.backlog[k] = std::move(batch[k]);
@@ -814,14 +837,17 @@ void ServerImpl::SchedulerLoop() {
         if (!ch) continue;
         if (c.status) {
           if (!ch->closed.load()) {
-            CloseConn(ch->client_id, "receive on channel " + std::to_string(ch->index) + " failed: " +
-                                         Status(c.status).ToString(), false);
+            CloseConn(
+                ch->client_id,
+                "receive on channel " + std::to_string(ch->index) + " failed: " + Status(c.status).ToString(),
+                false);
           }
           continue;
         }
         Imm imm;
         if (!c.has_imm || !DecodeImm(c.imm, &imm)) {
-          CloseConn(ch->client_id, "channel " + std::to_string(ch->index) + ": unexpected receive without a valid immediate",
+          CloseConn(ch->client_id,
+                    "channel " + std::to_string(ch->index) + ": unexpected receive without a valid immediate",
                     true);
           continue;
         }
@@ -851,7 +877,8 @@ void ServerImpl::SchedulerLoop() {
         }
         failed |= ch->closed.load();
       }
-      if (failed) CloseConn(ch->client_id, "channel " + std::to_string(ch->index) + ": posting receives failed", false);
+      if (failed)
+        CloseConn(ch->client_id, "channel " + std::to_string(ch->index) + ": posting receives failed", false);
     }
     touched.clear();
     // Dekker with the parking dispatcher: the message landed before its immediate arrived.
@@ -951,7 +978,10 @@ void ServerImpl::CloseConn(uint64_t client_id, const std::string& why, bool prot
         .kv("peer", conn->peer)
         .kv("why", why);
   } else {
-    RDMQ_LOG(kInfo, "rpc", "connection closed").kv("client_id", client_id).kv("peer", conn->peer).kv("why", why);
+    RDMQ_LOG(kInfo, "rpc", "connection closed")
+        .kv("client_id", client_id)
+        .kv("peer", conn->peer)
+        .kv("why", why);
   }
   for (const auto& ch : conn->channels) {
     if (!ch) continue;

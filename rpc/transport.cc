@@ -16,8 +16,8 @@ uint64_t RandomSeed() noexcept {
 
 Status SendQueue::Handle(const fabric::Completion& c) {
   if (c.status) {
-    return Status(c.status, std::string("endpoint to ") + ep_->peer() + ": " + std::string(fabric::OpcodeName(c.opcode)) +
-                                " failed");
+    return Status(c.status, std::string("endpoint to ") + ep_->peer() + ": " +
+                                std::string(fabric::OpcodeName(c.opcode)) + " failed");
   }
   if (c.tag == kTagSignal) {
     if (!marks_.empty()) {
@@ -90,7 +90,8 @@ Status SendQueue::ReadSync(fabric::WorkRequest read, Clock::time_point deadline)
       }
     }
     if (read_done_) break;
-    if (Clock::now() >= deadline) return Status(Errc::kTimeout, "READ of the peer's ring head at " + ep_->peer());
+    if (Clock::now() >= deadline)
+      return Status(Errc::kTimeout, "READ of the peer's ring head at " + ep_->peer());
     if (!ep_->connected()) return Status(fabric::FabricErrc::kPeerGone, "endpoint to " + ep_->peer());
     if (spins > 100) std::this_thread::yield();
   }

@@ -83,8 +83,8 @@ class SendQueue {
   uint32_t signal_every_;
   uint32_t since_signal_ = 0;
   uint64_t posted_ = 0;
-  uint64_t completed_ = 0;       // every request up to this count has completed
-  std::deque<uint64_t> marks_;   // post counts of the outstanding signalled requests
+  uint64_t completed_ = 0;      // every request up to this count has completed
+  std::deque<uint64_t> marks_;  // post counts of the outstanding signalled requests
   bool read_done_ = false;
 };
 
@@ -107,12 +107,16 @@ Status RingDoorbellIfParked(SendQueue& sq, fabric::RemoteRegion& wake, const fab
 
 // The parked flag of a local wake region.
 inline void SetParked(fabric::Region& wake, uint64_t v) noexcept {
-  std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(wake.data() + kParkedOffset)).store(v, std::memory_order_seq_cst);
+  std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(wake.data() + kParkedOffset))
+      .store(v, std::memory_order_seq_cst);
 }
-inline uint64_t Doorbell(const fabric::Region& wake) noexcept { return LoadAcquire64(wake.data() + kDoorbellOffset); }
+inline uint64_t Doorbell(const fabric::Region& wake) noexcept {
+  return LoadAcquire64(wake.data() + kDoorbellOffset);
+}
 // Wakes the local poller sleeping on `wake` (from another thread of this process).
 inline void WakeLocal(fabric::Region& wake) noexcept {
-  std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(wake.data() + kDoorbellOffset)).fetch_add(1, std::memory_order_seq_cst);
+  std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(wake.data() + kDoorbellOffset))
+      .fetch_add(1, std::memory_order_seq_cst);
   wake.Wake(kDoorbellOffset);
 }
 

@@ -25,7 +25,8 @@ void FutexWake(std::atomic<uint32_t>* word, int count) noexcept {
   ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE, count, nullptr, nullptr, 0);
 }
 
-uint32_t Signal::WaitWhile(uint32_t expected, std::chrono::steady_clock::time_point deadline, int spins) noexcept {
+uint32_t Signal::WaitWhile(uint32_t expected, std::chrono::steady_clock::time_point deadline,
+                           int spins) noexcept {
   for (int i = 0; i < spins; ++i) {
     const uint32_t v = value();
     if (v != expected) return v;

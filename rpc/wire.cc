@@ -53,7 +53,8 @@ uint32_t MessageBuilder::Finish(MessageHeader h) noexcept {
   return h.length;
 }
 
-void BuildPad(std::byte* out, uint32_t length, uint64_t position, uint64_t canary, uint8_t extra_flags) noexcept {
+void BuildPad(std::byte* out, uint32_t length, uint64_t position, uint64_t canary,
+              uint8_t extra_flags) noexcept {
   MessageHeader h;
   h.canary = canary;
   h.flags = static_cast<uint8_t>(kFlagPad | extra_flags);
@@ -89,7 +90,8 @@ bool MessageView::Cursor::Next(Entry* e) noexcept {
   return true;
 }
 
-Result<MessageView> ParseMessage(std::span<const std::byte> bytes, uint64_t expected_position, bool response) {
+Result<MessageView> ParseMessage(std::span<const std::byte> bytes, uint64_t expected_position,
+                                 bool response) {
   const auto where = [&] { return "message at ring position " + std::to_string(expected_position); };
   if (bytes.size() < kMinMessage || bytes.size() % kMessageAlign != 0) {
     return Corrupt(where() + ": " + std::to_string(bytes.size()) + " bytes is not a valid message length");
@@ -115,7 +117,8 @@ Result<MessageView> ParseMessage(std::span<const std::byte> bytes, uint64_t expe
   }
   if ((h.flags & ~kKnownFlags) != 0) return Corrupt(where() + ": unknown flags " + std::to_string(h.flags));
   if (((h.flags & kFlagResponse) != 0) != response) {
-    return Corrupt(where() + (response ? ": a request in a response ring" : ": a response in a request ring"));
+    return Corrupt(where() +
+                   (response ? ": a request in a response ring" : ": a response in a request ring"));
   }
   if (!response && (h.flags & (kFlagCredit | kFlagActive)) != 0) {
     return Corrupt(where() + ": credit flags on a request");
@@ -124,8 +127,8 @@ Result<MessageView> ParseMessage(std::span<const std::byte> bytes, uint64_t expe
   // Entries must lie within [kHeaderSize, length - kCanarySize).
   const uint64_t end = h.length - kCanarySize;
   if (h.count > (end - kHeaderSize) / kMetaSize) {
-    return Corrupt(where() + ": count " + std::to_string(h.count) + " cannot fit in " + std::to_string(h.length) +
-                   " bytes");
+    return Corrupt(where() + ": count " + std::to_string(h.count) + " cannot fit in " +
+                   std::to_string(h.length) + " bytes");
   }
   uint64_t off = kHeaderSize;
   for (uint32_t i = 0; i < h.count; ++i) {

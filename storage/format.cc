@@ -194,7 +194,8 @@ Result<PartitionSlot> ReadPartitionSlot(const void* slot, std::chrono::nanosecon
     // StorePartitionSlot. A busy or changed generation means an update was in progress.
     const uint64_t gen = std::atomic_ref<uint64_t>(words[0]).load(std::memory_order_acquire);
     if ((gen & kSlotBusyBit) != 0) {
-      last = Status(StorageErrc::kSlotBusy, "partition slot stayed mid-update (is the storage node stopped?)");
+      last =
+          Status(StorageErrc::kSlotBusy, "partition slot stayed mid-update (is the storage node stopped?)");
       continue;
     }
     alignas(8) std::byte snap[kSlotSize];

@@ -36,7 +36,14 @@ RunOptions Quiet() {
 }
 
 // What a faulty producer does to the records it is given.
-enum class Fault { kNone, kDropEvery100, kDuplicateEvery100, kFailSendAt50, kAckErrorEvery10, kFailOpenConsumer };
+enum class Fault {
+  kNone,
+  kDropEvery100,
+  kDuplicateEvery100,
+  kFailSendAt50,
+  kAckErrorEvery10,
+  kFailOpenConsumer
+};
 
 class FaultyProducer final : public ProducerClient {
  public:
@@ -44,7 +51,8 @@ class FaultyProducer final : public ProducerClient {
       : inner_(std::move(inner)), sink_(sink), fault_(fault) {}
   Status Send(int partition, std::span<const std::byte> payload, uint64_t tag) override {
     ++n_;
-    if (fault_ == Fault::kFailSendAt50 && n_ == 50) return Status(Errc::kUnavailable, "injected send failure");
+    if (fault_ == Fault::kFailSendAt50 && n_ == 50)
+      return Status(Errc::kUnavailable, "injected send failure");
     if (fault_ == Fault::kDropEvery100 && n_ % 100 == 0) {
       sink_->OnAck(tag, Status::Ok());  // claims success, never stored
       return Status::Ok();
@@ -100,7 +108,8 @@ class FaultySystem final : public System {
   }
   Result<std::unique_ptr<ConsumerClient>> OpenConsumer(int index, const std::vector<int>& partitions,
                                                        RecordSink* sink) override {
-    if (fault_ == Fault::kFailOpenConsumer) return Status(Errc::kUnavailable, "injected: consumer cannot connect");
+    if (fault_ == Fault::kFailOpenConsumer)
+      return Status(Errc::kUnavailable, "injected: consumer cannot connect");
     return inner_->OpenConsumer(index, partitions, sink);
   }
   Status Cleanup() override { return inner_->Cleanup(); }
@@ -142,7 +151,12 @@ TEST_CASE("workload validation names the option", "[bench][driver]") {
   bad([](Workload& x) { x.acks = 2; }, "--acks");
   bad([](Workload& x) { x.mode = "both"; }, "--mode");
   bad([](Workload& x) { x.consumers = 2; }, "--consumers");
-  bad([](Workload& x) { x.system = "rdmq"; x.producers = 2; }, "--mode exclusive");
+  bad(
+      [](Workload& x) {
+        x.system = "rdmq";
+        x.producers = 2;
+      },
+      "--mode exclusive");
 }
 
 TEST_CASE("every partition has a producer and exactly one consumer", "[bench][driver]") {
@@ -182,7 +196,8 @@ TEST_CASE("threads: every record produced is acknowledged and consumed once", "[
     int producers, consumers, partitions;
     uint32_t window;
   };
-  for (Shape s : {Shape{1, 1, 1, 1}, Shape{1, 1, 1, 1000}, Shape{2, 2, 4, 16}, Shape{3, 1, 2, 100}, Shape{4, 0, 4, 8}}) {
+  for (Shape s : {Shape{1, 1, 1, 1}, Shape{1, 1, 1, 1000}, Shape{2, 2, 4, 16}, Shape{3, 1, 2, 100},
+                  Shape{4, 0, 4, 8}}) {
     Workload w = MemWorkload(s.producers, s.consumers, s.partitions, 5000);
     w.window = s.window;
     auto sys = MakeMemSystem(w);

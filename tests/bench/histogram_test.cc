@@ -65,7 +65,8 @@ TEST_CASE("percentiles of random samples are within the bucket precision", "[ben
       const uint64_t exact = v[std::max<size_t>(rank, 1) - 1];
       const uint64_t got = h.Percentile(p);
       INFO("p" << p << " exact " << exact << " got " << got);
-      REQUIRE(std::abs(static_cast<double>(got) - static_cast<double>(exact)) <= static_cast<double>(exact) / 64 + 1);
+      REQUIRE(std::abs(static_cast<double>(got) - static_cast<double>(exact)) <=
+              static_cast<double>(exact) / 64 + 1);
     }
     REQUIRE(h.max() == v.back());
     REQUIRE(h.min() == v.front());

@@ -56,9 +56,10 @@ TEST_CASE("rdmq-bench mem run with threads: counts, JSON and plot", "[bench][smo
   rdmq::test::TempDir dir;
   const std::string json = (dir / "r.json").string(), png = (dir / "r.png").string();
   std::string out;
-  const int rc = Run(BenchBinary() + " run --system mem -p 2 -c 2 --partitions 4 -n 20000 -s 100 --progress plain --json " +
-                         json + " --plot " + png,
-                     &out);
+  const int rc = Run(
+      BenchBinary() + " run --system mem -p 2 -c 2 --partitions 4 -n 20000 -s 100 --progress plain --json " +
+          json + " --plot " + png,
+      &out);
   INFO(out);
   // Without gnuplot the plot step fails (exit 1) after writing the JSON; the counts still count.
   const bool have_gnuplot = std::system("command -v gnuplot >/dev/null 2>&1") == 0;
@@ -80,9 +81,10 @@ TEST_CASE("rdmq-bench mem run with processes, one record in flight", "[bench][sm
   rdmq::test::TempDir dir;
   const std::string json = (dir / "r.json").string();
   std::string out;
-  const int rc = Run(BenchBinary() + " --system mem --procs -p 2 -c 1 --partitions 2 -n 5000 -w 1 --progress none --json " +
-                         json,
-                     &out);
+  const int rc =
+      Run(BenchBinary() +
+              " --system mem --procs -p 2 -c 1 --partitions 2 -n 5000 -w 1 --progress none --json " + json,
+          &out);
   INFO(out);
   REQUIRE(rc == 0);
   Result<nlohmann::json> j = ReadJson(json);
@@ -97,13 +99,15 @@ bool HaveBroker() {
 }
 
 TEST_CASE("rdmq-bench rdmq run against its own broker: threads, exclusive producers", "[bench][smoke]") {
-  if (!HaveBinary() || !HaveBroker()) RDMQ_SKIP("rdmq-bench or rdmq-broker is not built beside " + BenchBinary());
+  if (!HaveBinary() || !HaveBroker())
+    RDMQ_SKIP("rdmq-bench or rdmq-broker is not built beside " + BenchBinary());
   rdmq::test::TempDir dir;
   const std::string json = (dir / "r.json").string();
   std::string out;
-  const int rc = Run(BenchBinary() + " --system rdmq --start-broker --broker-dir " + (dir / "broker").string() +
-                         " -p 2 -c 2 --partitions 2 -n 20000 -s 100 --progress plain --json " + json,
-                     &out);
+  const int rc =
+      Run(BenchBinary() + " --system rdmq --start-broker --broker-dir " + (dir / "broker").string() +
+              " -p 2 -c 2 --partitions 2 -n 20000 -s 100 --progress plain --json " + json,
+          &out);
   INFO(out);
   REQUIRE(rc == 0);
   Result<nlohmann::json> j = ReadJson(json);
@@ -113,14 +117,17 @@ TEST_CASE("rdmq-bench rdmq run against its own broker: threads, exclusive produc
 }
 
 TEST_CASE("rdmq-bench rdmq run: processes, one record in flight", "[bench][smoke]") {
-  if (!HaveBinary() || !HaveBroker()) RDMQ_SKIP("rdmq-bench or rdmq-broker is not built beside " + BenchBinary());
+  if (!HaveBinary() || !HaveBroker())
+    RDMQ_SKIP("rdmq-bench or rdmq-broker is not built beside " + BenchBinary());
   rdmq::test::TempDir dir;
   const std::string json = (dir / "r.json").string();
   std::string out;
-  const int rc = Run(BenchBinary() + " --system rdmq --start-broker --broker-dir " + (dir / "broker").string() +
-                         " --procs -p 2 -c 1 --partitions 2 --durability visibility -n 3000 -w 1"
-                         " --progress none --json " + json,
-                     &out);
+  const int rc =
+      Run(BenchBinary() + " --system rdmq --start-broker --broker-dir " + (dir / "broker").string() +
+              " --procs -p 2 -c 1 --partitions 2 --durability visibility -n 3000 -w 1"
+              " --progress none --json " +
+              json,
+          &out);
   INFO(out);
   REQUIRE(rc == 0);
   Result<nlohmann::json> j = ReadJson(json);

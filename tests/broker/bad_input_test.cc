@@ -3,7 +3,6 @@
 // Each must get a clear error, leave every stored byte as it was, and the broker must keep
 // serving everyone else.
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -45,8 +44,8 @@ class RawClient {
   }
   client::Connection& conn() { return *conn_; }
 
-  Result<protocol::LeaseResponse> Open(const std::string& topic, int32_t partition, protocol::ProduceMode mode,
-                                       int64_t pid = -1, int16_t epoch = 0) {
+  Result<protocol::LeaseResponse> Open(const std::string& topic, int32_t partition,
+                                       protocol::ProduceMode mode, int64_t pid = -1, int16_t epoch = 0) {
     protocol::OpenProduceRequest req;
     req.topic = topic;
     req.partition = partition;
@@ -204,7 +203,8 @@ void StillServes(const BrokerProcess& b, const std::string& topic) {
   FAIL("the record produced after the bad input was not consumed");
 }
 
-E2E_BOTH(UnknownNames, "unknown topics and partitions get UNKNOWN_TOPIC / UNKNOWN_PARTITION", "[e2e][bad-input]") {
+E2E_BOTH(UnknownNames, "unknown topics and partitions get UNKNOWN_TOPIC / UNKNOWN_PARTITION",
+         "[e2e][bad-input]") {
   TempDir dir;
   START_BROKER(broker, dir, fabric);
   auto admin = Admin(broker);
@@ -242,13 +242,14 @@ E2E_BOTH(UnknownNames, "unknown topics and partitions get UNKNOWN_TOPIC / UNKNOW
   RawClient raw(broker.Options());
   CHECK(raw.Open("nope", 0, protocol::ProduceMode::kExclusive).status().is(WireError::kUnknownTopic));
   CHECK(raw.Open("t", -1, protocol::ProduceMode::kExclusive).status().is(WireError::kUnknownPartition));
-  auto lo = raw.conn().Call<protocol::ListOffsetsResponse>(Api::kListOffsets,
-                                                          protocol::ListOffsetsRequest{"t", 0, protocol::kListOffset, 5});
+  auto lo = raw.conn().Call<protocol::ListOffsetsResponse>(
+      Api::kListOffsets, protocol::ListOffsetsRequest{"t", 0, protocol::kListOffset, 5});
   CHECK(lo.status().is(WireError::kOffsetOutOfRange));
   StillServes(broker, "t");
 }
 
-E2E_BOTH(Oversized, "an oversized record is refused with RECORD_TOO_LARGE and changes nothing", "[e2e][bad-input]") {
+E2E_BOTH(Oversized, "an oversized record is refused with RECORD_TOO_LARGE and changes nothing",
+         "[e2e][bad-input]") {
   TempDir dir;
   START_BROKER(broker, dir, fabric);
   auto admin = Admin(broker);
@@ -313,22 +314,24 @@ E2E_BOTH(InvalidConfigs, "invalid configs are refused, naming the key", "[e2e][b
   StillServes(broker, "t");
 }
 
-E2E_BOTH(MalformedRpc, "malformed RPCs get INVALID_REQUEST and the broker keeps serving", "[e2e][bad-input]") {
+E2E_BOTH(MalformedRpc, "malformed RPCs get INVALID_REQUEST and the broker keeps serving",
+         "[e2e][bad-input]") {
   TempDir dir;
   START_BROKER(broker, dir, fabric);
   auto admin = Admin(broker);
   REQUIRE_OK(admin->CreateTopic("t", {}));
   RawClient raw(broker.Options());
-  const std::vector<Api> apis = {Api::kHello,        Api::kCreateTopic, Api::kDeleteTopic,   Api::kDescribeTopic,
-                                 Api::kListTopics,   Api::kAlterTopic,  Api::kInitProducerId, Api::kOpenProduce,
-                                 Api::kRenewLease,   Api::kReleaseLease, Api::kCommit,       Api::kOpenConsume,
-                                 Api::kGetSegment,   Api::kListOffsets, Api::kWatch};
+  const std::vector<Api> apis = {
+      Api::kHello,      Api::kCreateTopic,    Api::kDeleteTopic, Api::kDescribeTopic, Api::kListTopics,
+      Api::kAlterTopic, Api::kInitProducerId, Api::kOpenProduce, Api::kRenewLease,    Api::kReleaseLease,
+      Api::kCommit,     Api::kOpenConsume,    Api::kGetSegment,  Api::kListOffsets,   Api::kWatch};
   std::mt19937_64 rng(TestSeed());
   for (Api api : apis) {
     for (int trial = 0; trial < 20; ++trial) {
       std::string junk(rng() % 64, '\0');
       for (auto& ch : junk) ch = static_cast<char>(rng());
-      if (api == Api::kListTopics || api == Api::kInitProducerId) junk.push_back('x');  // empty bodies are valid
+      if (api == Api::kListTopics || api == Api::kInitProducerId)
+        junk.push_back('x');  // empty bodies are valid
       auto r = raw.conn().CallRaw(api, junk);
       REQUIRE_OK(r);
       coding::Reader rd(std::as_bytes(std::span(r->data(), r->size())));
@@ -367,8 +370,8 @@ E2E_BOTH(StaleLocation, "stale segments and leases get STALE_LOCATION / LEASE_EX
   REQUIRE_OK(ack);
   CHECK(ack->error == 0);
   // Roll: the lease moves to a new segment.
-  auto renewed = raw.conn().Call<protocol::LeaseResponse>(Api::kRenewLease,
-                                                          protocol::LeaseRequest{lease->lease_id, protocol::kRenewRoll});
+  auto renewed = raw.conn().Call<protocol::LeaseResponse>(
+      Api::kRenewLease, protocol::LeaseRequest{lease->lease_id, protocol::kRenewRoll});
   REQUIRE_OK(renewed);
   CHECK(renewed->segment.base_offset == 3);
   // A commit naming the old segment.
@@ -376,17 +379,21 @@ E2E_BOTH(StaleLocation, "stale segments and leases get STALE_LOCATION / LEASE_EX
       Api::kCommit, protocol::CommitRequest{lease->lease_id, first_segment, 4096, 10, -1});
   CHECK(c.status().is(WireError::kStaleLocation));
   // A segment that does not exist.
-  auto g = raw.conn().Call<protocol::GetSegmentResponse>(Api::kGetSegment, protocol::GetSegmentRequest{"t", 0, 12345});
+  auto g = raw.conn().Call<protocol::GetSegmentResponse>(Api::kGetSegment,
+                                                         protocol::GetSegmentRequest{"t", 0, 12345});
   CHECK(g.status().is(WireError::kStaleLocation));
   CHECK(g.status().ToString().find("12345") != std::string::npos);
   // A lease that was released.
-  REQUIRE_OK((raw.conn().Call<protocol::Empty>(Api::kReleaseLease, protocol::LeaseRequest{lease->lease_id, 0})));
-  auto again = raw.conn().Call<protocol::LeaseResponse>(Api::kRenewLease, protocol::LeaseRequest{lease->lease_id, 0});
+  REQUIRE_OK(
+      (raw.conn().Call<protocol::Empty>(Api::kReleaseLease, protocol::LeaseRequest{lease->lease_id, 0})));
+  auto again =
+      raw.conn().Call<protocol::LeaseResponse>(Api::kRenewLease, protocol::LeaseRequest{lease->lease_id, 0});
   CHECK(again.status().is(WireError::kLeaseExpired));
   StillServes(broker, "t");
 }
 
-E2E_BOTH(ExpiredCredit, "a write with an expired credit fails and changes no stored byte", "[e2e][bad-input]") {
+E2E_BOTH(ExpiredCredit, "a write with an expired credit fails and changes no stored byte",
+         "[e2e][bad-input]") {
   TempDir dir;
   START_BROKER(broker, dir, fabric, {"lease.ms=200"});
   auto admin = Admin(broker);
@@ -412,12 +419,14 @@ E2E_BOTH(ExpiredCredit, "a write with an expired credit fails and changes no sto
   CHECK((s.is(Errc::kPermissionDenied) || s.is(Errc::kUnavailable)));
   std::this_thread::sleep_for(100ms);
   CHECK(Committed(broker, "t", 0) == before);
-  auto renew = raw.conn().Call<protocol::LeaseResponse>(Api::kRenewLease, protocol::LeaseRequest{lease->lease_id, 0});
+  auto renew =
+      raw.conn().Call<protocol::LeaseResponse>(Api::kRenewLease, protocol::LeaseRequest{lease->lease_id, 0});
   CHECK(renew.status().is(WireError::kLeaseExpired));
   StillServes(broker, "t");
 }
 
-E2E_BOTH(CorruptAndDuplicate, "corrupt batches are refused; duplicate sequences are dropped", "[e2e][bad-input]") {
+E2E_BOTH(CorruptAndDuplicate, "corrupt batches are refused; duplicate sequences are dropped",
+         "[e2e][bad-input]") {
   TempDir dir;
   START_BROKER(broker, dir, fabric);
   auto admin = Admin(broker);
@@ -472,8 +481,8 @@ E2E_BOTH(CorruptAndDuplicate, "corrupt batches are refused; duplicate sequences 
     REQUIRE_OK(pos);
     REQUIRE_OK(raw.Write(*pos, bytes, false));
     return raw.conn().Call<protocol::CommitResponse>(
-        Api::kCommit,
-        protocol::CommitRequest{sl->lease_id, sl->segment.base_offset, *pos, static_cast<uint32_t>(bytes.size()), -1});
+        Api::kCommit, protocol::CommitRequest{sl->lease_id, sl->segment.base_offset, *pos,
+                                              static_cast<uint32_t>(bytes.size()), -1});
   };
   const std::string s0 = Batch(-1, 5, pid->producer_id, pid->producer_epoch, 0);
   auto c0 = produce(s0);

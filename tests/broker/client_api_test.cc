@@ -2,7 +2,6 @@
 // acks=0, linger, Seek/SeekToEnd/Position/OffsetForTime, Wakeup, a waiting consumer, and the
 // daemon's command line.
 #include <catch2/catch.hpp>
-
 #include <cstdlib>
 #include <fstream>
 #include <map>

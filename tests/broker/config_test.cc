@@ -1,6 +1,7 @@
+#include "rdmq/broker/config.h"
+
 #include <catch2/catch.hpp>
 
-#include "rdmq/broker/config.h"
 #include "support/test_util.h"
 
 namespace rdmq::broker {
@@ -21,7 +22,8 @@ TEST_CASE("JSON files and overrides use Kafka's broker key names", "[config]") {
   BrokerConfig c;
   REQUIRE_OK(ApplyJson(&c, R"({"data.dir": "/var/lib/rdmq", "num.partitions": 6,
                                "log.retention.ms": "60000", "durability": "visibility",
-                               "lease.ms": 2000})", "broker.json"));
+                               "lease.ms": 2000})",
+                       "broker.json"));
   CHECK(c.data_dir == "/var/lib/rdmq");
   CHECK(c.topic_defaults.partitions == 6);
   CHECK(c.topic_defaults.retention_ms == 60000);
@@ -43,7 +45,8 @@ TEST_CASE("bad settings name the key and what is accepted", "[config]") {
   CHECK(s.ToString().find("fabric=rdma: must be shm, tcp or verbs") != std::string::npos);
   CHECK(ApplySetting(&c, "num.partitions=0").ToString().find("num.partitions=0") != std::string::npos);
   CHECK(ApplySetting(&c, "lease.ms=5").is(Errc::kInvalidArgument));
-  CHECK(ApplySetting(&c, "no.such.key=1").ToString().find("unknown config key 'no.such.key'") != std::string::npos);
+  CHECK(ApplySetting(&c, "no.such.key=1").ToString().find("unknown config key 'no.such.key'") !=
+        std::string::npos);
   CHECK(ApplySetting(&c, "novalue").is(Errc::kInvalidArgument));
   CHECK(ApplyJson(&c, "{", "x.json").ToString().find("x.json: not valid JSON") != std::string::npos);
   CHECK(ApplyJson(&c, R"({"lease.ms": 1.5})", "x.json").is(Errc::kInvalidArgument));

@@ -27,7 +27,9 @@ using namespace rdmq;
 namespace {
 
 int Usage() {
-  std::fprintf(stderr, "usage: rdmq_e2e_peer produce BOOTSTRAP TOPIC TAG COUNT [k=v...] | reserve BOOTSTRAP TOPIC PART BYTES\n");
+  std::fprintf(stderr,
+               "usage: rdmq_e2e_peer produce BOOTSTRAP TOPIC TAG COUNT [k=v...] | reserve BOOTSTRAP TOPIC "
+               "PART BYTES\n");
   return 2;
 }
 

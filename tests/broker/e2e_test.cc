@@ -1,7 +1,6 @@
 // End-to-end tests: a real rdmq-broker process, producers and consumers in this process (and in
 // child processes where a test kills them), on the shm and tcp fabrics.
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -40,8 +39,9 @@ ProducerConfig PConfig(const BrokerProcess& b) {
   return c;
 }
 
-producer::ProducerRecord MakeRecord(std::string_view topic, int32_t partition, std::optional<std::string_view> key,
-                            std::optional<std::string_view> value) {
+producer::ProducerRecord MakeRecord(std::string_view topic, int32_t partition,
+                                    std::optional<std::string_view> key,
+                                    std::optional<std::string_view> value) {
   producer::ProducerRecord r;
   r.topic = topic;
   r.partition = partition;
@@ -55,7 +55,6 @@ ConsumerConfig CConfig(const BrokerProcess& b) {
   c.client = b.Options();
   return c;
 }
-
 
 // ---------------------------------------------------------------------------------------------
 // Shared helpers for the multi-process tests.
@@ -134,8 +133,8 @@ PeerOutput ReadPeer(const std::string& path) {
   return o;
 }
 
-std::vector<std::string> PeerArgs(const BrokerProcess& b, const std::string& topic, const std::string& tag, long count,
-                                  std::vector<std::string> extra = {}) {
+std::vector<std::string> PeerArgs(const BrokerProcess& b, const std::string& topic, const std::string& tag,
+                                  long count, std::vector<std::string> extra = {}) {
   std::vector<std::string> v = {BinDir() + "/rdmq_e2e_peer", "produce", b.control(), topic, tag,
                                 std::to_string(count)};
   v.insert(v.end(), extra.begin(), extra.end());
@@ -223,15 +222,17 @@ E2E_BOTH(ProduceConsumeBasic, "one producer and one consumer see the same record
   CHECK(broker.Stop() == 0);
 }
 
-
 E2E_BOTH(ManyProducersAndConsumers,
          "exclusive and shared producers in other processes, several consumers: nothing lost, duplicated or "
-         "reordered", "[e2e]") {
+         "reordered",
+         "[e2e]") {
   TempDir dir;
   START_BROKER(broker, dir, fabric);
   auto admin = Admin(broker);
-  REQUIRE_OK(admin->CreateTopic("ex", {{"partitions", "2"}, {"segment.bytes", "1048576"}, {"max.message.bytes", "262144"}}));
-  REQUIRE_OK(admin->CreateTopic("sh", {{"partitions", "2"}, {"segment.bytes", "1048576"}, {"max.message.bytes", "262144"}}));
+  REQUIRE_OK(admin->CreateTopic(
+      "ex", {{"partitions", "2"}, {"segment.bytes", "1048576"}, {"max.message.bytes", "262144"}}));
+  REQUIRE_OK(admin->CreateTopic(
+      "sh", {{"partitions", "2"}, {"segment.bytes", "1048576"}, {"max.message.bytes", "262144"}}));
   const long n = Trials(3000, 300);
   const std::vector<client::TopicPartition> ex = {{"ex", 0}, {"ex", 1}}, sh = {{"sh", 0}, {"sh", 1}};
   std::vector<client::TopicPartition> all = ex;
@@ -242,14 +243,16 @@ E2E_BOTH(ManyProducersAndConsumers,
   std::thread c2([&] { r2 = ConsumeUntil(CConfig(broker), sh, 2 * n, 120s); });
   std::thread c3([&] { r3 = ConsumeUntil(CConfig(broker), all, 4 * n, 120s); });
   const std::string seed = "seed=" + std::to_string(TestSeed() % 100000);
-  Child a(PeerArgs(broker, "ex", "A", n, {"partition=0", "min=1", "max=3000", seed}), (dir / "A.out").string());
+  Child a(PeerArgs(broker, "ex", "A", n, {"partition=0", "min=1", "max=3000", seed}),
+          (dir / "A.out").string());
   Child b(PeerArgs(broker, "ex", "B", n, {"partition=1", "min=1", "max=3000", seed, "linger.ms=0.2"}),
           (dir / "B.out").string());
   Child c(PeerArgs(broker, "sh", "C", n, {"keyed=1", "partition.mode=shared", "min=1", "max=2000", seed}),
           (dir / "C.out").string());
-  Child d(PeerArgs(broker, "sh", "D", n, {"keyed=1", "partition.mode=shared", "min=1", "max=2000", seed,
-                                          "enable.idempotence=false"}),
-          (dir / "D.out").string());
+  Child d(
+      PeerArgs(broker, "sh", "D", n,
+               {"keyed=1", "partition.mode=shared", "min=1", "max=2000", seed, "enable.idempotence=false"}),
+      (dir / "D.out").string());
   for (Child* ch : {&a, &b, &c, &d}) {
     REQUIRE(ch->WaitFor(120s));
     CHECK(WIFEXITED(ch->status()));
@@ -302,11 +305,13 @@ TEST_CASE("keys land on the partition Kafka's murmur2 partitioner picks", "[e2e]
   TempDir dir;
   START_BROKER(broker, dir, "shm");
   auto admin = Admin(broker);
-  REQUIRE_OK(admin->CreateTopic("keys", {{"partitions", "50"}, {"segment.bytes", "65536"}, {"max.message.bytes", "16384"}}));
+  REQUIRE_OK(admin->CreateTopic(
+      "keys", {{"partitions", "50"}, {"segment.bytes", "65536"}, {"max.message.bytes", "16384"}}));
   auto p = Producer::Create(PConfig(broker));
   REQUIRE_OK(p);
   // Expected partitions from Kafka's own murmur2 vectors: toPositive(murmur2(key)) % 50.
-  const std::vector<std::pair<std::string, int32_t>> keys = {{"foobar", 16}, {"21", 40}, {"abc", 7}, {"", 31}};
+  const std::vector<std::pair<std::string, int32_t>> keys = {
+      {"foobar", 16}, {"21", 40}, {"abc", 7}, {"", 31}};
   for (const auto& [k, want] : keys) {
     auto md = (*p)->Send(MakeRecord("keys", -1, k, "v-" + k)).get();
     REQUIRE_OK(md);
@@ -348,9 +353,10 @@ int64_t HighWatermark(client::AdminClient& admin, const std::string& topic, int3
   return -1;
 }
 
-E2E_BOTH(BrokerKilledMidStream,
-         "a broker killed with SIGKILL mid-stream and restarted: every acknowledged record is there, nothing torn",
-         "[e2e][crash]") {
+E2E_BOTH(
+    BrokerKilledMidStream,
+    "a broker killed with SIGKILL mid-stream and restarted: every acknowledged record is there, nothing torn",
+    "[e2e][crash]") {
   TempDir dir;
   START_BROKER(broker, dir, fabric);
   {
@@ -358,7 +364,8 @@ E2E_BOTH(BrokerKilledMidStream,
     REQUIRE_OK(admin->CreateTopic("k", {{"segment.bytes", "1048576"}, {"max.message.bytes", "262144"}}));
   }
   const std::string out = (dir / "K.out").string();
-  Child peer(PeerArgs(broker, "k", "K", 10'000'000, {"partition=0", "min=1", "max=600", "linger.ms=0.05"}), out);
+  Child peer(PeerArgs(broker, "k", "K", 10'000'000, {"partition=0", "min=1", "max=600", "linger.ms=0.05"}),
+             out);
   REQUIRE(WaitForAcks(out, static_cast<size_t>(Trials(20000, 2000)), 60s));
   broker.Kill();
   peer.WaitFor(5s);
@@ -399,9 +406,10 @@ E2E_BOTH(BrokerKilledMidStream,
   CHECK(again.Stop() == 0);
 }
 
-E2E_BOTH(SharedReservationHole,
-         "a producer that stops while holding a shared reservation: the others complete once its lease expires",
-         "[e2e]") {
+E2E_BOTH(
+    SharedReservationHole,
+    "a producer that stops while holding a shared reservation: the others complete once its lease expires",
+    "[e2e]") {
   TempDir dir;
   START_BROKER(broker, dir, fabric, {"lease.ms=500"});
   auto admin = Admin(broker);
@@ -454,17 +462,18 @@ E2E_BOTH(SharedReservationHole,
   CHECK(broker.Stop() == 0);
 }
 
-E2E_BOTH(RollAndRetention,
-         "a consumer reading across segment rolls and retention: every record it may, then a clear out-of-range",
-         "[e2e]") {
+E2E_BOTH(
+    RollAndRetention,
+    "a consumer reading across segment rolls and retention: every record it may, then a clear out-of-range",
+    "[e2e]") {
   TempDir dir;
   START_BROKER(broker, dir, fabric, {"log.retention.check.interval.ms=10"});
   auto admin = Admin(broker);
   // Segments of 64 KiB whose records are deleted a minute after their timestamps. The records
   // are stamped 50 s in the past: every sealed segment goes in one wave about 10 s from now,
   // after which only the active one is left and nothing more is deleted.
-  REQUIRE_OK(admin->CreateTopic("r", {{"segment.bytes", "65536"}, {"max.message.bytes", "16384"},
-                                      {"retention.ms", "60000"}}));
+  REQUIRE_OK(admin->CreateTopic(
+      "r", {{"segment.bytes", "65536"}, {"max.message.bytes", "16384"}, {"retention.ms", "60000"}}));
   auto p = Producer::Create(PConfig(broker));
   REQUIRE_OK(p);
   const int n = 1200;  // about 10 segments
@@ -528,7 +537,8 @@ E2E_BOTH(RollAndRetention,
 
 E2E_BOTH(PausedProducer,
          "a producer paused past its lease resumes: the lease is lost, what was not acknowledged is resent, "
-         "nothing lost or duplicated", "[e2e]") {
+         "nothing lost or duplicated",
+         "[e2e]") {
   TempDir dir;
   START_BROKER(broker, dir, fabric, {"lease.ms=300"});
   auto admin = Admin(broker);
@@ -558,8 +568,8 @@ E2E_BOTH(PausedProducer,
   CHECK(broker.Stop() == 0);
 }
 
-E2E_BOTH(DeleteTopicWhileInUse, "deleting a topic in use ends its leases, wakes its consumers and removes its files",
-         "[e2e]") {
+E2E_BOTH(DeleteTopicWhileInUse,
+         "deleting a topic in use ends its leases, wakes its consumers and removes its files", "[e2e]") {
   TempDir dir;
   START_BROKER(broker, dir, fabric);
   auto admin = Admin(broker);
@@ -603,7 +613,8 @@ E2E_BOTH(DeleteTopicWhileInUse, "deleting a topic in use ends its leases, wakes 
   CHECK(broker.Stop() == 0);
 }
 
-E2E_BOTH(IdempotenceAcrossRestart, "an idempotent producer's last sequence survives a broker restart", "[e2e][crash]") {
+E2E_BOTH(IdempotenceAcrossRestart, "an idempotent producer's last sequence survives a broker restart",
+         "[e2e][crash]") {
   TempDir dir;
   START_BROKER(broker, dir, fabric);
   auto admin = Admin(broker);

@@ -52,7 +52,9 @@ inline bool VerbsAvailable() {
 class Child {
  public:
   Child() = default;
-  explicit Child(const std::vector<std::string>& argv, const std::string& stdout_file = "") { Start(argv, stdout_file); }
+  explicit Child(const std::vector<std::string>& argv, const std::string& stdout_file = "") {
+    Start(argv, stdout_file);
+  }
   ~Child() { Kill(SIGKILL); }
   Child(const Child&) = delete;
   Child& operator=(const Child&) = delete;
@@ -130,7 +132,8 @@ class BrokerProcess {
     std::vector<std::string> argv = {BinDir() + "/rdmq-broker", "--data-dir", dir_, "--fabric", fabric_};
     if (fabric_ != "shm") {
       const std::string host = ListenHost(fabric_);
-      argv.insert(argv.end(), {"--set", "listen.control=" + host + ":0", "--set", "listen.data=" + host + ":0"});
+      argv.insert(argv.end(),
+                  {"--set", "listen.control=" + host + ":0", "--set", "listen.data=" + host + ":0"});
     }
     // Under emulation (the Soft-RoCE VM runs on TCG) a commit poller spinning its default 1 ms
     // after every commit starves the test's own processes; the tests keep the short spin they
@@ -186,26 +189,26 @@ class BrokerProcess {
 
 // Each test runs on shm and tcp, or (in the verbs build of the file) on verbs.
 #ifdef RDMQ_E2E_VERBS
-#define E2E_BOTH(name, title, tags)                                                  \
-  static void name(const std::string& fabric);                                      \
-  TEST_CASE(title " (verbs)", tags "[verbs]") {                                     \
+#define E2E_BOTH(name, title, tags)                                                      \
+  static void name(const std::string& fabric);                                           \
+  TEST_CASE(title " (verbs)", tags "[verbs]") {                                          \
     if (!VerbsAvailable()) RDMQ_SKIP("no RDMA device (run tests/verbs/softroce-vm.sh)"); \
-    name("verbs");                                                                  \
-  }                                                                                 \
+    name("verbs");                                                                       \
+  }                                                                                      \
   static void name(const std::string& fabric)
 #else
-#define E2E_BOTH(name, title, tags)                                                  \
-  static void name(const std::string& fabric);                                      \
-  TEST_CASE(title " (shm)", tags "[shm]") { name("shm"); }                          \
-  TEST_CASE(title " (tcp)", tags "[tcp]") { name("tcp"); }                          \
+#define E2E_BOTH(name, title, tags)                        \
+  static void name(const std::string& fabric);             \
+  TEST_CASE(title " (shm)", tags "[shm]") { name("shm"); } \
+  TEST_CASE(title " (tcp)", tags "[tcp]") { name("tcp"); } \
   static void name(const std::string& fabric)
 #endif
 
-#define START_BROKER(var, dir, fabric, ...)                     \
+#define START_BROKER(var, dir, fabric, ...)                          \
   BrokerProcess var((dir / "data").string(), fabric, ##__VA_ARGS__); \
-  {                                                             \
-    std::string why_;                                           \
-    const bool started_ = var.Start(&why_);                     \
-    INFO(why_);                                                 \
-    REQUIRE(started_);                                          \
+  {                                                                  \
+    std::string why_;                                                \
+    const bool started_ = var.Start(&why_);                          \
+    INFO(why_);                                                      \
+    REQUIRE(started_);                                               \
   }

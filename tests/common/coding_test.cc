@@ -1,8 +1,7 @@
-#include <catch2/catch.hpp>
-
-#include <random>
-
 #include "rdmq/common/coding.h"
+
+#include <catch2/catch.hpp>
+#include <random>
 
 namespace rdmq::coding {
 namespace {

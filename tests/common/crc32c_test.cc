@@ -1,8 +1,7 @@
-#include <catch2/catch.hpp>
-
-#include <string>
-
 #include "rdmq/common/crc32c.h"
+
+#include <catch2/catch.hpp>
+#include <string>
 
 namespace rdmq::crc32c {
 namespace {

@@ -1,10 +1,9 @@
-#include <catch2/catch.hpp>
+#include "rdmq/common/log.h"
 
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include "rdmq/common/log.h"
 
 namespace rdmq::log {
 namespace {

@@ -2,7 +2,6 @@
 #include "rdmq/common/mutex.h"
 
 #include <catch2/catch.hpp>
-
 #include <thread>
 #include <vector>
 

@@ -1,11 +1,12 @@
+#include "rdmq/common/status.h"
+
 #include <catch2/catch.hpp>
 
 #include "rdmq/common/errors.h"
-#include "rdmq/common/status.h"
 #include "rdmq/common/types.h"
 
-#define TEST_ERRORS(X)                                    \
-  X(kBadThing, kCorruption, "a bad thing was found")     \
+#define TEST_ERRORS(X)                               \
+  X(kBadThing, kCorruption, "a bad thing was found") \
   X(kGone, kUnavailable, "the peer went away")
 RDMQ_DEFINE_ERRORS(rdmq::testns, TestErrc, "testmod", TEST_ERRORS)
 

@@ -19,10 +19,10 @@ extern const Provider kProvider;
 // Why kProvider cannot run here ("" if it can): verbs without an RDMA device.
 std::string ProviderUnavailable();
 
-#define FABRIC_CONFORMANCE_PRELUDE()                                                         \
-  do {                                                                                       \
-    const std::string rdmq_why_ = ::rdmq::fabric::test::ProviderUnavailable();               \
-    if (!rdmq_why_.empty()) RDMQ_SKIP(rdmq_why_);                                            \
+#define FABRIC_CONFORMANCE_PRELUDE()                                           \
+  do {                                                                         \
+    const std::string rdmq_why_ = ::rdmq::fabric::test::ProviderUnavailable(); \
+    if (!rdmq_why_.empty()) RDMQ_SKIP(rdmq_why_);                              \
   } while (0)
 
 struct Side {
@@ -54,7 +54,8 @@ class Pair {
 // Sends `d` from `from` as a control message; `to` receives, decodes and attaches it.
 std::unique_ptr<RemoteRegion> ShareAndAttach(Endpoint& from, Endpoint& to, const RegionDescriptor& d);
 // Same, returning the attach result (for descriptors that are expected to fail).
-Result<std::unique_ptr<RemoteRegion>> TryShareAndAttach(Endpoint& from, Endpoint& to, const RegionDescriptor& d);
+Result<std::unique_ptr<RemoteRegion>> TryShareAndAttach(Endpoint& from, Endpoint& to,
+                                                        const RegionDescriptor& d);
 
 WorkRequest MakeWrite(const Region& local, size_t local_off, size_t len, const RemoteRegion* r, uint64_t roff,
                       uint64_t tag, bool signaled = true);

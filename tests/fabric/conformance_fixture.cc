@@ -64,9 +64,9 @@ EndpointOptions Pair::OptionsB() const {
 }
 
 std::pair<std::unique_ptr<Endpoint>, std::unique_ptr<Endpoint>> Pair::ConnectMore(CompletionQueue* a_scq,
-                                                                                CompletionQueue* a_rcq,
-                                                                                CompletionQueue* b_scq,
-                                                                                CompletionQueue* b_rcq) {
+                                                                                  CompletionQueue* a_rcq,
+                                                                                  CompletionQueue* b_scq,
+                                                                                  CompletionQueue* b_rcq) {
   EndpointOptions oa = OptionsA();
   oa.send_cq = a_scq;
   oa.recv_cq = a_rcq;
@@ -82,7 +82,8 @@ std::pair<std::unique_ptr<Endpoint>, std::unique_ptr<Endpoint>> Pair::ConnectMor
   return {std::move(accepted).value(), std::move(connected).value()};
 }
 
-Result<std::unique_ptr<RemoteRegion>> TryShareAndAttach(Endpoint& from, Endpoint& to, const RegionDescriptor& d) {
+Result<std::unique_ptr<RemoteRegion>> TryShareAndAttach(Endpoint& from, Endpoint& to,
+                                                        const RegionDescriptor& d) {
   const std::string bytes = d.Encode();
   RDMQ_RETURN_IF_ERROR(from.SendControl(coding::AsBytes(bytes)));
   RDMQ_ASSIGN_OR_RETURN(std::string got, to.RecvControl(20s));

@@ -1,5 +1,7 @@
 // The fabric conformance suite: every provider must pass it (DESIGN.md section 3). Built into
 // one binary per provider; kProvider says which.
+#include "conformance.h"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -14,7 +16,6 @@
 #include <set>
 #include <thread>
 
-#include "conformance.h"
 #include "rdmq/common/clock.h"
 #include "rdmq/common/coding.h"
 
@@ -37,7 +38,8 @@ bool IsError(const Completion& c, FabricErrc e) { return c.status == make_error_
 bool IsCondition(const Completion& c, Errc e) { return Status(c.status).is(e); }
 
 // Posts `wrs`, polling `cq` into `done` whenever the send queue is full.
-void PostRetrying(Endpoint& ep, CompletionQueue& cq, std::span<const WorkRequest> wrs, std::vector<Completion>* done) {
+void PostRetrying(Endpoint& ep, CompletionQueue& cq, std::span<const WorkRequest> wrs,
+                  std::vector<Completion>* done) {
   const uint64_t deadline = MonoNanos() + 30'000'000'000ULL;
   for (;;) {
     Status s = ep.Post(wrs);
@@ -51,14 +53,17 @@ void PostRetrying(Endpoint& ep, CompletionQueue& cq, std::span<const WorkRequest
 }
 
 uint64_t LoadWord(const Region& r, size_t off) {
-  return std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(r.data() + off)).load(std::memory_order_acquire);
+  return std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(r.data() + off))
+      .load(std::memory_order_acquire);
 }
 
 bool Unchanged(const Region& r, const std::vector<std::byte>& snapshot) {
   return std::memcmp(r.data(), snapshot.data(), snapshot.size()) == 0;
 }
 
-std::vector<std::byte> Snapshot(const Region& r) { return std::vector<std::byte>(r.data(), r.data() + r.size()); }
+std::vector<std::byte> Snapshot(const Region& r) {
+  return std::vector<std::byte>(r.data(), r.data() + r.size());
+}
 
 void* MapAnonymousForTest(size_t n) {
   void* p = ::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -77,7 +82,8 @@ TEST_CASE("conformance: WRITE and READ round trips from 1 B to 4 MiB, data check
   auto remote = ShareAndAttach(*p.ea, *p.eb, target->Descriptor());
   CHECK(remote->descriptor() == target->Descriptor());
   std::mt19937_64 rng(rdmq::test::TestSeed());
-  const size_t sizes[] = {1, 2, 7, 8, 63, 64, 65, 4095, 4096, 4097, 65536, 65537, (1u << 20), (1u << 20) + 3, 4u << 20};
+  const size_t sizes[] = {
+      1, 2, 7, 8, 63, 64, 65, 4095, 4096, 4097, 65536, 65537, (1u << 20), (1u << 20) + 3, 4u << 20};
   uint64_t tag = 1;
   for (size_t n : sizes) {
     INFO("size " << n);
@@ -306,7 +312,8 @@ TEST_CASE("conformance: a SEND longer than the receive buffer fails with kTooLon
   INFO(Status(got[0].status));
   CHECK(Status(got[0].status).is(Errc::kInvalidArgument));
   // The too-small buffer was not written beyond its length (nor at all).
-  CHECK(std::all_of(inbox->data() + 10, inbox->data() + 4096, [](std::byte x) { return x == std::byte{0x33}; }));
+  CHECK(std::all_of(inbox->data() + 10, inbox->data() + 4096,
+                    [](std::byte x) { return x == std::byte{0x33}; }));
 }
 
 TEST_CASE("conformance: FETCH_ADD and COMPARE_SWAP from many threads sum exactly") {
@@ -355,7 +362,8 @@ TEST_CASE("conformance: FETCH_ADD and COMPARE_SWAP from many threads sum exactly
       }
       uint64_t v = 0;
       for (int i = 0; i < cas;) {
-        const uint64_t old = run(w, MakeAtomic(Opcode::kCompareSwap, *w.local, 0, w.remote.get(), 8, v, v + 1, i));
+        const uint64_t old =
+            run(w, MakeAtomic(Opcode::kCompareSwap, *w.local, 0, w.remote.get(), 8, v, v + 1, i));
         if (old == v) {
           ++i;
           ++v;
@@ -603,7 +611,8 @@ TEST_CASE("conformance: bad input fails with a clear error completion and change
     wr.local.length = 4;
     CHECK(p.eb->Post(std::span(&wr, 1)).is(Errc::kInvalidArgument));
     // A batch with one bad request posts nothing.
-    WorkRequest batch[2] = {MakeWrite(*local, 0, 8, remote.get(), 0, 1), MakeWrite(*local, 0, 8, nullptr, 0, 2)};
+    WorkRequest batch[2] = {MakeWrite(*local, 0, 8, remote.get(), 0, 1),
+                            MakeWrite(*local, 0, 8, nullptr, 0, 2)};
     CHECK(p.eb->Post(batch).is(Errc::kInvalidArgument));
     CHECK(PollCompletions(*p.b.scq, 1, 50ms).empty());
     // A descriptor of another provider.
@@ -632,7 +641,8 @@ TEST_CASE("conformance: grants are scoped to their window and revocable") {
   auto remote = ShareAndAttach(*p.ea, *p.eb, gd);
   Completion c = Run(*p.eb, *p.b.scq, MakeWrite(*local, 0, 100, remote.get(), 0, 1));
   REQUIRE(!c.status);
-  CHECK(std::all_of(target->data() + 4096, target->data() + 4196, [](std::byte x) { return x == std::byte{0x99}; }));
+  CHECK(std::all_of(target->data() + 4096, target->data() + 4196,
+                    [](std::byte x) { return x == std::byte{0x99}; }));
   std::memset(target->data() + 4096, 0x22, 100);
   const auto snapshot = Snapshot(*target);
 
@@ -689,7 +699,8 @@ TEST_CASE("conformance: a peer that dies mid-operation gives clean errors, each 
   FABRIC_CONFORMANCE_PRELUDE();
   Pair p;
   constexpr size_t kChunk = 64 * 1024;
-  const pid_t pid = SpawnPeer({"target", std::string(ProviderName(kProvider)), p.a.fabric->address(), "1048576"});
+  const pid_t pid =
+      SpawnPeer({"target", std::string(ProviderName(kProvider)), p.a.fabric->address(), "1048576"});
   REQUIRE(pid > 0);
   auto epr = p.a.fabric->Accept(p.OptionsA(), 30s);
   REQUIRE_OK(epr);
@@ -713,7 +724,8 @@ TEST_CASE("conformance: a peer that dies mid-operation gives clean errors, each 
   const uint64_t deadline = MonoNanos() + 30'000'000'000ULL;
   while (MonoNanos() < deadline && !post_refused) {
     while (posted - (ok + errors.size()) < 8) {
-      WorkRequest wr = MakeWrite(*local, (posted % 16) * kChunk, kChunk, remote->get(), (posted % 16) * kChunk, posted);
+      WorkRequest wr =
+          MakeWrite(*local, (posted % 16) * kChunk, kChunk, remote->get(), (posted % 16) * kChunk, posted);
       Status s = ep->Post(std::span(&wr, 1));
       if (!s.ok()) {
         INFO(s);
@@ -779,8 +791,8 @@ TEST_CASE("conformance: an initiator killed mid-WRITE leaves the target whole or
   Pair p;
   constexpr size_t kSize = 4u << 20;
   auto target = Alloc(*p.a.fabric, kSize);
-  const pid_t pid =
-      SpawnPeer({"writer", std::string(ProviderName(kProvider)), p.a.fabric->address(), std::to_string(kSize), "171"});
+  const pid_t pid = SpawnPeer(
+      {"writer", std::string(ProviderName(kProvider)), p.a.fabric->address(), std::to_string(kSize), "171"});
   REQUIRE(pid > 0);
   auto epr = p.a.fabric->Accept(p.OptionsA(), 30s);
   REQUIRE_OK(epr);
@@ -791,8 +803,10 @@ TEST_CASE("conformance: an initiator killed mid-WRITE leaves the target whole or
   const uint64_t deadline = MonoNanos() + 10'000'000'000ULL;
   while (ep->connected() && MonoNanos() < deadline) std::this_thread::sleep_for(5ms);
   CHECK(!ep->connected());
-  const bool untouched = std::all_of(target->data(), target->data() + kSize, [](std::byte x) { return x == std::byte{0}; });
-  const bool whole = std::all_of(target->data(), target->data() + kSize, [](std::byte x) { return x == std::byte{171}; });
+  const bool untouched =
+      std::all_of(target->data(), target->data() + kSize, [](std::byte x) { return x == std::byte{0}; });
+  const bool whole =
+      std::all_of(target->data(), target->data() + kSize, [](std::byte x) { return x == std::byte{171}; });
   CHECK((untouched || whole));
 }
 
@@ -816,12 +830,13 @@ TEST_CASE("conformance: control messages, connection errors and timeouts") {
   CHECK(p.eb->SendControl(coding::AsBytes(big + "y")).is(Errc::kInvalidArgument));
   CHECK(p.ea->RecvControl(30ms).status().is(Errc::kTimeout));
   CHECK(p.a.fabric->Accept(p.OptionsA(), 30ms).status().is(Errc::kTimeout));
-  CHECK(p.a.fabric->address().rfind(std::string(ProviderName(kProvider) == "shm" ? "unix" : ProviderName(kProvider)) + ":", 0) == 0);
+  CHECK(p.a.fabric->address().rfind(
+            std::string(ProviderName(kProvider) == "shm" ? "unix" : ProviderName(kProvider)) + ":", 0) == 0);
   CHECK(p.b.fabric->address().empty());
   // Connecting to nobody fails with a clear error.
   EndpointOptions o = p.OptionsB();
   o.connect_timeout = 2s;
-  const std::string nowhere = kProvider == Provider::kShm ? "unix:" + p.dir.str() + "/nobody.sock"
+  const std::string nowhere = kProvider == Provider::kShm   ? "unix:" + p.dir.str() + "/nobody.sock"
                               : kProvider == Provider::kTcp ? "tcp:127.0.0.1:1"
                                                             : "verbs:127.0.0.1:1";
   auto bad = p.b.fabric->Connect(nowhere, o);
@@ -861,8 +876,10 @@ TEST_CASE("conformance: waiting on words and completion queues sleeps and wakes"
       target->Wake(64);
     });
     Status rs;
-    while ((rs = remote->WaitWhileEqual(64, 7, 10s)).ok() &&
-           std::atomic_ref<const uint64_t>(*reinterpret_cast<const uint64_t*>(remote->mapped() + 64)).load() == 7) {
+    while (
+        (rs = remote->WaitWhileEqual(64, 7, 10s)).ok() &&
+        std::atomic_ref<const uint64_t>(*reinterpret_cast<const uint64_t*>(remote->mapped() + 64)).load() ==
+            7) {
     }
     owner.join();
     CHECK(rs.ok());

@@ -25,7 +25,9 @@ TEST_CASE("descriptor: encode/decode round trip for every provider") {
   for (Provider p : {Provider::kShm, Provider::kTcp, Provider::kVerbs}) {
     RegionDescriptor d = Sample();
     d.provider = p;
-    d.node = p == Provider::kShm ? "unix:/tmp/x.sock" : p == Provider::kTcp ? "tcp:h:1" : "verbs:10.0.2.15:7000";
+    d.node = p == Provider::kShm   ? "unix:/tmp/x.sock"
+             : p == Provider::kTcp ? "tcp:h:1"
+                                   : "verbs:10.0.2.15:7000";
     const std::string bytes = d.Encode();
     CHECK(bytes.size() == 44 + d.node.size());
     auto back = RegionDescriptor::Decode(B(bytes));

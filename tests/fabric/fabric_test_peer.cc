@@ -31,7 +31,8 @@ using namespace std::chrono_literals;
 namespace {
 
 [[noreturn]] void Die(const std::string& what, const Status& s = Status::Ok()) {
-  std::fprintf(stderr, "fabric_test_peer: %s%s%s\n", what.c_str(), s.ok() ? "" : ": ", s.ok() ? "" : s.ToString().c_str());
+  std::fprintf(stderr, "fabric_test_peer: %s%s%s\n", what.c_str(), s.ok() ? "" : ": ",
+               s.ok() ? "" : s.ToString().c_str());
   std::exit(1);
 }
 
@@ -111,7 +112,8 @@ int Atomics(Provider p, const std::string& address, long fadds, long cas) {
 
 int Target(Provider p, const std::string& address, size_t bytes) {
   Conn c = Connect(p, address);
-  auto region = Must(c.fabric->Allocate(bytes, kLocalWrite | kRemoteRead | kRemoteWrite | kRemoteAtomic), "allocate");
+  auto region =
+      Must(c.fabric->Allocate(bytes, kLocalWrite | kRemoteRead | kRemoteWrite | kRemoteAtomic), "allocate");
   std::memset(region->data(), 0x5a, bytes);
   const std::string d = region->Descriptor().Encode();
   if (Status s = c.ep->SendControl(coding::AsBytes(d)); !s.ok()) Die("send descriptor", s);

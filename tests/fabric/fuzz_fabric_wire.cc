@@ -38,7 +38,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     case 4:
       if (auto r = wire::DecodeTcpRequest(in); r.ok()) {
-        if (in.size() != wire::kTcpRequestHeader + ((r->opcode == 1 || r->opcode == 2 || r->opcode == 6) ? r->length : 0)) {
+        if (in.size() != wire::kTcpRequestHeader +
+                             ((r->opcode == 1 || r->opcode == 2 || r->opcode == 6) ? r->length : 0)) {
           std::abort();
         }
         std::vector<std::byte> again(wire::kTcpRequestHeader);

@@ -1,12 +1,13 @@
 // The fabric's internal message codecs (fabric/wire.h): round trips and rejection of malformed
 // input, without sockets.
+#include "wire.h"
+
 #include <cstring>
 #include <vector>
 
 #include "rdmq/common/coding.h"
 #include "rdmq/fabric/fabric.h"
 #include "support/test_util.h"
-#include "wire.h"
 
 using namespace rdmq;
 using namespace rdmq::fabric;
@@ -53,13 +54,19 @@ TEST_CASE("wire: attach request and reply") {
   CHECK(back->length == 4096);
   CHECK(back->slot == 3);
   rep.length = 0;
-  CHECK(wire::DecodeAttachReply(coding::AsBytes(wire::EncodeAttachReply(rep))).status().is(FabricErrc::kProtocol));
+  CHECK(wire::DecodeAttachReply(coding::AsBytes(wire::EncodeAttachReply(rep)))
+            .status()
+            .is(FabricErrc::kProtocol));
   rep.length = 10;
   rep.errc = 1000;
-  CHECK(wire::DecodeAttachReply(coding::AsBytes(wire::EncodeAttachReply(rep))).status().is(FabricErrc::kProtocol));
+  CHECK(wire::DecodeAttachReply(coding::AsBytes(wire::EncodeAttachReply(rep)))
+            .status()
+            .is(FabricErrc::kProtocol));
   rep.errc = 0;
   rep.base = ~0ULL;
-  CHECK(wire::DecodeAttachReply(coding::AsBytes(wire::EncodeAttachReply(rep))).status().is(FabricErrc::kProtocol));
+  CHECK(wire::DecodeAttachReply(coding::AsBytes(wire::EncodeAttachReply(rep)))
+            .status()
+            .is(FabricErrc::kProtocol));
 }
 
 TEST_CASE("wire: mailbox entries are validated against the ring") {
@@ -110,7 +117,8 @@ TEST_CASE("wire: tcp request and response frames") {
   CHECK(wire::DecodeTcpRequest(f).status().is(FabricErrc::kProtocol));
   r.opcode = 99;
   wire::EncodeTcpRequest(f.data(), r);
-  CHECK(wire::DecodeTcpRequest(std::span(f).first(wire::kTcpRequestHeader)).status().is(FabricErrc::kProtocol));
+  CHECK(
+      wire::DecodeTcpRequest(std::span(f).first(wire::kTcpRequestHeader)).status().is(FabricErrc::kProtocol));
   r.opcode = static_cast<uint8_t>(Opcode::kSend);
   r.length = kMaxSendSize + 1;
   std::vector<std::byte> big(wire::kTcpRequestHeader + kMaxSendSize + 1);

@@ -1,9 +1,8 @@
 // Fuzzes the metadata log decoder and the JSON mutation/checkpoint decoders over arbitrary bytes.
 #include <cstddef>
 #include <cstdint>
-#include <string_view>
-
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "metadata/wal.h"
 #include "rdmq/metadata/topic.h"

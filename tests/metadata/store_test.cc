@@ -1,11 +1,11 @@
-#include <catch2/catch.hpp>
+#include "rdmq/metadata/store.h"
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 
 #include "metadata/wal.h"
-#include "rdmq/metadata/store.h"
 #include "support/test_util.h"
 
 namespace rdmq::metadata {

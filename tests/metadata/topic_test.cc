@@ -1,8 +1,8 @@
-#include <catch2/catch.hpp>
+#include "rdmq/metadata/topic.h"
 
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "rdmq/metadata/topic.h"
 #include "support/test_util.h"
 
 namespace rdmq::metadata {
@@ -64,9 +64,12 @@ TEST_CASE("configs and topics round-trip through JSON", "[topic]") {
   REQUIRE_OK(c);
   CHECK(c->partitions == 4);
   CHECK(c->retention_ms == 1000);
-  CHECK(TopicConfigFromJson(nlohmann::json::parse(R"({"partitions": true})"), {}).status().is(
-      MetadataErrc::kBadConfig));
-  CHECK(TopicConfigFromJson(nlohmann::json::parse(R"({"nope": 1})"), {}).status().is(MetadataErrc::kUnknownConfig));
+  CHECK(TopicConfigFromJson(nlohmann::json::parse(R"({"partitions": true})"), {})
+            .status()
+            .is(MetadataErrc::kBadConfig));
+  CHECK(TopicConfigFromJson(nlohmann::json::parse(R"({"nope": 1})"), {})
+            .status()
+            .is(MetadataErrc::kUnknownConfig));
   CHECK(TopicConfigFromJson(nlohmann::json::parse("[1]"), {}).status().is(MetadataErrc::kBadConfig));
 }
 

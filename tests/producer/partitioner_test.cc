@@ -1,8 +1,7 @@
-#include <catch2/catch.hpp>
-
-#include <string>
-
 #include "rdmq/producer/partitioner.h"
+
+#include <catch2/catch.hpp>
+#include <string>
 
 namespace rdmq::producer {
 namespace {

@@ -1,9 +1,9 @@
-#include <catch2/catch.hpp>
+#include "rdmq/protocol/data_plane.h"
 
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <random>
 
-#include "rdmq/protocol/data_plane.h"
 #include "support/test_util.h"
 
 namespace rdmq::protocol {

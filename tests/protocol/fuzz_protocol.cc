@@ -34,9 +34,10 @@ void DataPlane(const std::byte* p, size_t size) {
       std::byte again[kAckBlockSize];
       EncodeAckBlock(a, again);
       AckBlock b;
-      if (!DecodeAckBlock(again, &b) || b.generation != a.generation || b.acked_position != a.acked_position ||
-          b.next_offset != a.next_offset || b.segment_base != a.segment_base || b.credit_end != a.credit_end ||
-          b.error != a.error || b.flags != a.flags) {
+      if (!DecodeAckBlock(again, &b) || b.generation != a.generation ||
+          b.acked_position != a.acked_position || b.next_offset != a.next_offset ||
+          b.segment_base != a.segment_base || b.credit_end != a.credit_end || b.error != a.error ||
+          b.flags != a.flags) {
         std::abort();
       }
     }
@@ -46,8 +47,8 @@ void DataPlane(const std::byte* p, size_t size) {
     std::byte again[kNotificationSize];
     EncodeNotification(n, again);
     Notification m;
-    if (!DecodeNotification(again, kNotificationSize, &m) || m.topic_id != n.topic_id || m.partition != n.partition ||
-        m.generation != n.generation) {
+    if (!DecodeNotification(again, kNotificationSize, &m) || m.topic_id != n.topic_id ||
+        m.partition != n.partition || m.generation != n.generation) {
       std::abort();
     }
   }

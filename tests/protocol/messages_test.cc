@@ -1,8 +1,8 @@
-#include <catch2/catch.hpp>
+#include "rdmq/protocol/messages.h"
 
+#include <catch2/catch.hpp>
 #include <random>
 
-#include "rdmq/protocol/messages.h"
 #include "support/test_util.h"
 #include "tests/protocol/all_messages.h"
 
@@ -70,7 +70,9 @@ TEST_CASE("the encoding is the documented one", "[protocol]") {
   const std::string b = Encode(r);
   // u32 len "ab" | i32 7 | i64 -2
   REQUIRE(b.size() == 4 + 2 + 4 + 8);
-  CHECK(b.substr(0, 6) == std::string("\x02\x00\x00\x00" "ab", 6));
+  CHECK(b.substr(0, 6) == std::string("\x02\x00\x00\x00"
+                                      "ab",
+                                      6));
   CHECK(b.substr(6, 4) == std::string("\x07\x00\x00\x00", 4));
   CHECK(b.substr(10) == std::string(8, '\xfe').replace(1, 7, std::string(7, '\xff')));
 }

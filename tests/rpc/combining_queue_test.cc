@@ -1,14 +1,14 @@
 // The thread combining queue: leadership, bounded batches, hand-over to the first follower left
 // out, and exactly-once service under real concurrency.
-#include <catch2/catch.hpp>
+#include "rdmq/rpc/combining_queue.h"
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <mutex>
 #include <thread>
 #include <vector>
 
-#include "rdmq/rpc/combining_queue.h"
 #include "support/test_util.h"
 
 namespace rdmq::rpc {
@@ -24,7 +24,8 @@ TEST_CASE("TCQ: the first thread leads, the batch is bounded, the first left out
   CHECK_FALSE(q.Enqueue(&c));
   CHECK_FALSE(q.Enqueue(&d));
   Node* batch[8];
-  const size_t n = q.Gather(&a, 3, [](Node*) { return true; }, batch);
+  const size_t n = q.Gather(
+      &a, 3, [](Node*) { return true; }, batch);
   REQUIRE(n == 3);
   CHECK(batch[0] == &a);
   CHECK(batch[1] == &b);
@@ -34,7 +35,8 @@ TEST_CASE("TCQ: the first thread leads, the batch is bounded, the first left out
   CHECK(c.state.load() == CombiningQueue::kServed);
   CHECK(d.state.load() == CombiningQueue::kLeader);
   // d leads alone and leaves the queue empty.
-  const size_t m = q.Gather(&d, 3, [](Node*) { return true; }, batch);
+  const size_t m = q.Gather(
+      &d, 3, [](Node*) { return true; }, batch);
   CHECK(m == 1);
   q.Finish(batch, m, CombiningQueue::kServed);
   CHECK(q.empty());
@@ -55,14 +57,15 @@ TEST_CASE("TCQ: a follower whose request does not fit ends the batch and leads n
   REQUIRE_FALSE(q.Enqueue(&c));
   int room = 40 - sa;
   Node* batch[8];
-  const size_t n = q.Gather(&a, 8,
-                            [&](Node* x) {
-                              const int s = *static_cast<int*>(x->item);
-                              if (s > room) return false;
-                              room -= s;
-                              return true;
-                            },
-                            batch);
+  const size_t n = q.Gather(
+      &a, 8,
+      [&](Node* x) {
+        const int s = *static_cast<int*>(x->item);
+        if (s > room) return false;
+        room -= s;
+        return true;
+      },
+      batch);
   CHECK(n == 1);
   q.Finish(batch, n, CombiningQueue::kServed);
   CHECK(b.state.load() == CombiningQueue::kLeader);
@@ -75,7 +78,8 @@ TEST_CASE("TCQ: retry outcome goes to the whole batch", "[rpc][tcq]") {
   REQUIRE(q.Enqueue(&a));
   REQUIRE_FALSE(q.Enqueue(&b));
   Node* batch[4];
-  const size_t n = q.Gather(&a, 4, [](Node*) { return true; }, batch);
+  const size_t n = q.Gather(
+      &a, 4, [](Node*) { return true; }, batch);
   q.Finish(batch, n, CombiningQueue::kRetry);
   CHECK(b.state.load() == CombiningQueue::kRetry);
   CHECK(q.empty());
@@ -97,7 +101,8 @@ TEST_CASE("TCQ under contention: every item served exactly once, one leader at a
   auto lead = [&](Node* me) {
     if (leaders.fetch_add(1) != 0) overlap = true;
     Node* batch[max_batch];
-    const size_t n = q.Gather(me, max_batch, [](Node*) { return true; }, batch);
+    const size_t n = q.Gather(
+        me, max_batch, [](Node*) { return true; }, batch);
     for (size_t i = 0; i < n; ++i) served.push_back(*static_cast<int*>(batch[i]->item));
     batches.fetch_add(1);
     batch_items.fetch_add(n);
@@ -149,7 +154,8 @@ TEST_CASE("TCQ under contention: every item served exactly once, one leader at a
   }
   CHECK(largest.load() <= max_batch);
   CHECK(q.empty());
-  INFO("mean coalescing degree " << static_cast<double>(batch_items.load()) / static_cast<double>(batches.load()));
+  INFO("mean coalescing degree " << static_cast<double>(batch_items.load()) /
+                                        static_cast<double>(batches.load()));
   CHECK(batch_items.load() == served.size());
   // Each thread's own items were served in its program order (a thread never has two queued).
   std::vector<int> last(threads, -1);

@@ -1,11 +1,11 @@
 // Credits fed by hand: renewal at half, grant and refusal, and a simulated channel in which an
 // exhausted sender blocks and never overflows the ring.
-#include <catch2/catch.hpp>
+#include "rdmq/rpc/credit.h"
 
+#include <catch2/catch.hpp>
 #include <deque>
 #include <random>
 
-#include "rdmq/rpc/credit.h"
 #include "rdmq/rpc/ring.h"
 #include "support/test_util.h"
 

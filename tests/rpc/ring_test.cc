@@ -1,7 +1,8 @@
 // The ring's two ends, fed by hand: placement and wrap-around, free space with a cached head,
 // and the reader's rule that only a message with both canaries in place is dispatched.
-#include <catch2/catch.hpp>
+#include "rdmq/rpc/ring.h"
 
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <deque>
 #include <random>
@@ -10,7 +11,6 @@
 
 #include "rdmq/common/coding.h"
 #include "rdmq/rpc/errors.h"
-#include "rdmq/rpc/ring.h"
 #include "support/test_util.h"
 
 namespace rdmq::rpc {
@@ -106,7 +106,8 @@ struct Sender {
     }
     MessageBuilder b(staging.data() + pl->offset, static_cast<uint32_t>(len));
     uint32_t seq = first_seq;
-    for (const auto& s : payloads) b.Add({static_cast<uint32_t>(s.size()), 9, 0, 1, seq++}, std::as_bytes(std::span(s)));
+    for (const auto& s : payloads)
+      b.Add({static_cast<uint32_t>(s.size()), 9, 0, 1, seq++}, std::as_bytes(std::span(s)));
     MessageHeader h;
     h.canary = (*rng)() | 1;
     h.position = pl->position;
@@ -114,7 +115,9 @@ struct Sender {
     w.push_back({pl->offset, b.used(), pl->offset + len - kCanarySize});
     return w;
   }
-  void WriteBody(const Pending& p) { std::memcpy(ring_mem->data() + p.body_off, staging.data() + p.body_off, p.body_len); }
+  void WriteBody(const Pending& p) {
+    std::memcpy(ring_mem->data() + p.body_off, staging.data() + p.body_off, p.body_len);
+  }
   void WriteCanary(const Pending& p) {
     std::memcpy(ring_mem->data() + p.canary_off, staging.data() + p.canary_off, kCanarySize);
   }
@@ -223,7 +226,8 @@ TEST_CASE("ring round trip over many laps with random sizes and wrap-around", "[
       for (Entry e; cur.Next(&e);) {
         REQUIRE(!expected.empty());
         CHECK(e.meta.seq == expected.front().first);
-        CHECK(std::string(reinterpret_cast<const char*>(e.data.data()), e.data.size()) == expected.front().second);
+        CHECK(std::string(reinterpret_cast<const char*>(e.data.data()), e.data.size()) ==
+              expected.front().second);
         expected.pop_front();
       }
       ++messages;

@@ -2,7 +2,6 @@
 // WRITEs whatever it likes into its request ring. Each case must close that connection only,
 // log why, and leave a well-behaved client (checked before, during and after) fully served.
 #include <catch2/catch.hpp>
-
 #include <random>
 #include <thread>
 
@@ -34,10 +33,11 @@ struct RawClient {
   Status Open(fabric::Fabric& f, const std::string& address, uint64_t ring_bytes = 64 << 10) {
     RDMQ_ASSIGN_OR_RETURN(cq, f.CreateCompletionQueue(256));
     RDMQ_ASSIGN_OR_RETURN(rcq, f.CreateCompletionQueue(256));
-    RDMQ_ASSIGN_OR_RETURN(resp, f.Allocate(kControlPage + ring_bytes, fabric::kLocalWrite | fabric::kRemoteRead |
-                                                                          fabric::kRemoteWrite));
-    RDMQ_ASSIGN_OR_RETURN(wake, f.Allocate(internal::kWakeRegionBytes,
-                                           fabric::kLocalWrite | fabric::kRemoteRead | fabric::kRemoteAtomic));
+    RDMQ_ASSIGN_OR_RETURN(resp, f.Allocate(kControlPage + ring_bytes,
+                                           fabric::kLocalWrite | fabric::kRemoteRead | fabric::kRemoteWrite));
+    RDMQ_ASSIGN_OR_RETURN(wake,
+                          f.Allocate(internal::kWakeRegionBytes,
+                                     fabric::kLocalWrite | fabric::kRemoteRead | fabric::kRemoteAtomic));
     RDMQ_ASSIGN_OR_RETURN(src, f.Allocate(kControlPage + ring_bytes, fabric::kLocalWrite));
     fabric::EndpointOptions eo;
     eo.send_cq = cq.get();
@@ -167,7 +167,8 @@ RPC_TEST_BOTH(RawClientWorks, "the raw test client's well-formed message is serv
   rig.CheckGood("after");
 }
 
-RPC_TEST_BOTH(CorruptHeader, "a complete message with a corrupt header closes that connection only", "[rpc][bad]") {
+RPC_TEST_BOTH(CorruptHeader, "a complete message with a corrupt header closes that connection only",
+              "[rpc][bad]") {
   BAD_START_OR_SKIP(rig, provider);
   RawClient raw;
   REQUIRE_OK(raw.Open(*rig.fabrics.client, rig.fabrics.server->address()));
@@ -203,7 +204,8 @@ RPC_TEST_BOTH(Garbage, "garbage in a ring closes that connection after the stall
   rig.CheckGood("after garbage");
 }
 
-RPC_TEST_BOTH(LongerThanRing, "a header claiming more than the ring holds closes the connection", "[rpc][bad]") {
+RPC_TEST_BOTH(LongerThanRing, "a header claiming more than the ring holds closes the connection",
+              "[rpc][bad]") {
   BAD_START_OR_SKIP(rig, provider);
   RawClient raw;
   REQUIRE_OK(raw.Open(*rig.fabrics.client, rig.fabrics.server->address()));

@@ -1,12 +1,12 @@
 // The RPC layer over real fabric providers (shm and tcp): calls, errors, timeouts, async calls,
 // credits, channel deactivation and thread migration, parking, and a server that goes away.
-#include <catch2/catch.hpp>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <future>
 #include <random>
@@ -78,8 +78,8 @@ std::unique_ptr<Client> Connect(Rig& rig, ClientOptions co = {}) {
   return std::move(c).value();
 }
 
-#define START_OR_SKIP(rig, provider, ...)                                            \
-  Rig rig;                                                                          \
+#define START_OR_SKIP(rig, provider, ...) \
+  Rig rig;                                \
   if (!StartServer(provider, &rig, ##__VA_ARGS__)) RDMQ_SKIP("fabric provider unavailable")
 
 RPC_TEST_BOTH(EchoAllSizes, "calls return the handler's response for every payload size", "[rpc][io]") {
@@ -101,7 +101,8 @@ RPC_TEST_BOTH(EchoAllSizes, "calls return the handler's response for every paylo
   CHECK(st.timeouts == 0);
 }
 
-RPC_TEST_BOTH(ContextIds, "the request context names the client handle, channel, thread and sequence", "[rpc][io]") {
+RPC_TEST_BOTH(ContextIds, "the request context names the client handle, channel, thread and sequence",
+              "[rpc][io]") {
   START_OR_SKIP(rig, provider);
   auto a = Connect(rig);
   auto b = Connect(rig);
@@ -177,7 +178,8 @@ RPC_TEST_BOTH(TooLarge, "requests and responses larger than a ring are refused c
   CHECK(client->connected());
 }
 
-RPC_TEST_BOTH(RingLimits, "request rings are capped at the server's limit, oversized response rings refused", "[rpc][io]") {
+RPC_TEST_BOTH(RingLimits, "request rings are capped at the server's limit, oversized response rings refused",
+              "[rpc][io]") {
   ServerOptions so;
   so.max_ring_bytes = 128 << 10;
   START_OR_SKIP(rig, provider, so);
@@ -245,7 +247,8 @@ RPC_TEST_BOTH(AsyncCalls, "async calls complete exactly once with their own resp
   std::atomic<int> wrong{0}, done{0};
   std::mt19937_64 rng(rdmq::test::TestSeed());
   for (int i = 0; i < n; ++i) {
-    reqs[static_cast<size_t>(i)] = std::to_string(i) + std::string(rng() % 3000, 'a' + static_cast<char>(i % 26));
+    reqs[static_cast<size_t>(i)] =
+        std::to_string(i) + std::string(rng() % 3000, 'a' + static_cast<char>(i % 26));
     const uint16_t h = i % 3 == 0 ? kPoolEcho : kEcho;
     REQUIRE_OK(client->CallAsync(h, B(reqs[static_cast<size_t>(i)]), 10s, [&, i](Result<std::string> r) {
       if (!r.ok() || *r != Transform(B(reqs[static_cast<size_t>(i)]))) wrong.fetch_add(1);
@@ -290,7 +293,8 @@ RPC_TEST_BOTH(Credits, "credits are renewed at half and never run out for a busy
   // 2000 requests through 8 credits: at least 2000/8 - 1 renewals, each granted (the last one
   // may still be on its way to the server's scheduler).
   CHECK(cs.renewals >= 2000 / 8 - 1);
-  for (int i = 0; i < 500 && rig.server->stats().renewals_granted < cs.renewals; ++i) std::this_thread::sleep_for(2ms);
+  for (int i = 0; i < 500 && rig.server->stats().renewals_granted < cs.renewals; ++i)
+    std::this_thread::sleep_for(2ms);
   const auto ss = rig.server->stats();
   CHECK(ss.renewals_granted == cs.renewals);
   CHECK(ss.renewals_refused == 0);
@@ -299,7 +303,8 @@ RPC_TEST_BOTH(Credits, "credits are renewed at half and never run out for a busy
   CHECK(cs.messages <= cs.requests);
 }
 
-RPC_TEST_BOTH(Deactivation, "MAX_AQP deactivates channels, threads migrate, calls keep working", "[rpc][io]") {
+RPC_TEST_BOTH(Deactivation, "MAX_AQP deactivates channels, threads migrate, calls keep working",
+              "[rpc][io]") {
   ServerOptions so;
   so.credits = 8;
   so.schedule_interval = 5ms;
@@ -355,7 +360,8 @@ RPC_TEST_BOTH(Deactivation, "MAX_AQP deactivates channels, threads migrate, call
   CHECK(client->stats().refusals >= 2);
 }
 
-RPC_TEST_BOTH(Parking, "an idle server and client park instead of spinning, and wake for the next call", "[rpc][io]") {
+RPC_TEST_BOTH(Parking, "an idle server and client park instead of spinning, and wake for the next call",
+              "[rpc][io]") {
   START_OR_SKIP(rig, provider);
   auto client = Connect(rig);
   REQUIRE_OK(client->Call(kEcho, "warm", 5s));
@@ -400,12 +406,14 @@ RPC_TEST_BOTH(ClientGoesAway, "a client that disconnects is dropped and reported
   CHECK(rig.server->clients() == 0);
 }
 
-RPC_TEST_BOTH(ServerGoesAway, "when the server dies every outstanding call fails with kUnavailable", "[rpc][io]") {
+RPC_TEST_BOTH(ServerGoesAway, "when the server dies every outstanding call fails with kUnavailable",
+              "[rpc][io]") {
   rdmq::test::TempDir dir("rdmq-rpc");
   // The server runs in its own process: rpc_test_server beside this binary, spawned (a fork of
   // this address space would inherit verbs resources that must not be shared).
   std::error_code ec;
-  const std::string helper = (std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / "rpc_test_server").string();
+  const std::string helper =
+      (std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / "rpc_test_server").string();
   int pipefd[2];
   REQUIRE(::pipe(pipefd) == 0);
   posix_spawn_file_actions_t fa;

@@ -4,9 +4,8 @@
 // must match its call (the handler returns a transform of the request, which carries the thread
 // and call number), and none may be lost (a lost one times out) or duplicated (a duplicate
 // would arrive for a call no longer waiting: late_responses).
-#include <catch2/catch.hpp>
-
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <random>
 #include <thread>
@@ -128,7 +127,8 @@ int CallsPerThread(int nominal = 100000) {
 
 #ifdef RDMQ_RPC_TEST_VERBS
 // In the Soft-RoCE VM (an emulated CPU, and the RDMA stack in its kernel) a tenth of the calls.
-TEST_CASE("stress: 32 threads over 2 channels with deactivation and migration (verbs)", "[rpc][stress][verbs]") {
+TEST_CASE("stress: 32 threads over 2 channels with deactivation and migration (verbs)",
+          "[rpc][stress][verbs]") {
   Stress(fabric::Provider::kVerbs, 32, CallsPerThread(10000));
 }
 #else

@@ -8,9 +8,8 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include <csignal>
-
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <string>
 #include <thread>
@@ -19,7 +18,7 @@
 #include "rdmq/rpc/server.h"
 
 int main(int argc, char** argv) {
-  using namespace rdmq;  // NOLINT(google-build-using-namespace)
+  using namespace rdmq;                // NOLINT(google-build-using-namespace)
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the test that started us
   if (argc != 3) {
     std::fprintf(stderr, "usage: rpc_test_server <shm|tcp|verbs> <dir>\n");
@@ -35,8 +34,9 @@ int main(int argc, char** argv) {
     fabric::FabricOptions o;
     o.provider = *provider;
     o.listen = *provider == fabric::Provider::kShm ? std::string(argv[2]) + "/server.sock"
-               : *provider == fabric::Provider::kTcp ? std::string("127.0.0.1:0")
-               : std::string(std::getenv("RDMQ_VERBS_LISTEN") ? std::getenv("RDMQ_VERBS_LISTEN") : ":0");
+               : *provider == fabric::Provider::kTcp
+                   ? std::string("127.0.0.1:0")
+                   : std::string(std::getenv("RDMQ_VERBS_LISTEN") ? std::getenv("RDMQ_VERBS_LISTEN") : ":0");
     auto f = fabric::Fabric::Open(o);
     if (!f.ok()) {
       line += f.status().ToString();
@@ -48,12 +48,12 @@ int main(int argc, char** argv) {
       } else {
         server = std::move(s).value();
         // The transform of rpc_test_util.h's EchoTransform: reversed, each byte flipped.
-        (void)server->RegisterHandler(1, [](const rpc::RequestContext&, std::span<const std::byte> req,
-                                            rpc::ResponseBuffer& resp) {
-          std::byte* p = resp.Grow(req.size());
-          for (size_t i = 0; i < req.size(); ++i) p[i] = ~req[req.size() - 1 - i];
-          return Status();
-        });
+        (void)server->RegisterHandler(
+            1, [](const rpc::RequestContext&, std::span<const std::byte> req, rpc::ResponseBuffer& resp) {
+              std::byte* p = resp.Grow(req.size());
+              for (size_t i = 0; i < req.size(); ++i) p[i] = ~req[req.size() - 1 - i];
+              return Status();
+            });
         (void)server->RegisterHandler(
             3,
             [](const rpc::RequestContext&, std::span<const std::byte>, rpc::ResponseBuffer&) {

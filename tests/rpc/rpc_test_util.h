@@ -18,8 +18,12 @@ namespace rdmq::rpc::test {
 
 using namespace std::chrono_literals;
 
-inline std::span<const std::byte> B(std::string_view s) { return std::as_bytes(std::span(s.data(), s.size())); }
-inline std::string S(std::span<const std::byte> b) { return std::string(reinterpret_cast<const char*>(b.data()), b.size()); }
+inline std::span<const std::byte> B(std::string_view s) {
+  return std::as_bytes(std::span(s.data(), s.size()));
+}
+inline std::string S(std::span<const std::byte> b) {
+  return std::string(reinterpret_cast<const char*>(b.data()), b.size());
+}
 
 // Opens a listening fabric of `provider` (a Unix socket in `dir` for shm, an ephemeral loopback
 // port otherwise) and a connecting one. Returns an error the caller turns into a skip when the
@@ -29,7 +33,8 @@ struct FabricPair {
   std::unique_ptr<fabric::Fabric> client;
 };
 
-inline Result<std::unique_ptr<fabric::Fabric>> OpenListening(fabric::Provider p, const rdmq::test::TempDir& dir,
+inline Result<std::unique_ptr<fabric::Fabric>> OpenListening(fabric::Provider p,
+                                                             const rdmq::test::TempDir& dir,
                                                              const std::string& name = "rpc.sock") {
   fabric::FabricOptions o;
   o.provider = p;
@@ -68,7 +73,8 @@ inline Result<FabricPair> OpenPair(fabric::Provider p, const rdmq::test::TempDir
 // carrying the wrong bytes cannot pass.
 inline std::string Transform(std::span<const std::byte> in) {
   std::string out(in.size(), '\0');
-  for (size_t i = 0; i < in.size(); ++i) out[i] = static_cast<char>(~static_cast<unsigned char>(in[in.size() - 1 - i]));
+  for (size_t i = 0; i < in.size(); ++i)
+    out[i] = static_cast<char>(~static_cast<unsigned char>(in[in.size() - 1 - i]));
   return out;
 }
 
@@ -88,20 +94,20 @@ inline std::string ProviderTag(fabric::Provider p) { return std::string(fabric::
 // skips them separately: shm and tcp in rpc_io_tests, verbs in rpc_verbs_tests (the same
 // sources built with RDMQ_RPC_TEST_VERBS, labelled `verbs` so the Soft-RoCE VM runs them).
 #ifdef RDMQ_RPC_TEST_VERBS
-#define RPC_TEST_BOTH(name, title, tags)                                                        \
-  static void name(::rdmq::fabric::Provider provider);                                          \
-  TEST_CASE(title " (verbs)", tags "[verbs]") { name(::rdmq::fabric::Provider::kVerbs); }       \
+#define RPC_TEST_BOTH(name, title, tags)                                                  \
+  static void name(::rdmq::fabric::Provider provider);                                    \
+  TEST_CASE(title " (verbs)", tags "[verbs]") { name(::rdmq::fabric::Provider::kVerbs); } \
   static void name(::rdmq::fabric::Provider provider)
 #else
-#define RPC_TEST_BOTH(name, title, tags)                                                        \
-  static void name(::rdmq::fabric::Provider provider);                                          \
-  TEST_CASE(title " (shm)", tags "[shm]") { name(::rdmq::fabric::Provider::kShm); }             \
-  TEST_CASE(title " (tcp)", tags "[tcp]") { name(::rdmq::fabric::Provider::kTcp); }             \
+#define RPC_TEST_BOTH(name, title, tags)                                            \
+  static void name(::rdmq::fabric::Provider provider);                              \
+  TEST_CASE(title " (shm)", tags "[shm]") { name(::rdmq::fabric::Provider::kShm); } \
+  TEST_CASE(title " (tcp)", tags "[tcp]") { name(::rdmq::fabric::Provider::kTcp); } \
   static void name(::rdmq::fabric::Provider provider)
 #endif
 
 // Opens the fabric pair or skips the test when the provider is unavailable.
-#define OPEN_PAIR_OR_SKIP(var, provider, dir)                                                    \
-  auto var##_r = ::rdmq::rpc::test::OpenPair(provider, dir);                                   \
+#define OPEN_PAIR_OR_SKIP(var, provider, dir)                                                               \
+  auto var##_r = ::rdmq::rpc::test::OpenPair(provider, dir);                                                \
   if (!var##_r.ok()) RDMQ_SKIP(std::string("fabric provider unavailable: ") + var##_r.status().ToString()); \
   auto var = std::move(var##_r).value()

@@ -1,11 +1,11 @@
 // Equation 3.1 and Algorithm 1 on worked examples, plus properties over random inputs.
-#include <catch2/catch.hpp>
+#include "rdmq/rpc/scheduling.h"
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <numeric>
 #include <random>
 
-#include "rdmq/rpc/scheduling.h"
 #include "support/test_util.h"
 
 namespace rdmq::rpc {
@@ -43,12 +43,13 @@ TEST_CASE("Equation 3.1: a client never gets more channels than it has", "[rpc][
   CHECK(DistributeActiveChannels(clients, 8) == std::vector<uint32_t>{2, 2});
 }
 
-TEST_CASE("new clients get the average of the functioning ones and keep it for the interval", "[rpc][sched]") {
+TEST_CASE("new clients get the average of the functioning ones and keep it for the interval",
+          "[rpc][sched]") {
   const std::vector<uint32_t> functioning = {6, 2, 3};
-  CHECK(ChannelsForNewClient(functioning, 8, 256) == 4);    // 11/3 = 3.67 -> 4
-  CHECK(ChannelsForNewClient(functioning, 2, 256) == 2);    // clamped to its channels
-  CHECK(ChannelsForNewClient({}, 4, 256) == 4);             // nobody functioning: all it has
-  CHECK(ChannelsForNewClient({}, 300, 256) == 256);         // ... up to MAX_AQP
+  CHECK(ChannelsForNewClient(functioning, 8, 256) == 4);  // 11/3 = 3.67 -> 4
+  CHECK(ChannelsForNewClient(functioning, 2, 256) == 2);  // clamped to its channels
+  CHECK(ChannelsForNewClient({}, 4, 256) == 4);           // nobody functioning: all it has
+  CHECK(ChannelsForNewClient({}, 300, 256) == 256);       // ... up to MAX_AQP
   const std::vector<ClientUsage> clients = {{8, 10, false, 4}, {8, 0, true, 4}};
   CHECK(DistributeActiveChannels(clients, 8) == std::vector<uint32_t>{8, 4});
 }

@@ -1,6 +1,7 @@
 // The message codec: layout, round trips, and every kind of malformed message.
-#include <catch2/catch.hpp>
+#include "rdmq/rpc/wire.h"
 
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <random>
 #include <string>
@@ -8,7 +9,6 @@
 
 #include "rdmq/common/coding.h"
 #include "rdmq/rpc/errors.h"
-#include "rdmq/rpc/wire.h"
 #include "support/test_util.h"
 
 namespace rdmq::rpc {

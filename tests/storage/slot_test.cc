@@ -1,8 +1,7 @@
 // The partition slot's seqlock: readers on the same host must never fail or see a mixed state
 // while the single writer updates it, even when the writer is descheduled mid-update.
-#include <catch2/catch.hpp>
-
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <thread>
 #include <vector>

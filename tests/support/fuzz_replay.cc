@@ -53,10 +53,18 @@ int main(int argc, char** argv) {
       for (int e = 0; e < edits && !buf.empty(); ++e) {
         const size_t at = rng() % buf.size();
         switch (rng() % 4) {
-          case 0: buf[at] ^= static_cast<uint8_t>(1u << (rng() % 8)); break;
-          case 1: buf[at] = static_cast<uint8_t>(rng()); break;
-          case 2: buf.resize(at); break;
-          default: buf.insert(buf.begin() + static_cast<long>(at), static_cast<uint8_t>(rng())); break;
+          case 0:
+            buf[at] ^= static_cast<uint8_t>(1u << (rng() % 8));
+            break;
+          case 1:
+            buf[at] = static_cast<uint8_t>(rng());
+            break;
+          case 2:
+            buf.resize(at);
+            break;
+          default:
+            buf.insert(buf.begin() + static_cast<long>(at), static_cast<uint8_t>(rng()));
+            break;
         }
       }
     } else {

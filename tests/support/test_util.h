@@ -1,14 +1,13 @@
 // Helpers shared by rdmq's tests.
 #pragma once
 
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <random>
 #include <string>
-
-#include <catch2/catch.hpp>
 
 #include "rdmq/common/status.h"
 
@@ -46,13 +45,13 @@ bool UnderCTest();
 
 }  // namespace rdmq::test
 
-#define RDMQ_SKIP(why)                                 \
-  do {                                                 \
-    if (::rdmq::test::UnderCTest()) {                  \
-      ::rdmq::test::SkipUnderCTest(why);               \
-    }                                                  \
-    WARN("SKIPPED: " << (why));                        \
-    return;                                            \
+#define RDMQ_SKIP(why)                   \
+  do {                                   \
+    if (::rdmq::test::UnderCTest()) {    \
+      ::rdmq::test::SkipUnderCTest(why); \
+    }                                    \
+    WARN("SKIPPED: " << (why));          \
+    return;                              \
   } while (0)
 
 // REQUIRE that a Status or Result is OK, printing the error when it is not.

@@ -37,7 +37,7 @@
 
 namespace rdmq::bench {
 
-inline constexpr int kMaxWorkers = 64;       // producers, and separately consumers
+inline constexpr int kMaxWorkers = 64;  // producers, and separately consumers
 inline constexpr int kMaxPartitions = 1024;
 
 enum class ProgressMode { kAuto, kTty, kPlain, kNone };
@@ -58,10 +58,10 @@ struct CpuTime {
 };
 
 struct Sample {
-  double t_s = 0;            // since the start signal
-  uint64_t acked = 0;        // cumulative, all producers
-  uint64_t consumed = 0;     // cumulative, all consumers
-  double produce_rate = 0;   // records/s over the last interval
+  double t_s = 0;           // since the start signal
+  uint64_t acked = 0;       // cumulative, all producers
+  uint64_t consumed = 0;    // cumulative, all consumers
+  double produce_rate = 0;  // records/s over the last interval
   double consume_rate = 0;
 };
 
@@ -73,10 +73,10 @@ struct Report {
   uint64_t acked = 0;
   uint64_t ack_errors = 0;
   uint64_t consumed = 0;
-  uint64_t expected = 0;       // what consumers should have read (records sent to their partitions)
-  uint64_t missing = 0;        // sequence gaps plus what never arrived
-  uint64_t duplicates = 0;     // repeated or reordered sequence numbers
-  uint64_t corrupt = 0;        // payloads without a valid header
+  uint64_t expected = 0;    // what consumers should have read (records sent to their partitions)
+  uint64_t missing = 0;     // sequence gaps plus what never arrived
+  uint64_t duplicates = 0;  // repeated or reordered sequence numbers
+  uint64_t corrupt = 0;     // payloads without a valid header
   // Times, seconds from the start signal.
   double produce_s = 0;
   double consume_s = 0;
@@ -88,7 +88,7 @@ struct Report {
   int server_pid = 0;
   bool server_cpu_known = false;
   CpuTime server_cpu;
-  CpuTime client_cpu;                 // all client threads/processes together
+  CpuTime client_cpu;                   // all client threads/processes together
   double client_max_process_cores = 0;  // the busiest client process: CPU s / its running s
   // Process mode: the busiest producer and consumer process (-1 in thread mode, where producers
   // and consumers share one process).
@@ -98,12 +98,14 @@ struct Report {
   std::array<double, 3> load_before{};  // /proc/loadavg at the start and at the end
   std::array<double, 3> load_after{};
   bool interrupted = false;
-  int interrupt_signal = 0;           // SIGINT / SIGTERM that stopped the run
-  std::string first_error;            // first ack error, for the summary
+  int interrupt_signal = 0;  // SIGINT / SIGTERM that stopped the run
+  std::string first_error;   // first ack error, for the summary
 
   double produce_records_per_s() const { return produce_s > 0 ? static_cast<double>(acked) / produce_s : 0; }
   double produce_mb_per_s() const { return produce_records_per_s() * workload.message_size / 1e6; }
-  double consume_records_per_s() const { return consume_s > 0 ? static_cast<double>(consumed) / consume_s : 0; }
+  double consume_records_per_s() const {
+    return consume_s > 0 ? static_cast<double>(consumed) / consume_s : 0;
+  }
   double consume_mb_per_s() const { return consume_records_per_s() * workload.message_size / 1e6; }
   // Every record acknowledged, nothing lost, duplicated or corrupt, consumers got all.
   bool CountsOk() const;

@@ -25,9 +25,9 @@ namespace rdmq::bench {
 
 class LogHistogram {
  public:
-  static constexpr int kSubBits = 6;                       // 64 buckets per power of two
+  static constexpr int kSubBits = 6;  // 64 buckets per power of two
   static constexpr uint64_t kSub = uint64_t{1} << kSubBits;
-  static constexpr uint64_t kLinear = 2 * kSub;            // values < 128 bucketed exactly
+  static constexpr uint64_t kLinear = 2 * kSub;  // values < 128 bucketed exactly
   static constexpr int kBuckets = (64 - kSubBits + 1) * static_cast<int>(kSub);  // 3776
 
   void Record(uint64_t value) noexcept { RecordN(value, 1); }
@@ -45,7 +45,9 @@ class LogHistogram {
   uint64_t count() const noexcept { return count_; }
   uint64_t min() const noexcept { return count_ ? min_ : 0; }
   uint64_t max() const noexcept { return max_; }
-  double mean() const noexcept { return count_ ? static_cast<double>(sum_) / static_cast<double>(count_) : 0; }
+  double mean() const noexcept {
+    return count_ ? static_cast<double>(sum_) / static_cast<double>(count_) : 0;
+  }
   // The value at percentile p in [0, 100]: the smallest recorded bucket holding the
   // ceil(p/100 * count)-th smallest sample, reported as its midpoint clamped to [min, max].
   // 0 for an empty histogram; p=100 gives max() exactly and p=0 min() exactly.

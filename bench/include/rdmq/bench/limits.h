@@ -9,7 +9,6 @@
 
 #include <chrono>
 #include <cstddef>
-
 #include <nlohmann/json.hpp>
 
 #include "rdmq/bench/histogram.h"

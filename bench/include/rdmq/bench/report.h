@@ -11,10 +11,9 @@
 #pragma once
 
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "rdmq/bench/driver.h"
 #include "rdmq/bench/histogram.h"
@@ -41,10 +40,10 @@ Status WritePlot(const Report& r, const std::string& png_path);
 
 // One row of the comparison table, read from a result JSON file.
 struct TableRow {
-  std::string name;          // "rdmq", "redis", ...
-  std::string durability;    // the label: "persist per commit", "appendfsync always", ...
-  std::string klass;         // durability class: "durable" (on media before the ack) | "visibility"
-  std::string workload;      // "100 B x 1M, window 1024"
+  std::string name;        // "rdmq", "redis", ...
+  std::string durability;  // the label: "persist per commit", "appendfsync always", ...
+  std::string klass;       // durability class: "durable" (on media before the ack) | "visibility"
+  std::string workload;    // "100 B x 1M, window 1024"
   double records_per_s = 0;
   double mb_per_s = 0;
   double consume_records_per_s = 0;

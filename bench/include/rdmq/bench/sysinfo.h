@@ -21,10 +21,10 @@ CpuTime SelfCpu();
 std::array<double, 3> LoadAverage();
 
 struct MachineInfo {
-  std::string cpu_model;   // /proc/cpuinfo "model name"
-  int cpus = 0;            // online CPUs
-  double memory_gib = 0;   // MemTotal
-  std::string kernel;      // uname -r
+  std::string cpu_model;  // /proc/cpuinfo "model name"
+  int cpus = 0;           // online CPUs
+  double memory_gib = 0;  // MemTotal
+  std::string kernel;     // uname -r
   std::string hostname;
 };
 MachineInfo ReadMachineInfo();

@@ -46,32 +46,32 @@ namespace rdmq::bench {
 
 // Every knob of a run. Backends read the parts that concern them and ignore the rest.
 struct Workload {
-  std::string system = "mem";     // rdmq | redis | nats | mem
-  std::string address;            // rdmq bootstrap, redis host:port, nats URL; "" = default
-  std::string topic = "bench";    // topic / stream name prefix
+  std::string system = "mem";   // rdmq | redis | nats | mem
+  std::string address;          // rdmq bootstrap, redis host:port, nats URL; "" = default
+  std::string topic = "bench";  // topic / stream name prefix
   int producers = 1;
   int consumers = 1;
-  bool processes = false;         // fork a process per producer/consumer instead of a thread
-  uint32_t message_size = 100;    // payload bytes, >= kPayloadHeaderBytes
-  uint64_t count = 0;             // records per producer (0: run for `duration`)
+  bool processes = false;       // fork a process per producer/consumer instead of a thread
+  uint32_t message_size = 100;  // payload bytes, >= kPayloadHeaderBytes
+  uint64_t count = 0;           // records per producer (0: run for `duration`)
   std::chrono::milliseconds duration{0};
   uint32_t batch_size = 256 * 1024;     // bytes a client may gather before sending
   std::chrono::microseconds linger{0};  // how long a client may wait to fill a batch
-  int acks = 1;                   // 0: do not wait for the server; 1: wait (peers always wait)
+  int acks = 1;                         // 0: do not wait for the server; 1: wait (peers always wait)
   int partitions = 1;
-  std::string mode = "exclusive";       // producer partition mode: exclusive | shared
-  std::string fabric = "shm";           // rdmq fabric: shm | tcp | verbs
+  std::string mode = "exclusive";  // producer partition mode: exclusive | shared
+  std::string fabric = "shm";      // rdmq fabric: shm | tcp | verbs
   // rdmq: the topic's durability (durable | visibility). Peers: the class their setting is in
   // (durable = on media before the ack), so tables compare like with like.
   std::string durability = "durable";
-  uint32_t window = 1024;         // records in flight per producer (sent, not acknowledged)
-  double rate = 0;                // records/s per producer, evenly spaced (0: as fast as possible)
-  std::string label;              // free text for tables, e.g. "appendfsync always"
+  uint32_t window = 1024;  // records in flight per producer (sent, not acknowledged)
+  double rate = 0;         // records/s per producer, evenly spaced (0: as fast as possible)
+  std::string label;       // free text for tables, e.g. "appendfsync always"
   // rdmq: extra client settings, "key=value" as ProducerConfig::Set / ConsumerConfig::Set take.
   std::vector<std::string> producer_settings;
   std::vector<std::string> consumer_settings;
-  bool start_broker = false;      // rdmq: start rdmq-broker (beside rdmq-bench) for the run
-  std::string broker_dir;         // its data directory ("" = a fresh one under $TMPDIR, deleted after)
+  bool start_broker = false;  // rdmq: start rdmq-broker (beside rdmq-bench) for the run
+  std::string broker_dir;     // its data directory ("" = a fresh one under $TMPDIR, deleted after)
 };
 
 inline constexpr uint32_t kPayloadHeaderBytes = 16;

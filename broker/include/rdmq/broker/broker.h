@@ -32,15 +32,15 @@ namespace rdmq::broker {
 class Broker {
  public:
   struct Stats {
-    uint64_t commits = 0;          // ranges committed (data plane and Commit RPC)
-    uint64_t commit_errors = 0;    // commits refused (the lease then ended)
-    uint64_t acks = 0;             // ack blocks written
+    uint64_t commits = 0;        // ranges committed (data plane and Commit RPC)
+    uint64_t commit_errors = 0;  // commits refused (the lease then ended)
+    uint64_t acks = 0;           // ack blocks written
     uint64_t leases_granted = 0;
     uint64_t leases_expired = 0;
-    uint64_t notifications = 0;    // Watch notifications sent
-    uint64_t duplicates = 0;       // idempotent batches dropped as duplicates
-    uint64_t sessions = 0;         // clients connected now
-    uint64_t partitions = 0;       // partitions open now
+    uint64_t notifications = 0;  // Watch notifications sent
+    uint64_t duplicates = 0;     // idempotent batches dropped as duplicates
+    uint64_t sessions = 0;       // clients connected now
+    uint64_t partitions = 0;     // partitions open now
   };
 
   // Validates the config, recovers the metadata and every partition log, opens the listeners

@@ -28,15 +28,15 @@ struct BrokerConfig {
   // <data.dir>/rdmq-data.sock); tcp/verbs: host:port (default 0.0.0.0:9092 and :9093).
   std::string listen_control;
   std::string listen_data;
-  std::string device;                    // "device": verbs device name, empty = first active
-  uint64_t broker_id = 0;                // "broker.id"
-  uint32_t lease_ms = 10000;             // "lease.ms": producer lease length
-  uint32_t rpc_workers = 2;              // "rpc.workers": RPC handler worker threads
-  uint32_t checkpoint_interval_ms = 1000;  // "log.checkpoint.interval.ms"
+  std::string device;                           // "device": verbs device name, empty = first active
+  uint64_t broker_id = 0;                       // "broker.id"
+  uint32_t lease_ms = 10000;                    // "lease.ms": producer lease length
+  uint32_t rpc_workers = 2;                     // "rpc.workers": RPC handler worker threads
+  uint32_t checkpoint_interval_ms = 1000;       // "log.checkpoint.interval.ms"
   uint32_t retention_check_interval_ms = 5000;  // "log.retention.check.interval.ms"
-  uint32_t data_spin_us = 1000;          // "data.spin.us": commit poller spins this long before parking
-  std::string log_level = "info";        // "log.level"
-  std::string log_format = "text";       // "log.format": text | json
+  uint32_t data_spin_us = 1000;     // "data.spin.us": commit poller spins this long before parking
+  std::string log_level = "info";   // "log.level"
+  std::string log_format = "text";  // "log.format": text | json
   // Defaults for new topics: "num.partitions", "log.segment.bytes", "log.retention.bytes",
   // "log.retention.ms", "log.index.interval.bytes", "message.max.bytes", "durability".
   metadata::TopicConfig topic_defaults;

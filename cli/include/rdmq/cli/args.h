@@ -113,7 +113,8 @@ Status ApplyKeyValues(const ParsedArgs& args, std::string_view option, Config& c
   for (const std::string& kv : args.GetAll(option)) {
     auto p = ParseKeyValue(kv, "-X");
     if (!p.ok()) return p.status();
-    if (Status s = config.Set(p->first, p->second); !s.ok()) return UsageError("-X " + kv + ": " + FormatError(s));
+    if (Status s = config.Set(p->first, p->second); !s.ok())
+      return UsageError("-X " + kv + ": " + FormatError(s));
   }
   return Status::Ok();
 }

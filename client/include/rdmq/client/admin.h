@@ -19,7 +19,7 @@ namespace rdmq::client {
 struct PartitionDescription {
   int32_t partition = 0;
   int64_t log_start_offset = 0;
-  int64_t high_watermark = 0;   // next offset to be written
+  int64_t high_watermark = 0;  // next offset to be written
   uint32_t segments = 0;
   uint64_t bytes = 0;
   int64_t active_segment_base = 0;
@@ -31,7 +31,7 @@ struct TopicDescription {
   uint64_t id = 0;
   int64_t created_ms = 0;
   std::vector<std::pair<std::string, std::string>> configs;  // every key with its value
-  std::vector<PartitionDescription> partitions;             // filled by DescribeTopic only
+  std::vector<PartitionDescription> partitions;              // filled by DescribeTopic only
   int32_t partition_count() const;
 };
 
@@ -42,13 +42,13 @@ class AdminClient {
 
   // configs: Kafka topic keys ("partitions", "retention.ms", ...); missing keys take the
   // broker's defaults.
-  virtual Result<TopicDescription> CreateTopic(const std::string& name,
-                                               const std::vector<std::pair<std::string, std::string>>& configs) = 0;
+  virtual Result<TopicDescription> CreateTopic(
+      const std::string& name, const std::vector<std::pair<std::string, std::string>>& configs) = 0;
   virtual Status DeleteTopic(const std::string& name) = 0;
   virtual Result<TopicDescription> DescribeTopic(const std::string& name) = 0;
   virtual Result<std::vector<TopicDescription>> ListTopics() = 0;
-  virtual Result<TopicDescription> AlterTopic(const std::string& name,
-                                              const std::vector<std::pair<std::string, std::string>>& configs) = 0;
+  virtual Result<TopicDescription> AlterTopic(
+      const std::string& name, const std::vector<std::pair<std::string, std::string>>& configs) = 0;
 };
 
 }  // namespace rdmq::client

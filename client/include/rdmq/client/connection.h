@@ -44,7 +44,8 @@ struct ConnectionOptions {
 
 class Connection {
  public:
-  static Result<std::unique_ptr<Connection>> Open(const ClientOptions& client, const ConnectionOptions& options = {});
+  static Result<std::unique_ptr<Connection>> Open(const ClientOptions& client,
+                                                  const ConnectionOptions& options = {});
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;

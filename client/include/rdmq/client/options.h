@@ -16,9 +16,9 @@ struct ClientOptions {
   // "tcp:host:port" or "verbs:host:port". Default: $RDMQ_BROKER, else
   // "unix:./rdmq-data/rdmq.sock".
   std::string bootstrap;
-  std::string client_name = "rdmq-client";  // "client.id" in logs and broker diagnostics
+  std::string client_name = "rdmq-client";           // "client.id" in logs and broker diagnostics
   std::chrono::milliseconds request_timeout{30000};  // "request.timeout.ms"
-  std::string device;                       // verbs: RDMA device (empty: the first active one)
+  std::string device;                                // verbs: RDMA device (empty: the first active one)
 
   // Applies a Kafka-style key ("bootstrap.servers", "client.id", "request.timeout.ms",
   // "rdma.device"); kInvalidArgument naming the key otherwise.

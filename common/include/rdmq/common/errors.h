@@ -48,31 +48,31 @@ const std::error_category& module_error_category() noexcept {
   case static_cast<int>(E::name):          \
     return ::rdmq::Errc::cond;
 
-#define RDMQ_DEFINE_ERRORS(ns, Enum, category_name, LIST)                                  \
-  namespace ns {                                                                           \
-  enum class Enum { kOk_ = 0, LIST(RDMQ_ERRORS_ENUM_) };                                   \
-  inline std::error_code make_error_code(Enum e) noexcept {                                \
-    return {static_cast<int>(e), ::rdmq::module_error_category<Enum>()};                   \
-  }                                                                                        \
-  }                                                                                        \
-  template <>                                                                              \
-  struct std::is_error_code_enum<ns::Enum> : std::true_type {};                           \
-  template <>                                                                              \
-  struct rdmq::ErrorTraits<ns::Enum> {                                                     \
-    using E = ns::Enum;                                                                    \
-    static constexpr const char* kName = category_name;                                    \
-    static std::string Message(int ev) {                                                   \
-      switch (ev) {                                                                        \
-        LIST(RDMQ_ERRORS_MSG_)                                                             \
-        default:                                                                           \
-          return std::string(category_name) + " error " + std::to_string(ev);              \
-      }                                                                                    \
-    }                                                                                      \
-    static ::rdmq::Errc Condition(int ev) noexcept {                                       \
-      switch (ev) {                                                                        \
-        LIST(RDMQ_ERRORS_COND_)                                                            \
-        default:                                                                           \
-          return ::rdmq::Errc::kInternal;                                                  \
-      }                                                                                    \
-    }                                                                                      \
+#define RDMQ_DEFINE_ERRORS(ns, Enum, category_name, LIST)                     \
+  namespace ns {                                                              \
+  enum class Enum { kOk_ = 0, LIST(RDMQ_ERRORS_ENUM_) };                      \
+  inline std::error_code make_error_code(Enum e) noexcept {                   \
+    return {static_cast<int>(e), ::rdmq::module_error_category<Enum>()};      \
+  }                                                                           \
+  }                                                                           \
+  template <>                                                                 \
+  struct std::is_error_code_enum<ns::Enum> : std::true_type {};               \
+  template <>                                                                 \
+  struct rdmq::ErrorTraits<ns::Enum> {                                        \
+    using E = ns::Enum;                                                       \
+    static constexpr const char* kName = category_name;                       \
+    static std::string Message(int ev) {                                      \
+      switch (ev) {                                                           \
+        LIST(RDMQ_ERRORS_MSG_)                                                \
+        default:                                                              \
+          return std::string(category_name) + " error " + std::to_string(ev); \
+      }                                                                       \
+    }                                                                         \
+    static ::rdmq::Errc Condition(int ev) noexcept {                          \
+      switch (ev) {                                                           \
+        LIST(RDMQ_ERRORS_COND_)                                               \
+        default:                                                              \
+          return ::rdmq::Errc::kInternal;                                     \
+      }                                                                       \
+    }                                                                         \
   };

@@ -71,7 +71,7 @@ class Line {
 }  // namespace rdmq::log
 
 // A one-iteration loop rather than if/else, so `if (x) RDMQ_LOG(...).kv(...);` has no dangling else.
-#define RDMQ_LOG(level, module, message)                                                   \
+#define RDMQ_LOG(level, module, message)                                                  \
   for (bool rdmq_log_on_ = ::rdmq::log::Enabled(::rdmq::log::Level::level); rdmq_log_on_; \
-       rdmq_log_on_ = false)                                                               \
+       rdmq_log_on_ = false)                                                              \
   ::rdmq::log::Line(::rdmq::log::Level::level, (module), (message))

@@ -31,18 +31,18 @@ enum class Errc {
   kInvalidArgument = 1,  // the caller passed something malformed or out of its domain
   kNotFound,             // a named thing (topic, segment, key) does not exist
   kAlreadyExists,
-  kOutOfRange,           // an offset/position/address outside what exists
-  kCorruption,           // stored or received bytes fail validation (CRC, magic, bounds)
-  kIoError,              // the operating system refused an I/O operation
-  kNoSpace,              // device or file full
+  kOutOfRange,  // an offset/position/address outside what exists
+  kCorruption,  // stored or received bytes fail validation (CRC, magic, bounds)
+  kIoError,     // the operating system refused an I/O operation
+  kNoSpace,     // device or file full
   kTimeout,
-  kUnavailable,          // peer gone, connection closed, service shutting down
-  kPermissionDenied,     // wrong key, missing access right
-  kResourceExhausted,    // credits, queue slots, memory
-  kFailedPrecondition,   // the object is not in a state that allows the operation
+  kUnavailable,         // peer gone, connection closed, service shutting down
+  kPermissionDenied,    // wrong key, missing access right
+  kResourceExhausted,   // credits, queue slots, memory
+  kFailedPrecondition,  // the object is not in a state that allows the operation
   kAborted,
   kCancelled,
-  kUnsupported,          // feature not available on this provider/platform
+  kUnsupported,  // feature not available on this provider/platform
   kInternal,
 };
 
@@ -103,34 +103,46 @@ class [[nodiscard]] Result {
   static_assert(!std::is_same_v<std::remove_cv_t<T>, Status>, "Result<Status> makes no sense");
 
  public:
-  Result(const T& v) : v_(v) {}                  // NOLINT(google-explicit-constructor)
+  Result(const T& v) : v_(v) {}  // NOLINT(google-explicit-constructor)
   Result(T&& v) noexcept(std::is_nothrow_move_constructible_v<T>) : v_(std::move(v)) {}  // NOLINT
-  Result(Status s) : v_(std::move(s)) {          // NOLINT(google-explicit-constructor)
+  Result(Status s) : v_(std::move(s)) {  // NOLINT(google-explicit-constructor)
     assert(!std::get<Status>(v_).ok() && "Result constructed from an OK status");
   }
   template <class E, std::enable_if_t<std::is_error_code_enum_v<E>, int> = 0>
-  Result(E e) : Result(Status(e)) {}             // NOLINT(google-explicit-constructor)
-  Result(Errc e) : Result(Status(e)) {}          // NOLINT(google-explicit-constructor)
+  Result(E e) : Result(Status(e)) {}     // NOLINT(google-explicit-constructor)
+  Result(Errc e) : Result(Status(e)) {}  // NOLINT(google-explicit-constructor)
   template <class U, std::enable_if_t<std::is_convertible_v<U, T> && !std::is_same_v<std::decay_t<U>, T> &&
                                           !std::is_same_v<std::decay_t<U>, Status> &&
                                           !std::is_error_code_enum_v<std::decay_t<U>> &&
-                                          !std::is_same_v<std::decay_t<U>, Errc>, int> = 0>
-  Result(U&& u) : v_(T(std::forward<U>(u))) {}   // NOLINT(google-explicit-constructor)
+                                          !std::is_same_v<std::decay_t<U>, Errc>,
+                                      int> = 0>
+  Result(U&& u) : v_(T(std::forward<U>(u))) {}  // NOLINT(google-explicit-constructor)
 
   bool ok() const noexcept { return v_.index() == 0; }
   // The error, or OK when a value is held.
   Status status() const { return ok() ? Status() : std::get<1>(v_); }
 
-  T& value() & { assert(ok()); return std::get<0>(v_); }
-  const T& value() const& { assert(ok()); return std::get<0>(v_); }
-  T&& value() && { assert(ok()); return std::get<0>(std::move(v_)); }
+  T& value() & {
+    assert(ok());
+    return std::get<0>(v_);
+  }
+  const T& value() const& {
+    assert(ok());
+    return std::get<0>(v_);
+  }
+  T&& value() && {
+    assert(ok());
+    return std::get<0>(std::move(v_));
+  }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
   T&& operator*() && { return std::move(*this).value(); }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
   template <class U>
-  T value_or(U&& fallback) const& { return ok() ? value() : T(std::forward<U>(fallback)); }
+  T value_or(U&& fallback) const& {
+    return ok() ? value() : T(std::forward<U>(fallback));
+  }
 
  private:
   std::variant<T, Status> v_;
@@ -144,10 +156,10 @@ struct is_error_condition_enum<rdmq::Errc> : true_type {};
 }  // namespace std
 
 // Propagate a non-OK Status (or the Status of a failed Result) from an expression.
-#define RDMQ_RETURN_IF_ERROR(expr)                         \
-  do {                                                     \
-    auto rdmq_status_ = ::rdmq::internal::AsStatus(expr);  \
-    if (!rdmq_status_.ok()) return rdmq_status_;           \
+#define RDMQ_RETURN_IF_ERROR(expr)                        \
+  do {                                                    \
+    auto rdmq_status_ = ::rdmq::internal::AsStatus(expr); \
+    if (!rdmq_status_.ok()) return rdmq_status_;          \
   } while (0)
 
 #define RDMQ_CONCAT_INNER_(a, b) a##b
@@ -163,5 +175,7 @@ struct is_error_condition_enum<rdmq::Errc> : true_type {};
 namespace rdmq::internal {
 inline Status AsStatus(Status s) { return s; }
 template <class T>
-Status AsStatus(const Result<T>& r) { return r.status(); }
+Status AsStatus(const Result<T>& r) {
+  return r.status();
+}
 }  // namespace rdmq::internal

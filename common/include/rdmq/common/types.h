@@ -26,10 +26,23 @@ class StrongInt {
   constexpr auto operator<=>(const StrongInt&) const noexcept = default;
   constexpr bool operator==(const StrongInt&) const noexcept = default;
 
-  constexpr StrongInt& operator+=(Rep d) noexcept { v_ += d; return *this; }
-  constexpr StrongInt& operator-=(Rep d) noexcept { v_ -= d; return *this; }
-  constexpr StrongInt& operator++() noexcept { ++v_; return *this; }
-  constexpr StrongInt operator++(int) noexcept { StrongInt t = *this; ++v_; return t; }
+  constexpr StrongInt& operator+=(Rep d) noexcept {
+    v_ += d;
+    return *this;
+  }
+  constexpr StrongInt& operator-=(Rep d) noexcept {
+    v_ -= d;
+    return *this;
+  }
+  constexpr StrongInt& operator++() noexcept {
+    ++v_;
+    return *this;
+  }
+  constexpr StrongInt operator++(int) noexcept {
+    StrongInt t = *this;
+    ++v_;
+    return t;
+  }
   friend constexpr StrongInt operator+(StrongInt a, Rep d) noexcept { return StrongInt(a.v_ + d); }
   friend constexpr StrongInt operator-(StrongInt a, Rep d) noexcept { return StrongInt(a.v_ - d); }
   // The distance between two values of the same kind is a plain number.

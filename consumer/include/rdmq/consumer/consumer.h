@@ -35,11 +35,11 @@ enum class OffsetReset : uint8_t { kEarliest, kLatest, kNone };
 
 struct ConsumerConfig {
   client::ClientOptions client;
-  uint32_t max_poll_records = 500;              // "max.poll.records"
-  uint32_t fetch_max_bytes = 4u << 20;          // "fetch.max.bytes": per READ
+  uint32_t max_poll_records = 500;                         // "max.poll.records"
+  uint32_t fetch_max_bytes = 4u << 20;                     // "fetch.max.bytes": per READ
   OffsetReset auto_offset_reset = OffsetReset::kEarliest;  // "auto.offset.reset"
-  bool check_crcs = true;                       // "check.crcs"
-  std::chrono::microseconds spin{50};           // "rdmq.idle.spin.us": poll before sleeping
+  bool check_crcs = true;                                  // "check.crcs"
+  std::chrono::microseconds spin{50};                      // "rdmq.idle.spin.us": poll before sleeping
 
   Status Set(std::string_view key, std::string_view value);
 };

@@ -51,7 +51,7 @@
 #include "rdmq/common/errors.h"
 #include "rdmq/common/status.h"
 
-#define RDMQ_FABRIC_ERRORS(X)                                                             \
+#define RDMQ_FABRIC_ERRORS(X)                                                              \
   X(kBadKey, kPermissionDenied, "unknown or invalid remote key")                           \
   X(kAccessDenied, kPermissionDenied, "the key does not grant this access")                \
   X(kOutOfBounds, kOutOfRange, "remote address outside the region")                        \
@@ -64,8 +64,8 @@
   X(kProtocol, kCorruption, "malformed message from the peer")                             \
   X(kBadDescriptor, kInvalidArgument, "malformed region descriptor")                       \
   X(kWrongProvider, kInvalidArgument, "descriptor or address belongs to another provider") \
-  X(kRnr, kResourceExhausted, "no receive buffer posted at the peer")                        \
-  X(kFlushed, kUnavailable, "not executed: the connection failed earlier")                   \
+  X(kRnr, kResourceExhausted, "no receive buffer posted at the peer")                      \
+  X(kFlushed, kUnavailable, "not executed: the connection failed earlier")                 \
   X(kTooLong, kInvalidArgument, "message longer than the receive buffer or kMaxSendSize")
 RDMQ_DEFINE_ERRORS(rdmq::fabric, FabricErrc, "fabric", RDMQ_FABRIC_ERRORS)
 
@@ -174,28 +174,28 @@ struct LocalBuffer {
 
 struct WorkRequest {
   Opcode opcode = Opcode::kWrite;
-  uint64_t tag = 0;          // returned in the completion
-  bool signaled = true;      // false: no completion unless the operation fails
-  LocalBuffer local;         // WRITE/SEND: source; READ: destination; atomics: 8-byte result
-                             // (atomics: addr may be null when the old value is not wanted)
+  uint64_t tag = 0;                      // returned in the completion
+  bool signaled = true;                  // false: no completion unless the operation fails
+  LocalBuffer local;                     // WRITE/SEND: source; READ: destination; atomics: 8-byte result
+                                         // (atomics: addr may be null when the old value is not wanted)
   const RemoteRegion* remote = nullptr;  // not used by SEND
   uint64_t remote_offset = 0;            // relative to remote->descriptor().base
-  uint32_t imm = 0;          // WRITE_IMM: delivered to the peer's receive completion
-  uint64_t operand = 0;      // FETCH_ADD: addend; COMPARE_SWAP: expected value
-  uint64_t swap = 0;         // COMPARE_SWAP: new value
+  uint32_t imm = 0;                      // WRITE_IMM: delivered to the peer's receive completion
+  uint64_t operand = 0;                  // FETCH_ADD: addend; COMPARE_SWAP: expected value
+  uint64_t swap = 0;                     // COMPARE_SWAP: new value
 };
 
 struct RecvRequest {
   uint64_t tag = 0;
-  LocalBuffer buffer;        // receives a SEND's bytes; unused (may be empty) for WRITE_IMM
+  LocalBuffer buffer;  // receives a SEND's bytes; unused (may be empty) for WRITE_IMM
 };
 
 struct Completion {
   uint64_t tag = 0;
   Opcode opcode = Opcode::kWrite;
-  std::error_code status;    // empty on success; a FabricErrc otherwise
-  uint32_t byte_len = 0;     // READ/RECV: bytes transferred
-  uint32_t imm = 0;          // RECV of a WRITE_IMM (or SEND with immediate): the immediate
+  std::error_code status;  // empty on success; a FabricErrc otherwise
+  uint32_t byte_len = 0;   // READ/RECV: bytes transferred
+  uint32_t imm = 0;        // RECV of a WRITE_IMM (or SEND with immediate): the immediate
   bool has_imm = false;
   uint64_t endpoint_id = 0;  // Endpoint::id() of the endpoint it belongs to
 };
@@ -215,7 +215,7 @@ struct EndpointOptions {
   CompletionQueue* recv_cq = nullptr;  // required if the endpoint receives SENDs or immediates
   uint32_t max_send_wr = 256;          // outstanding work requests (Post fails with kQueueFull)
   uint32_t max_recv_wr = 256;
-  uint32_t max_inline = 64;            // verbs: inline data up to this size
+  uint32_t max_inline = 64;  // verbs: inline data up to this size
   std::chrono::milliseconds connect_timeout{5000};
 };
 
@@ -286,9 +286,11 @@ class Fabric {
   virtual Result<std::unique_ptr<CompletionQueue>> CreateCompletionQueue(size_t depth) = 0;
 
   // Connects to a listening fabric at `address` (as returned by its address()).
-  virtual Result<std::unique_ptr<Endpoint>> Connect(std::string_view address, const EndpointOptions& opts) = 0;
+  virtual Result<std::unique_ptr<Endpoint>> Connect(std::string_view address,
+                                                    const EndpointOptions& opts) = 0;
   // Waits up to `timeout` for the next incoming connection.
-  virtual Result<std::unique_ptr<Endpoint>> Accept(const EndpointOptions& opts, std::chrono::nanoseconds timeout) = 0;
+  virtual Result<std::unique_ptr<Endpoint>> Accept(const EndpointOptions& opts,
+                                                   std::chrono::nanoseconds timeout) = 0;
 };
 
 }  // namespace rdmq::fabric

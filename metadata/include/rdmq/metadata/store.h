@@ -15,11 +15,10 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "rdmq/common/status.h"
 #include "rdmq/common/types.h"
@@ -69,9 +68,9 @@ class MetadataStore {
 
   const StoreOptions options_;
   mutable std::mutex mu_;
-  std::unique_ptr<State> state_;  // guarded by mu_
-  int wal_fd_ = -1;               // guarded by mu_
-  uint32_t since_checkpoint_ = 0; // guarded by mu_
+  std::unique_ptr<State> state_;   // guarded by mu_
+  int wal_fd_ = -1;                // guarded by mu_
+  uint32_t since_checkpoint_ = 0;  // guarded by mu_
 };
 
 }  // namespace rdmq::metadata

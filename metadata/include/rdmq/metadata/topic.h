@@ -7,23 +7,22 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "rdmq/common/errors.h"
 #include "rdmq/common/status.h"
 #include "rdmq/common/types.h"
 
-#define RDMQ_METADATA_ERRORS(X)                                                      \
-  X(kBadTopicName, kInvalidArgument, "invalid topic name")                           \
-  X(kBadConfig, kInvalidArgument, "invalid configuration value")                     \
-  X(kUnknownConfig, kInvalidArgument, "unknown configuration key")                   \
-  X(kTopicExists, kAlreadyExists, "topic already exists")                            \
-  X(kNoSuchTopic, kNotFound, "no such topic")                                        \
-  X(kCorruptLog, kCorruption, "metadata log is corrupt")                             \
+#define RDMQ_METADATA_ERRORS(X)                                    \
+  X(kBadTopicName, kInvalidArgument, "invalid topic name")         \
+  X(kBadConfig, kInvalidArgument, "invalid configuration value")   \
+  X(kUnknownConfig, kInvalidArgument, "unknown configuration key") \
+  X(kTopicExists, kAlreadyExists, "topic already exists")          \
+  X(kNoSuchTopic, kNotFound, "no such topic")                      \
+  X(kCorruptLog, kCorruption, "metadata log is corrupt")           \
   X(kCorruptCheckpoint, kCorruption, "metadata checkpoint is corrupt")
 RDMQ_DEFINE_ERRORS(rdmq::metadata, MetadataErrc, "metadata", RDMQ_METADATA_ERRORS)
 
@@ -37,13 +36,13 @@ enum class Durability : uint8_t {
 std::string_view DurabilityName(Durability d) noexcept;
 
 struct TopicConfig {
-  int32_t partitions = 1;                        // "partitions"        1..4096
-  uint64_t segment_bytes = 64ull << 20;          // "segment.bytes"     64 KiB..64 GiB
-  int64_t retention_bytes = -1;                  // "retention.bytes"   per partition, -1 = no limit
-  int64_t retention_ms = 7LL * 24 * 3600 * 1000; // "retention.ms"      -1 = no limit
-  uint32_t index_interval_bytes = 4096;          // "index.interval.bytes"
-  uint32_t max_message_bytes = 1u << 20;         // "max.message.bytes" largest record batch
-  Durability durability = Durability::kDurable;  // "durability"        visibility|durable
+  int32_t partitions = 1;                         // "partitions"        1..4096
+  uint64_t segment_bytes = 64ull << 20;           // "segment.bytes"     64 KiB..64 GiB
+  int64_t retention_bytes = -1;                   // "retention.bytes"   per partition, -1 = no limit
+  int64_t retention_ms = 7LL * 24 * 3600 * 1000;  // "retention.ms"      -1 = no limit
+  uint32_t index_interval_bytes = 4096;           // "index.interval.bytes"
+  uint32_t max_message_bytes = 1u << 20;          // "max.message.bytes" largest record batch
+  Durability durability = Durability::kDurable;   // "durability"        visibility|durable
 
   bool operator==(const TopicConfig&) const = default;
 };

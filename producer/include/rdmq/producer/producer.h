@@ -46,14 +46,14 @@ enum class PartitionMode : uint8_t {
 
 struct ProducerConfig {
   client::ClientOptions client;
-  uint32_t batch_size = 256 * 1024;                // "batch.size": bytes per batch
-  std::chrono::microseconds linger{0};             // "linger.ms" (fractions allowed: 0.05)
-  int acks = 1;                                    // "acks": 0, 1, or -1/"all" (= 1 on one node)
-  bool enable_idempotence = true;                  // "enable.idempotence"
-  PartitionMode mode = PartitionMode::kExclusive;  // "partition.mode": exclusive | shared
-  uint32_t max_in_flight = 16;                     // "max.in.flight.requests.per.connection"
-  uint64_t buffer_memory = 64ull << 20;            // "buffer.memory": unacknowledged bytes
-  std::chrono::milliseconds max_block{60000};      // "max.block.ms": Send waits this long for room
+  uint32_t batch_size = 256 * 1024;                    // "batch.size": bytes per batch
+  std::chrono::microseconds linger{0};                 // "linger.ms" (fractions allowed: 0.05)
+  int acks = 1;                                        // "acks": 0, 1, or -1/"all" (= 1 on one node)
+  bool enable_idempotence = true;                      // "enable.idempotence"
+  PartitionMode mode = PartitionMode::kExclusive;      // "partition.mode": exclusive | shared
+  uint32_t max_in_flight = 16;                         // "max.in.flight.requests.per.connection"
+  uint64_t buffer_memory = 64ull << 20;                // "buffer.memory": unacknowledged bytes
+  std::chrono::milliseconds max_block{60000};          // "max.block.ms": Send waits this long for room
   std::chrono::milliseconds delivery_timeout{120000};  // "delivery.timeout.ms"
   // "rdmq.wait.spin.us": a thread waiting for an ack (SendFuture::get, Flush) polls for it
   // this long before it sleeps.
@@ -65,17 +65,17 @@ struct ProducerConfig {
 
 struct ProducerRecord {  // every field has a default: designated initializers may name any subset
   std::string_view topic = {};
-  int32_t partition = -1;                       // -1: by key, or sticky when there is no key
-  std::optional<std::string_view> key = {};     // nullopt = null key
-  std::optional<std::string_view> value = {};   // nullopt = null value (a tombstone)
+  int32_t partition = -1;                      // -1: by key, or sticky when there is no key
+  std::optional<std::string_view> key = {};    // nullopt = null key
+  std::optional<std::string_view> value = {};  // nullopt = null value (a tombstone)
   std::span<const Header> headers = {};
-  int64_t timestamp_ms = -1;                    // -1: now
+  int64_t timestamp_ms = -1;  // -1: now
 };
 
 struct RecordMetadata {
   std::string topic;
   int32_t partition = 0;
-  int64_t offset = -1;      // -1 with acks=0
+  int64_t offset = -1;  // -1 with acks=0
   int64_t timestamp_ms = 0;
   uint32_t serialized_key_size = 0;
   uint32_t serialized_value_size = 0;

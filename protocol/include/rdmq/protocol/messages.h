@@ -13,26 +13,26 @@
 #include "rdmq/protocol/codec.h"
 
 // Wire error codes: the enum values are the codes on the wire (docs/protocol.md, section 2).
-#define RDMQ_WIRE_ERRORS(X)                                                                 \
-  X(kInvalidRequest, kInvalidArgument, "INVALID_REQUEST")                                   \
-  X(kUnknownTopic, kNotFound, "UNKNOWN_TOPIC")                                              \
-  X(kUnknownPartition, kNotFound, "UNKNOWN_PARTITION")                                      \
-  X(kTopicExists, kAlreadyExists, "TOPIC_EXISTS")                                           \
-  X(kInvalidConfig, kInvalidArgument, "INVALID_CONFIG")                                     \
-  X(kInvalidTopicName, kInvalidArgument, "INVALID_TOPIC_NAME")                              \
-  X(kOffsetOutOfRange, kOutOfRange, "OFFSET_OUT_OF_RANGE")                                  \
-  X(kLeaseExpired, kFailedPrecondition, "LEASE_EXPIRED")                                    \
-  X(kStaleLocation, kFailedPrecondition, "STALE_LOCATION")                                  \
-  X(kRecordTooLarge, kInvalidArgument, "RECORD_TOO_LARGE")                                  \
-  X(kCorruptMessage, kCorruption, "CORRUPT_MESSAGE")                                        \
-  X(kOutOfCredit, kResourceExhausted, "OUT_OF_CREDIT")                                      \
-  X(kPartitionBusy, kFailedPrecondition, "PARTITION_BUSY")                                  \
-  X(kDuplicateSequence, kAlreadyExists, "DUPLICATE_SEQUENCE")                               \
-  X(kOutOfOrderSequence, kFailedPrecondition, "OUT_OF_ORDER_SEQUENCE")                      \
-  X(kInvalidProducerEpoch, kFailedPrecondition, "INVALID_PRODUCER_EPOCH")                   \
-  X(kUnavailable, kUnavailable, "UNAVAILABLE")                                              \
-  X(kStorageError, kIoError, "STORAGE_ERROR")                                               \
-  X(kNotSupported, kUnsupported, "NOT_SUPPORTED")                                           \
+#define RDMQ_WIRE_ERRORS(X)                                               \
+  X(kInvalidRequest, kInvalidArgument, "INVALID_REQUEST")                 \
+  X(kUnknownTopic, kNotFound, "UNKNOWN_TOPIC")                            \
+  X(kUnknownPartition, kNotFound, "UNKNOWN_PARTITION")                    \
+  X(kTopicExists, kAlreadyExists, "TOPIC_EXISTS")                         \
+  X(kInvalidConfig, kInvalidArgument, "INVALID_CONFIG")                   \
+  X(kInvalidTopicName, kInvalidArgument, "INVALID_TOPIC_NAME")            \
+  X(kOffsetOutOfRange, kOutOfRange, "OFFSET_OUT_OF_RANGE")                \
+  X(kLeaseExpired, kFailedPrecondition, "LEASE_EXPIRED")                  \
+  X(kStaleLocation, kFailedPrecondition, "STALE_LOCATION")                \
+  X(kRecordTooLarge, kInvalidArgument, "RECORD_TOO_LARGE")                \
+  X(kCorruptMessage, kCorruption, "CORRUPT_MESSAGE")                      \
+  X(kOutOfCredit, kResourceExhausted, "OUT_OF_CREDIT")                    \
+  X(kPartitionBusy, kFailedPrecondition, "PARTITION_BUSY")                \
+  X(kDuplicateSequence, kAlreadyExists, "DUPLICATE_SEQUENCE")             \
+  X(kOutOfOrderSequence, kFailedPrecondition, "OUT_OF_ORDER_SEQUENCE")    \
+  X(kInvalidProducerEpoch, kFailedPrecondition, "INVALID_PRODUCER_EPOCH") \
+  X(kUnavailable, kUnavailable, "UNAVAILABLE")                            \
+  X(kStorageError, kIoError, "STORAGE_ERROR")                             \
+  X(kNotSupported, kUnsupported, "NOT_SUPPORTED")                         \
   X(kInternal, kInternal, "INTERNAL")
 RDMQ_DEFINE_ERRORS(rdmq::protocol, WireError, "rdmq", RDMQ_WIRE_ERRORS)
 
@@ -64,14 +64,20 @@ struct ResponseHeader {
   uint16_t error = 0;
   std::string message;
   template <class V>
-  void Visit(V& v) { v(error); v(message); }
+  void Visit(V& v) {
+    v(error);
+    v(message);
+  }
 };
 
 struct ConfigEntry {
   std::string key;
   std::string value;
   template <class V>
-  void Visit(V& v) { v(key); v(value); }
+  void Visit(V& v) {
+    v(key);
+    v(value);
+  }
   bool operator==(const ConfigEntry&) const = default;
 };
 
@@ -85,7 +91,10 @@ struct HelloRequest {
   std::string client_name;
   uint16_t protocol_version = kProtocolVersion;
   template <class V>
-  void Visit(V& v) { v(client_name); v(protocol_version); }
+  void Visit(V& v) {
+    v(client_name);
+    v(protocol_version);
+  }
 };
 struct HelloResponse {
   uint64_t client_id = 0;
@@ -95,7 +104,14 @@ struct HelloResponse {
   uint32_t lease_ms = 0;
   uint32_t max_message_bytes = 0;
   template <class V>
-  void Visit(V& v) { v(client_id); v(broker_id); v(data_address); v(provider); v(lease_ms); v(max_message_bytes); }
+  void Visit(V& v) {
+    v(client_id);
+    v(broker_id);
+    v(data_address);
+    v(provider);
+    v(lease_ms);
+    v(max_message_bytes);
+  }
 };
 
 // --- Topics --------------------------------------------------------------------------------
@@ -105,7 +121,12 @@ struct TopicInfo {
   int64_t created_ms = 0;
   std::vector<ConfigEntry> configs;
   template <class V>
-  void Visit(V& v) { v(name); v(id); v(created_ms); v(configs); }
+  void Visit(V& v) {
+    v(name);
+    v(id);
+    v(created_ms);
+    v(configs);
+  }
 };
 struct PartitionInfo {
   int32_t partition = 0;
@@ -117,7 +138,12 @@ struct PartitionInfo {
   uint8_t exclusive_lease = 0;
   template <class V>
   void Visit(V& v) {
-    v(partition); v(log_start_offset); v(high_watermark); v(segments); v(bytes); v(active_segment_base);
+    v(partition);
+    v(log_start_offset);
+    v(high_watermark);
+    v(segments);
+    v(bytes);
+    v(active_segment_base);
     v(exclusive_lease);
   }
 };
@@ -125,29 +151,41 @@ struct CreateTopicRequest {
   std::string name;
   std::vector<ConfigEntry> configs;
   template <class V>
-  void Visit(V& v) { v(name); v(configs); }
+  void Visit(V& v) {
+    v(name);
+    v(configs);
+  }
 };
 using AlterTopicRequest = CreateTopicRequest;
 struct TopicNameRequest {  // DeleteTopic, DescribeTopic
   std::string name;
   template <class V>
-  void Visit(V& v) { v(name); }
+  void Visit(V& v) {
+    v(name);
+  }
 };
 struct TopicResponse {  // CreateTopic, AlterTopic
   TopicInfo topic;
   template <class V>
-  void Visit(V& v) { v(topic); }
+  void Visit(V& v) {
+    v(topic);
+  }
 };
 struct DescribeTopicResponse {
   TopicInfo topic;
   std::vector<PartitionInfo> partitions;
   template <class V>
-  void Visit(V& v) { v(topic); v(partitions); }
+  void Visit(V& v) {
+    v(topic);
+    v(partitions);
+  }
 };
 struct ListTopicsResponse {
   std::vector<TopicInfo> topics;
   template <class V>
-  void Visit(V& v) { v(topics); }
+  void Visit(V& v) {
+    v(topics);
+  }
 };
 
 // --- Producing -----------------------------------------------------------------------------
@@ -155,7 +193,10 @@ struct InitProducerIdResponse {
   int64_t producer_id = -1;
   int16_t producer_epoch = 0;
   template <class V>
-  void Visit(V& v) { v(producer_id); v(producer_epoch); }
+  void Visit(V& v) {
+    v(producer_id);
+    v(producer_epoch);
+  }
 };
 
 enum class ProduceMode : uint8_t { kExclusive = 1, kShared = 2 };
@@ -165,15 +206,20 @@ struct SegmentLocation {
   // Encoded fabric::RegionDescriptor: the whole segment file (consumers, shared producers), or
   // for an exclusive producer a window of the data area starting at `region_position`.
   Blob region;
-  uint64_t data_offset = 0;     // region offset of data-area position `region_position`
-  uint64_t capacity = 0;        // data-area bytes
+  uint64_t data_offset = 0;         // region offset of data-area position `region_position`
+  uint64_t capacity = 0;            // data-area bytes
   uint64_t reservation_offset = 0;  // region offset of the reservation word (whole-file regions)
   uint64_t region_position = 0;     // data-area position the region's data starts at (0: all)
   // The region offset of data-area position p (p >= region_position).
   uint64_t RemoteOffset(uint64_t p) const { return data_offset + (p - region_position); }
   template <class V>
   void Visit(V& v) {
-    v(base_offset); v(region); v(data_offset); v(capacity); v(reservation_offset); v(region_position);
+    v(base_offset);
+    v(region);
+    v(data_offset);
+    v(capacity);
+    v(reservation_offset);
+    v(region_position);
   }
 };
 
@@ -185,7 +231,14 @@ struct OpenProduceRequest {
   int16_t producer_epoch = 0;
   Blob ack_region;
   template <class V>
-  void Visit(V& v) { v(topic); v(partition); v(mode); v(producer_id); v(producer_epoch); v(ack_region); }
+  void Visit(V& v) {
+    v(topic);
+    v(partition);
+    v(mode);
+    v(producer_id);
+    v(producer_epoch);
+    v(ack_region);
+  }
 };
 struct LeaseResponse {  // OpenProduce, RenewLease
   uint64_t lease_id = 0;
@@ -199,8 +252,15 @@ struct LeaseResponse {  // OpenProduce, RenewLease
   Blob slot;
   template <class V>
   void Visit(V& v) {
-    v(lease_id); v(lease_index); v(lease_ms); v(segment); v(write_position); v(credit_end); v(next_offset);
-    v(last_sequence); v(slot);
+    v(lease_id);
+    v(lease_index);
+    v(lease_ms);
+    v(segment);
+    v(write_position);
+    v(credit_end);
+    v(next_offset);
+    v(last_sequence);
+    v(slot);
   }
 };
 // RenewLease flag: the exclusive producer's next batch does not fit the segment; seal it at the
@@ -210,7 +270,10 @@ struct LeaseRequest {  // RenewLease, ReleaseLease
   uint64_t lease_id = 0;
   uint32_t flags = 0;
   template <class V>
-  void Visit(V& v) { v(lease_id); v(flags); }
+  void Visit(V& v) {
+    v(lease_id);
+    v(flags);
+  }
 };
 struct CommitRequest {
   uint64_t lease_id = 0;
@@ -219,7 +282,13 @@ struct CommitRequest {
   uint32_t length = 0;
   int64_t next_offset = -1;
   template <class V>
-  void Visit(V& v) { v(lease_id); v(segment_base); v(position); v(length); v(next_offset); }
+  void Visit(V& v) {
+    v(lease_id);
+    v(segment_base);
+    v(position);
+    v(length);
+    v(next_offset);
+  }
 };
 inline constexpr uint32_t kCommitFlagSegmentFull = 1u << 0;
 struct CommitResponse {
@@ -229,7 +298,13 @@ struct CommitResponse {
   uint64_t credit_end = 0;
   uint32_t flags = 0;
   template <class V>
-  void Visit(V& v) { v(base_offset); v(committed_position); v(high_watermark); v(credit_end); v(flags); }
+  void Visit(V& v) {
+    v(base_offset);
+    v(committed_position);
+    v(high_watermark);
+    v(credit_end);
+    v(flags);
+  }
 };
 
 // --- Consuming -----------------------------------------------------------------------------
@@ -237,7 +312,10 @@ struct PartitionRequest {  // OpenConsume
   std::string topic;
   int32_t partition = 0;
   template <class V>
-  void Visit(V& v) { v(topic); v(partition); }
+  void Visit(V& v) {
+    v(topic);
+    v(partition);
+  }
 };
 struct OpenConsumeResponse {
   Blob slot;
@@ -245,19 +323,30 @@ struct OpenConsumeResponse {
   int64_t high_watermark = 0;
   std::vector<SegmentLocation> segments;
   template <class V>
-  void Visit(V& v) { v(slot); v(log_start_offset); v(high_watermark); v(segments); }
+  void Visit(V& v) {
+    v(slot);
+    v(log_start_offset);
+    v(high_watermark);
+    v(segments);
+  }
 };
 struct GetSegmentRequest {
   std::string topic;
   int32_t partition = 0;
   int64_t base_offset = 0;
   template <class V>
-  void Visit(V& v) { v(topic); v(partition); v(base_offset); }
+  void Visit(V& v) {
+    v(topic);
+    v(partition);
+    v(base_offset);
+  }
 };
 struct GetSegmentResponse {
   SegmentLocation segment;
   template <class V>
-  void Visit(V& v) { v(segment); }
+  void Visit(V& v) {
+    v(segment);
+  }
 };
 inline constexpr int64_t kListEarliest = -2;
 inline constexpr int64_t kListLatest = -1;
@@ -268,7 +357,12 @@ struct ListOffsetsRequest {
   int64_t spec = kListEarliest;
   int64_t offset = 0;
   template <class V>
-  void Visit(V& v) { v(topic); v(partition); v(spec); v(offset); }
+  void Visit(V& v) {
+    v(topic);
+    v(partition);
+    v(spec);
+    v(offset);
+  }
 };
 struct ListOffsetsResponse {
   int64_t offset = 0;
@@ -276,19 +370,30 @@ struct ListOffsetsResponse {
   uint64_t position = 0;
   int64_t high_watermark = 0;
   template <class V>
-  void Visit(V& v) { v(offset); v(segment_base); v(position); v(high_watermark); }
+  void Visit(V& v) {
+    v(offset);
+    v(segment_base);
+    v(position);
+    v(high_watermark);
+  }
 };
 struct WatchRequest {
   std::string topic;
   int32_t partition = 0;
   uint64_t generation = 0;
   template <class V>
-  void Visit(V& v) { v(topic); v(partition); v(generation); }
+  void Visit(V& v) {
+    v(topic);
+    v(partition);
+    v(generation);
+  }
 };
 struct WatchResponse {
   uint64_t generation = 0;
   template <class V>
-  void Visit(V& v) { v(generation); }
+  void Visit(V& v) {
+    v(generation);
+  }
 };
 
 // --- Responses with their header -----------------------------------------------------------

@@ -62,15 +62,15 @@ struct ClientOptions {
   enum class Placement { kScheduler, kPinned };
   Placement placement = Placement::kScheduler;
   std::chrono::milliseconds schedule_interval{5};
-  std::chrono::microseconds spin{20};          // how long a waiter spins before it sleeps
+  std::chrono::microseconds spin{20};  // how long a waiter spins before it sleeps
   // How long the dispatcher thread spins for responses nobody waits on (async calls) before it
   // parks. 0 suits machines with few cores: a spinning dispatcher takes the core the calling
   // threads need; the server's doorbell wakes it instead.
   std::chrono::microseconds dispatcher_spin{0};
-  std::chrono::milliseconds park_timeout{5};   // bounded sleep: safety net for lost wake-ups
+  std::chrono::milliseconds park_timeout{5};  // bounded sleep: safety net for lost wake-ups
   std::chrono::milliseconds connect_timeout{5000};
   std::chrono::milliseconds incomplete_message_timeout{1000};
-  uint32_t max_threads = 4096;                 // distinct threads that may call
+  uint32_t max_threads = 4096;  // distinct threads that may call
   uint32_t max_send_wr = 256;
   uint32_t max_recv_wr = 256;
 };
@@ -79,19 +79,19 @@ class Client {
  public:
   struct Stats {
     uint64_t calls = 0;
-    uint64_t messages = 0;          // request messages written
-    uint64_t requests = 0;          // requests in them (requests/messages = coalescing degree)
+    uint64_t messages = 0;  // request messages written
+    uint64_t requests = 0;  // requests in them (requests/messages = coalescing degree)
     uint64_t responses = 0;
     uint64_t response_messages = 0;
-    uint64_t renewals = 0;          // credit renewals requested
-    uint64_t refusals = 0;          // renewals refused / deactivations seen
-    uint64_t activations = 0;       // channels (re)activated by the server
-    uint64_t head_reads = 0;        // READs of the server's ring head (cached head said full)
-    uint64_t credit_waits = 0;      // times a leader found no credit left
-    uint64_t migrations = 0;        // threads moved to another channel
-    uint64_t schedules = 0;         // thread scheduler runs
+    uint64_t renewals = 0;      // credit renewals requested
+    uint64_t refusals = 0;      // renewals refused / deactivations seen
+    uint64_t activations = 0;   // channels (re)activated by the server
+    uint64_t head_reads = 0;    // READs of the server's ring head (cached head said full)
+    uint64_t credit_waits = 0;  // times a leader found no credit left
+    uint64_t migrations = 0;    // threads moved to another channel
+    uint64_t schedules = 0;     // thread scheduler runs
     uint64_t timeouts = 0;
-    uint64_t late_responses = 0;    // responses to calls that had timed out
+    uint64_t late_responses = 0;  // responses to calls that had timed out
   };
   using Callback = std::function<void(Result<std::string>)>;
 
@@ -108,8 +108,8 @@ class Client {
   }
   // Sends the request and returns; `done` receives the result exactly once. An error returned
   // here (e.g. kMessageTooLarge, kDisconnected) means `done` will not be called.
-  virtual Status CallAsync(uint16_t handler, std::span<const std::byte> request, std::chrono::nanoseconds timeout,
-                           Callback done) = 0;
+  virtual Status CallAsync(uint16_t handler, std::span<const std::byte> request,
+                           std::chrono::nanoseconds timeout, Callback done) = 0;
   std::future<Result<std::string>> CallAsync(uint16_t handler, std::span<const std::byte> request,
                                              std::chrono::nanoseconds timeout);
 

@@ -28,7 +28,9 @@ class SampleWindow {
     samples_[next_ % samples_.size()] = v;
     ++next_;
   }
-  uint32_t size() const noexcept { return next_ < samples_.size() ? next_ : static_cast<uint32_t>(samples_.size()); }
+  uint32_t size() const noexcept {
+    return next_ < samples_.size() ? next_ : static_cast<uint32_t>(samples_.size());
+  }
   bool empty() const noexcept { return next_ == 0; }
   void Clear() noexcept { next_ = 0; }
   // Median in 1/16ths (the mean of the two middle samples when the count is even); 0 if empty.
@@ -41,8 +43,8 @@ class SampleWindow {
 };
 
 struct Renewal {
-  uint16_t seq = 0;        // 14-bit renewal number
-  uint16_t degree_x16 = 0; // median coalescing degree in 1/16ths
+  uint16_t seq = 0;         // 14-bit renewal number
+  uint16_t degree_x16 = 0;  // median coalescing degree in 1/16ths
 };
 
 // The client's side of one channel.

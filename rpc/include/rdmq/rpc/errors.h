@@ -18,7 +18,7 @@
 
 #define RDMQ_RPC_ERRORS(X)                                                                         \
   X(kUnknownHandler, kNotFound, "no RPC handler is registered under this id")                      \
-  X(kMessageTooLarge, kInvalidArgument, "message larger than the ring allows")                    \
+  X(kMessageTooLarge, kInvalidArgument, "message larger than the ring allows")                     \
   X(kTimedOut, kTimeout, "RPC timed out waiting for the response")                                 \
   X(kDisconnected, kUnavailable, "the RPC connection is closed or the peer is gone")               \
   X(kShutdown, kCancelled, "the RPC client or server is shutting down")                            \

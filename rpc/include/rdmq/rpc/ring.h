@@ -48,8 +48,8 @@ class RingProducer {
   struct Placement {
     uint64_t pad_position = 0;  // pad_length bytes of pad at this position first (when > 0)
     uint32_t pad_length = 0;
-    uint64_t position = 0;      // the message's position
-    uint64_t offset = 0;        // position % capacity
+    uint64_t position = 0;  // the message's position
+    uint64_t offset = 0;    // position % capacity
   };
   // Places a message of `length` bytes (a multiple of kMessageAlign, at most max_message()) at the
   // tail, with a pad before it if it would straddle the end. Returns nullopt, changing nothing,

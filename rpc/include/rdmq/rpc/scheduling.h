@@ -13,10 +13,10 @@ namespace rdmq::rpc {
 // --- Server: how many channels each client may keep active (Equation 3.1) -------------------
 
 struct ClientUsage {
-  uint32_t channels = 1;         // channels the client's connection handle owns
-  uint64_t utilization = 0;      // U_i: sum of coalescing degrees reported in renewals (any unit)
-  bool joined = false;           // connected during this interval: keeps `current`
-  uint32_t current = 1;          // active channels it has now
+  uint32_t channels = 1;     // channels the client's connection handle owns
+  uint64_t utilization = 0;  // U_i: sum of coalescing degrees reported in renewals (any unit)
+  bool joined = false;       // connected during this interval: keeps `current`
+  uint32_t current = 1;      // active channels it has now
 };
 
 // Equation 3.1: AQP_i = MAX_AQP * U_i / sum_k U_k for a functioning client (U_i > 0), 1 for a
@@ -57,6 +57,7 @@ std::vector<uint32_t> AssignThreads(std::span<const ThreadLoad> threads, std::sp
 // an active channel, and no active channel carries more than `tolerance` times its share of
 // the bytes (total / active channels). The client's scheduler runs Algorithm 1 only when the
 // active set changed or this is false, since every move makes a thread drain its responses.
-bool PlacementBalanced(std::span<const ThreadLoad> threads, std::span<const uint32_t> active, double tolerance);
+bool PlacementBalanced(std::span<const ThreadLoad> threads, std::span<const uint32_t> active,
+                       double tolerance);
 
 }  // namespace rdmq::rpc

@@ -45,18 +45,20 @@
 namespace rdmq::rpc {
 
 struct RequestContext {
-  uint64_t client_id = 0;   // stable for the connection handle, the same on each of its channels
-  uint32_t channel = 0;     // channel index within the handle
-  uint32_t thread_id = 0;   // the calling thread's id within the handle
-  uint32_t seq = 0;         // the thread's sequence id of this request
+  uint64_t client_id = 0;  // stable for the connection handle, the same on each of its channels
+  uint32_t channel = 0;    // channel index within the handle
+  uint32_t thread_id = 0;  // the calling thread's id within the handle
+  uint32_t seq = 0;        // the thread's sequence id of this request
   uint16_t handler_id = 0;
-  std::string_view peer;    // the client's address as the fabric reports it
+  std::string_view peer;  // the client's address as the fabric reports it
 };
 
 // Where a handler writes its response. Reused between calls: starts empty.
 class ResponseBuffer {
  public:
-  void Append(std::span<const std::byte> b) { buf_.append(reinterpret_cast<const char*>(b.data()), b.size()); }
+  void Append(std::span<const std::byte> b) {
+    buf_.append(reinterpret_cast<const char*>(b.data()), b.size());
+  }
   void Append(std::string_view s) { buf_.append(s); }
   // Appends n bytes (uninitialised) and returns where they start.
   std::byte* Grow(size_t n) {
@@ -81,14 +83,14 @@ using Handler = std::function<Status(const RequestContext&, std::span<const std:
 enum class RunOn { kDispatcher, kWorkerPool };
 
 struct ServerOptions {
-  uint32_t credits = 32;                    // C: requests per grant
-  uint32_t max_active_channels = 256;       // MAX_AQP of Equation 3.1
+  uint32_t credits = 32;               // C: requests per grant
+  uint32_t max_active_channels = 256;  // MAX_AQP of Equation 3.1
   std::chrono::milliseconds schedule_interval{10};
-  uint32_t worker_threads = 2;              // pool size when a kWorkerPool handler exists
+  uint32_t worker_threads = 2;  // pool size when a kWorkerPool handler exists
   // Rings: a client's wish for its request ring (server memory) is capped here, and a response
   // ring (client memory, mirrored in server staging) larger than this is refused.
   uint64_t max_ring_bytes = 4ull << 20;
-  uint32_t max_channels = 1024;             // all clients together (receive CQ capacity)
+  uint32_t max_channels = 1024;  // all clients together (receive CQ capacity)
   std::chrono::microseconds spin_before_park{50};
   std::chrono::milliseconds park_timeout{5};  // bounded sleep: safety net for lost wake-ups
   std::chrono::milliseconds incomplete_message_timeout{1000};
@@ -110,9 +112,9 @@ class Server {
     uint64_t deactivations = 0;
     uint64_t connections_accepted = 0;  // connection handles
     uint64_t connections_closed = 0;
-    uint64_t protocol_errors = 0;       // connections closed for bad input
+    uint64_t protocol_errors = 0;  // connections closed for bad input
     uint64_t unknown_handler = 0;
-    uint64_t parks = 0;                 // times the dispatcher went to sleep
+    uint64_t parks = 0;  // times the dispatcher went to sleep
   };
 
   static Result<std::unique_ptr<Server>> Create(fabric::Fabric& fabric, ServerOptions options = {});

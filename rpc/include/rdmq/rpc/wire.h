@@ -91,7 +91,9 @@ struct MessageHeader {
 constexpr uint64_t AlignUp(uint64_t v, uint64_t a) noexcept { return (v + a - 1) / a * a; }
 
 // Bytes one entry takes in a message.
-constexpr uint64_t EntryBytes(uint64_t data_size) noexcept { return kMetaSize + AlignUp(data_size, kDataAlign); }
+constexpr uint64_t EntryBytes(uint64_t data_size) noexcept {
+  return kMetaSize + AlignUp(data_size, kDataAlign);
+}
 // Length of a message whose entries take `entry_bytes` in all.
 constexpr uint64_t MessageLength(uint64_t entry_bytes) noexcept {
   return AlignUp(kHeaderSize + entry_bytes + kCanarySize, kMessageAlign);
@@ -138,7 +140,8 @@ class MessageBuilder {
 
 // Writes a pad message of `length` bytes at `out`: only the header and the trailing canary are
 // written (the body is skipped by readers), so a sender need only WRITE those two pieces.
-void BuildPad(std::byte* out, uint32_t length, uint64_t position, uint64_t canary, uint8_t extra_flags) noexcept;
+void BuildPad(std::byte* out, uint32_t length, uint64_t position, uint64_t canary,
+              uint8_t extra_flags) noexcept;
 
 // One entry of a parsed message.
 struct Entry {

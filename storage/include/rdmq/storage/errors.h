@@ -28,6 +28,6 @@
   X(kNotPmem, kUnsupported, "not persistent memory (not a DAX mapping)")                          \
   X(kLogFailed, kFailedPrecondition, "log stopped accepting writes after an earlier I/O failure") \
   X(kInvalidOptions, kInvalidArgument, "invalid storage options")                                 \
-  X(kPowerLoss, kIoError, "simulated power loss (fault injection)")                              \
+  X(kPowerLoss, kIoError, "simulated power loss (fault injection)")                               \
   X(kSlotBusy, kUnavailable, "partition slot is being updated; read it again")
 RDMQ_DEFINE_ERRORS(rdmq::storage, StorageErrc, "storage", RDMQ_STORAGE_ERRORS)
