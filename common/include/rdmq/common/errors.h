@@ -12,6 +12,7 @@
 // std::error_code and to rdmq::Status. Must be used at global namespace scope.
 #pragma once
 
+#include <iterator>
 #include <string>
 #include <system_error>
 
@@ -44,35 +45,32 @@ const std::error_category& module_error_category() noexcept {
 #define RDMQ_ERRORS_MSG_(name, cond, msg) \
   case static_cast<int>(E::name):         \
     return msg;
-#define RDMQ_ERRORS_COND_(name, cond, msg) \
-  case static_cast<int>(E::name):          \
-    return ::rdmq::Errc::cond;
+#define RDMQ_ERRORS_COND_(name, cond, msg) ::rdmq::Errc::cond,
 
-#define RDMQ_DEFINE_ERRORS(ns, Enum, category_name, LIST)                     \
-  namespace ns {                                                              \
-  enum class Enum { kOk_ = 0, LIST(RDMQ_ERRORS_ENUM_) };                      \
-  inline std::error_code make_error_code(Enum e) noexcept {                   \
-    return {static_cast<int>(e), ::rdmq::module_error_category<Enum>()};      \
-  }                                                                           \
-  }                                                                           \
-  template <>                                                                 \
-  struct std::is_error_code_enum<ns::Enum> : std::true_type {};               \
-  template <>                                                                 \
-  struct rdmq::ErrorTraits<ns::Enum> {                                        \
-    using E = ns::Enum;                                                       \
-    static constexpr const char* kName = category_name;                       \
-    static std::string Message(int ev) {                                      \
-      switch (ev) {                                                           \
-        LIST(RDMQ_ERRORS_MSG_)                                                \
-        default:                                                              \
-          return std::string(category_name) + " error " + std::to_string(ev); \
-      }                                                                       \
-    }                                                                         \
-    static ::rdmq::Errc Condition(int ev) noexcept {                          \
-      switch (ev) {                                                           \
-        LIST(RDMQ_ERRORS_COND_)                                               \
-        default:                                                              \
-          return ::rdmq::Errc::kInternal;                                     \
-      }                                                                       \
-    }                                                                         \
+#define RDMQ_DEFINE_ERRORS(ns, Enum, category_name, LIST)                                               \
+  namespace ns {                                                                                        \
+  enum class Enum { kOk_ = 0, LIST(RDMQ_ERRORS_ENUM_) };                                                \
+  inline std::error_code make_error_code(Enum e) noexcept {                                             \
+    return {static_cast<int>(e), ::rdmq::module_error_category<Enum>()};                                \
+  }                                                                                                     \
+  }                                                                                                     \
+  template <>                                                                                           \
+  struct std::is_error_code_enum<ns::Enum> : std::true_type {};                                         \
+  template <>                                                                                           \
+  struct rdmq::ErrorTraits<ns::Enum> {                                                                  \
+    using E = ns::Enum;                                                                                 \
+    static constexpr const char* kName = category_name;                                                 \
+    static std::string Message(int ev) {                                                                \
+      switch (ev) {                                                                                     \
+        LIST(RDMQ_ERRORS_MSG_)                                                                          \
+        default:                                                                                        \
+          return std::string(category_name) + " error " + std::to_string(ev);                           \
+      }                                                                                                 \
+    }                                                                                                   \
+    static ::rdmq::Errc Condition(int ev) noexcept {                                                    \
+      /* index 0 is kOk_, which no error carries */                                                     \
+      static constexpr ::rdmq::Errc kConditions[] = {::rdmq::Errc::kInternal, LIST(RDMQ_ERRORS_COND_)}; \
+      constexpr int kCount = static_cast<int>(std::size(kConditions));                                  \
+      return ev > 0 && ev < kCount ? kConditions[ev] : ::rdmq::Errc::kInternal;                         \
+    }                                                                                                   \
   };
