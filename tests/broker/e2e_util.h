@@ -204,11 +204,11 @@ class BrokerProcess {
   static void name(const std::string& fabric)
 #endif
 
-#define START_BROKER(var, dir, fabric, ...)                          \
-  BrokerProcess var((dir / "data").string(), fabric, ##__VA_ARGS__); \
-  {                                                                  \
-    std::string why_;                                                \
-    const bool started_ = var.Start(&why_);                          \
-    INFO(why_);                                                      \
-    REQUIRE(started_);                                               \
+#define START_BROKER(var, dir, fabric, ...)                                      \
+  BrokerProcess var((dir / "data").string(), fabric __VA_OPT__(, ) __VA_ARGS__); \
+  {                                                                              \
+    std::string why_;                                                            \
+    const bool started_ = var.Start(&why_);                                      \
+    INFO(why_);                                                                  \
+    REQUIRE(started_);                                                           \
   }

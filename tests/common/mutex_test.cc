@@ -38,8 +38,12 @@ TEST_CASE("UniqueLock can drop and retake its mutex; TryLock fails while another
   CHECK_FALSE(l.owns());
   std::thread other([&c] {
     UniqueLock o(c.mu, std::defer_lock);
-    REQUIRE(o.TryLock());  // free while the first lock is dropped
-    c.n = 2;
+    const bool got = o.TryLock();  // free while the first lock is dropped
+    CHECK(got);
+    if (got) {
+      c.mu.AssertHeld();
+      c.n = 2;
+    }
   });
   other.join();
   l.Lock();

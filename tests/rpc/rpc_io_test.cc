@@ -80,7 +80,7 @@ std::unique_ptr<Client> Connect(Rig& rig, ClientOptions co = {}) {
 
 #define START_OR_SKIP(rig, provider, ...) \
   Rig rig;                                \
-  if (!StartServer(provider, &rig, ##__VA_ARGS__)) RDMQ_SKIP("fabric provider unavailable")
+  if (!StartServer(provider, &rig __VA_OPT__(, ) __VA_ARGS__)) RDMQ_SKIP("fabric provider unavailable")
 
 RPC_TEST_BOTH(EchoAllSizes, "calls return the handler's response for every payload size", "[rpc][io]") {
   START_OR_SKIP(rig, provider);
