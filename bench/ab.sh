@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# A/B comparison of two rdmq builds on this machine in one run: the two builds' rdmq-bench (each
+# starting the rdmq-broker beside it) take turns on the same workloads, round after round, so
+# that both see the same machine load; then one table gives each build's median and best, and
+# the ratio new/old, per workload. Used to show that a change did not make rdmq slower.
+#
+#   bench/ab.sh OLD_BIN_DIR NEW_BIN_DIR [--rounds R] [--scale F] [--out DIR] [--markdown]
+#
+#   OLD_BIN_DIR, NEW_BIN_DIR  folders holding rdmq-bench and rdmq-broker (e.g. a copy of an
+#                             earlier build/release/bin, and build/release/bin)
+#   --rounds R    turns per build and workload (default 5)
+#   --scale F     multiplies the record counts (default 1: 3 M records of 100 B, 1 M of 1 KiB)
+#   --out DIR     where the JSON results go (default build/ab/<date-time>)
+#   --markdown    print the table as markdown (for docs/benchmarks.md)
+#
+# Workloads (shm fabric, one partition, one producer process, visibility durability, 16384
+# records in flight, 1 MiB batches, 1 ms linger, as the peer comparison's throughput runs):
+#   100 B produce-only, 100 B with one consumer process, 1 KiB produce-only, 1 KiB with one
+#   consumer process. The figure compared is the produce rate (records/s).
+# Every run must finish with every record accounted for; a failed run stops the script.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+usage() { sed -n '2,22p' "$0"; }
+(($# >= 2)) || { usage; exit 2; }
+old=$(cd "$1" && pwd) new=$(cd "$2" && pwd)
+shift 2
+rounds=5 scale=1 out="" markdown=0
+while (($#)); do
+  case $1 in
+    --rounds) rounds=$2; shift ;;
+    --scale) scale=$2; shift ;;
+    --out) out=$2; shift ;;
+    --markdown) markdown=1 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "ab.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+for dir in "$old" "$new"; do
+  for tool in rdmq-bench rdmq-broker; do
+    [[ -x $dir/$tool ]] || { echo "ab.sh: $dir/$tool missing" >&2; exit 2; }
+  done
+done
+out=${out:-build/ab/$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$out"
+
+count() { awk -v n="$1" -v s="$scale" 'BEGIN { printf "%d", n * s }'; }
+names=("100B-produce" "100B-consume" "1KiB-produce" "1KiB-consume")
+args=("-s 100 -c 0 -n $(count 3000000)" "-s 100 -c 1 -n $(count 3000000)"
+      "-s 1024 -c 0 -n $(count 1000000)" "-s 1024 -c 1 -n $(count 1000000)")
+common="--system rdmq --start-broker --procs --durability visibility -w 16384 --batch-size 1048576 --linger-ms 1 --progress none"
+
+echo "ab.sh: old=$old new=$new rounds=$rounds out=$out" >&2
+for ((r = 1; r <= rounds; r++)); do
+  for i in "${!names[@]}"; do
+    # Alternate which build goes first, so neither always runs on a warmer machine.
+    order=(old new)
+    ((r % 2 == 0)) && order=(new old)
+    for which in "${order[@]}"; do
+      dir=$old
+      [[ $which == new ]] && dir=$new
+      json=$out/${names[$i]}-$which-$r.json
+      # shellcheck disable=SC2086
+      if ! "$dir/rdmq-bench" $common ${args[$i]} --json "$json" >"$out/${names[$i]}-$which-$r.log" 2>&1; then
+        echo "ab.sh: ${names[$i]} ($which, round $r) failed; see $out/${names[$i]}-$which-$r.log" >&2
+        exit 1
+      fi
+      rate=$("$new/rdmq-bench" get "$json" produce.records_per_s)
+      echo "${names[$i]} $which $r $rate" >>"$out/rates.txt"
+      echo "ab.sh: round $r ${names[$i]} $which: $rate records/s" >&2
+    done
+  done
+done
+
+# Median and best per workload and build, then new/old.
+awk -v md="$markdown" '
+  { v[$1 " " $2] = v[$1 " " $2] " " $4; if (!($1 in seen)) { seen[$1] = 1; order[n++] = $1 } }
+  function stats(list, out,   a, k, i, j, t) {
+    k = split(list, a, " ")
+    for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+    out["median"] = (k % 2) ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2
+    out["best"] = a[k]
+  }
+  END {
+    if (md) { print "| workload | old median | new median | new/old | old best | new best | new/old |"; print "|---|---|---|---|---|---|---|" }
+    else printf "%-14s %12s %12s %8s %12s %12s %8s\n", "workload", "old median", "new median", "new/old", "old best", "new best", "new/old"
+    for (i = 0; i < n; i++) {
+      w = order[i]; stats(v[w " old"], o); stats(v[w " new"], m)
+      if (md) printf "| %s | %.2f M/s | %.2f M/s | %.2f | %.2f M/s | %.2f M/s | %.2f |\n", w, o["median"] / 1e6, m["median"] / 1e6, m["median"] / o["median"], o["best"] / 1e6, m["best"] / 1e6, m["best"] / o["best"]
+      else printf "%-14s %10.2f M %10.2f M %8.2f %10.2f M %10.2f M %8.2f\n", w, o["median"] / 1e6, m["median"] / 1e6, m["median"] / o["median"], o["best"] / 1e6, m["best"] / 1e6, m["best"] / o["best"]
+    }
+  }' "$out/rates.txt" | tee "$out/table.txt"
