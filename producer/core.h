@@ -17,8 +17,9 @@
 // application thread is waiting (it then sleeps in the receive queue, woken by the ack's
 // immediate).
 //
-// Locks, outer to inner: a partition's `mu` -> the arena's, the data path's, `wait_mu_`,
-// `failures_`. Callbacks run with none held.
+// Locks, outer to inner: a partition's `mu` -> the arena's, the data path's (posting, then
+// operations), `commits_mu_`, `wait_mu_`. `failures_` is taken alone. Callbacks run with none
+// held.
 #pragma once
 
 #include <algorithm>
