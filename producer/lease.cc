@@ -1,0 +1,146 @@
+// A partition's lease (core.h; docs/protocol.md section 4): opened on first use with OpenProduce,
+// kept alive by acks, commits and renewals of idle leases, rolled to the next segment when the
+// active one is full, and when lost (an error, a revocation, a failed write) opened again, with
+// the batches not acknowledged resent on the new one (the AckTracker decides which).
+#include <thread>
+
+#include "producer/core.h"
+#include "producer/errors.h"
+#include "rdmq/common/log.h"
+#include "rdmq/protocol/messages.h"
+
+namespace rdmq::producer {
+
+using protocol::Api;
+using protocol::WireError;
+
+Status Core::AttachSegment(PState& ps, protocol::SegmentLocation seg) {
+  auto desc = fabric::RegionDescriptor::Decode(std::as_bytes(std::span(seg.region.bytes)));
+  if (!desc.ok()) return desc.status().WithContext("segment descriptor from the broker");
+  {
+    MutexLock lock(data_.post_mu());
+    ps.lease.remote.reset();
+    RDMQ_ASSIGN_OR_RETURN(ps.lease.remote, data_.endpoint().Attach(*desc));
+  }
+  ps.lease.seg = std::move(seg);
+  return Status::Ok();
+}
+
+Status Core::OpenLease(PState& ps) {
+  Lease& l = ps.lease;
+  {
+    // Each lease gets the next of the partition's ack blocks, so that a late ack of an earlier
+    // lease (its last words) can never be taken for one of this lease.
+    MutexLock lock(data_.post_mu());
+    if (ps.id >= kMaxPartitions) {
+      return Status(Errc::kResourceExhausted,
+                    "a producer writes to at most " + std::to_string(kMaxPartitions) + " partitions");
+    }
+    const uint64_t block = uint64_t{ps.id} * kAckBlocksPerPartition + (l.opened++ % kAckBlocksPerPartition);
+    l.ack_grant.reset();
+    RDMQ_ASSIGN_OR_RETURN(l.ack_grant,
+                          data_.endpoint().GrantAccess(*acks_, block * 64, 64, fabric::kRemoteWrite));
+    ps.ack.Attach(acks_->data() + block * 64);
+  }
+  protocol::OpenProduceRequest req;
+  req.topic = ps.topic->name;
+  req.partition = ps.partition.value();
+  req.mode = cfg_.mode == PartitionMode::kExclusive ? protocol::ProduceMode::kExclusive
+                                                    : protocol::ProduceMode::kShared;
+  req.producer_id = producer_id_.value();
+  req.producer_epoch = producer_epoch_;
+  req.ack_region.bytes = l.ack_grant->descriptor().Encode();
+  RDMQ_ASSIGN_OR_RETURN(auto resp, (conn_->Call<protocol::LeaseResponse>(Api::kOpenProduce, req)));
+  RDMQ_RETURN_IF_ERROR(AttachSegment(ps, std::move(resp.segment)));
+  l.open = true;
+  l.id = LeaseId(resp.lease_id);
+  l.index = resp.lease_index;
+  l.ms = resp.lease_ms;
+  l.write_pos = Position(resp.write_position);
+  l.next_offset = Offset(resp.next_offset);
+  l.prefault_to = l.write_pos;
+  l.last_confirmed_ns = MonoNanos();
+  l.need_roll = false;
+  // Sync with the ack block's generation so that old acks are not taken for new ones.
+  ps.ack.Sync();
+  ps.tracker.LeaseOpened(resp.last_sequence);
+  return Status::Ok();
+}
+
+Status Core::Reopen(PState& ps) {
+  if (ps.lease.open || !ps.fatal.ok()) return ps.fatal;
+  const uint64_t now = MonoNanos();
+  if (now < ps.lease.retry_at_ns) return Status(Errc::kUnavailable, "retrying later");
+  Status s = OpenLease(ps);
+  if (s.ok()) {
+    PostSealed(ps);
+    return s;
+  }
+  ps.lease.last_error = s;
+  if (!Retriable(s)) {
+    ps.fatal = s;
+    FailAll(ps, s);
+    return s;
+  }
+  ps.tracker.LeaseUnavailable(now);
+  ps.lease.retry_at_ns = now + 2'000'000;  // 2 ms
+  RDMQ_LOG(kDebug, "producer", "lease not available; retrying")
+      .kv("topic", ps.topic->name)
+      .kv("partition", ps.partition.value())
+      .kv("error", s);
+  return s;
+}
+
+void Core::LeaseLost(PState& ps, const Status& why) {
+  if (!ps.lease.open) return;
+  RDMQ_LOG(kDebug, "producer", "lease lost; resending what was not acknowledged")
+      .kv("topic", ps.topic->name)
+      .kv("partition", ps.partition.value())
+      .kv("error", why);
+  ps.lease.open = false;
+  ps.lease.last_error = why;
+  ps.lease.retry_at_ns = 0;
+  {
+    MutexLock lock(data_.post_mu());
+    ps.lease.remote.reset();
+  }
+  ps.tracker.LeaseLost(MonoNanos());
+  io_cv_.NotifyAll();
+}
+
+Status Core::Roll(PState& ps) {
+  Lease& l = ps.lease;
+  protocol::LeaseRequest req{l.id.value(), protocol::kRenewRoll};
+  auto resp = conn_->Call<protocol::LeaseResponse>(Api::kRenewLease, req);
+  if (!resp.ok()) return resp.status();
+  RDMQ_RETURN_IF_ERROR(AttachSegment(ps, std::move(resp->segment)));
+  l.write_pos = Position(resp->write_position);
+  l.next_offset = Offset(resp->next_offset);
+  l.prefault_to = l.write_pos;
+  l.need_roll = false;
+  return Status::Ok();
+}
+
+Status Core::AwaitSharedRoll(PState& ps) {
+  Lease& l = ps.lease;
+  const int64_t old_base = l.seg.base_offset;
+  const auto deadline = MonoNanos() + 4 * uint64_t{l.ms} * 1'000'000;
+  while (true) {
+    protocol::LeaseRequest lr{l.id.value(), 0};
+    auto resp = conn_->Call<protocol::LeaseResponse>(Api::kRenewLease, lr);
+    if (!resp.ok()) return resp.status();
+    if (resp->segment.base_offset != old_base) return AttachSegment(ps, std::move(resp->segment));
+    if (MonoNanos() > deadline) return Status(WireError::kStaleLocation, "the full segment was not rolled");
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
+void Core::RenewIfIdle(PState& ps, uint64_t now) {
+  Lease& l = ps.lease;
+  if (!l.open || l.ms == 0 || now - l.last_confirmed_ns <= uint64_t{l.ms} * 1'000'000 / 3) return;
+  auto r = conn_->Call<protocol::LeaseResponse>(Api::kRenewLease, protocol::LeaseRequest{l.id.value(), 0});
+  l.last_confirmed_ns = now;
+  if (!r.ok()) LeaseLost(ps, r.status());
+}
+
+}  // namespace rdmq::producer

@@ -1,0 +1,422 @@
+// AckTracker without a broker: batches, acks, Commit responses, lease events and time are fed
+// in; the completions that come out (which batches, with which status and offsets, in which
+// order) are checked.
+#include "producer/ack_tracker.h"
+
+#include <array>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <memory>
+#include <vector>
+
+namespace rdmq::producer {
+
+class AckTrackerTestPeer {
+ public:
+  static size_t queued(const AckTracker& t) { return t.queued_.size(); }
+  static bool have_ack(const AckTracker& t) { return t.have_ack_; }
+};
+
+namespace {
+
+using protocol::WireError;
+using namespace std::chrono_literals;
+
+constexpr auto kDeliveryTimeout = std::chrono::milliseconds(1000);
+constexpr uint64_t kMs = 1'000'000;
+
+// A tracker and the batches fed to it. Batches are 100 bytes of 10 records unless told; in
+// exclusive mode they are written back to back from position 0 of segment 0, with offsets
+// from 0 and sequences from 0.
+struct Harness {
+  explicit Harness(PartitionMode mode) : mode(mode), t(mode, kDeliveryTimeout) {}
+
+  TrackedBatch* Seal(size_t size = 100, int32_t count = 10) {
+    auto& b = batches.emplace_back(std::make_unique<TrackedBatch>());
+    b->size = size;
+    b->count = count;
+    b->base_sequence = next_sequence;
+    next_sequence += count;
+    t.Enqueue(b.get());
+    return b.get();
+  }
+  // Posts the queue's front at the next position (shared: with a new Commit post id).
+  TrackedBatch* Post() {
+    TrackedBatch* b = t.next();
+    Placement at;
+    at.segment_base = segment;
+    at.position = write_pos;
+    if (mode == PartitionMode::kExclusive) {
+      at.base_offset = next_offset;
+      next_offset += b->count;
+    } else {
+      at.post_id = next_post_id++;
+    }
+    write_pos += b->size;
+    t.Posted(at);
+    return b;
+  }
+  TrackedBatch* SealAndPost(size_t size = 100, int32_t count = 10) {
+    Seal(size, count);
+    return Post();
+  }
+  std::array<TrackedBatch*, 3> SealAndPost3() { return {SealAndPost(), SealAndPost(), SealAndPost()}; }
+  AckVerdict Ack(uint64_t acked_position, uint16_t error = 0, uint16_t flags = 0,
+                 Offset segment_base = Offset(0)) {
+    protocol::AckBlock a;
+    a.generation = ++generation;
+    a.acked_position = acked_position;
+    a.segment_base = segment_base.value();
+    a.error = error;
+    a.flags = flags;
+    Status why;
+    const AckVerdict v = t.OnAck(a, &why);
+    last_why = why;
+    if (v == AckVerdict::kConfirmed) t.CompleteAcked();
+    return v;
+  }
+  CommitVerdict Commit(TrackedBatch* b, int64_t base_offset, uint32_t flags = 0) {
+    protocol::CommitResponse r;
+    r.base_offset = base_offset;
+    r.flags = flags;
+    return Commit(b, b->post_id, r);
+  }
+  CommitVerdict Commit(TrackedBatch* b, uint64_t post_id, const Result<protocol::CommitResponse>& r) {
+    Status why;
+    const CommitVerdict v = t.OnCommit(b, post_id, r, &why);
+    last_why = why;
+    if (v == CommitVerdict::kCommitted) t.CompleteAcked();
+    return v;
+  }
+  // Starts a new lease: positions restart where the broker says.
+  void NewLease(int32_t last_sequence, Position at, Offset offset) {
+    write_pos = at;
+    next_offset = offset;
+    t.LeaseOpened(last_sequence);
+  }
+  std::vector<Completion> Take() {
+    std::vector<Completion> out;
+    t.TakeCompletions(out);
+    return out;
+  }
+
+  PartitionMode mode;
+  AckTracker t;
+  std::vector<std::unique_ptr<TrackedBatch>> batches;
+  int32_t next_sequence = 0;
+  Offset segment{0};
+  Position write_pos{0};
+  Offset next_offset{0};
+  uint64_t next_post_id = 1;
+  uint64_t generation = 0;
+  Status last_why;
+};
+
+// The batches of `done`, and that each completed OK.
+std::vector<TrackedBatch*> Ok(const std::vector<Completion>& done) {
+  std::vector<TrackedBatch*> out;
+  for (const Completion& c : done) {
+    CHECK(c.status.ok());
+    out.push_back(c.batch);
+  }
+  return out;
+}
+
+TEST_CASE("exclusive: acks complete the batches they cover, in order, with their offsets",
+          "[producer][acks]") {
+  Harness h(PartitionMode::kExclusive);
+  auto [a, b, c] = h.SealAndPost3();
+  CHECK(h.t.in_flight() == 3);
+  CHECK_FALSE(h.t.has_completions());
+
+  // Half of b: only a.
+  CHECK(h.Ack(150) == AckVerdict::kConfirmed);
+  auto done = h.Take();
+  REQUIRE(Ok(done) == std::vector<TrackedBatch*>{a});
+  CHECK_FALSE(done[0].read_offset);
+  CHECK(a->base_offset == Offset(0));
+
+  // Exactly up to c's end: b and c, in order.
+  CHECK(h.Ack(300) == AckVerdict::kConfirmed);
+  done = h.Take();
+  REQUIRE(Ok(done) == std::vector<TrackedBatch*>{b, c});
+  CHECK(b->base_offset == Offset(10));
+  CHECK(c->base_offset == Offset(20));
+  CHECK(h.t.idle());
+}
+
+TEST_CASE("exclusive: a repeated, older or other segment's ack completes nothing again", "[producer][acks]") {
+  Harness h(PartitionMode::kExclusive);
+  TrackedBatch* a = h.SealAndPost();
+  h.SealAndPost();
+  h.Ack(100);
+  REQUIRE(Ok(h.Take()) == std::vector<TrackedBatch*>{a});
+  // The same ack again (a duplicate delivery), then an older one arriving late.
+  h.Ack(100);
+  h.Ack(50);
+  CHECK_FALSE(h.t.has_completions());
+  // An ack about another segment covers nothing of this one.
+  h.Ack(1000, 0, 0, Offset(500));
+  CHECK_FALSE(h.t.has_completions());
+  CHECK(h.t.in_flight() == 1);
+}
+
+TEST_CASE("exclusive: a retriable error completes what the ack covers and resends the rest",
+          "[producer][acks]") {
+  Harness h(PartitionMode::kExclusive);
+  auto [a, b, c] = h.SealAndPost3();
+  TrackedBatch* d = h.Seal();  // not posted yet
+
+  CHECK(h.Ack(100, static_cast<uint16_t>(WireError::kOutOfOrderSequence)) == AckVerdict::kLeaseLost);
+  CHECK(h.last_why.is(WireError::kOutOfOrderSequence));
+  CHECK_FALSE(AckTrackerTestPeer::have_ack(h.t));
+  REQUIRE(Ok(h.Take()) == std::vector<TrackedBatch*>{a});
+
+  h.t.LeaseLost(5 * kMs);
+  CHECK(h.t.in_flight() == 0);
+  REQUIRE(AckTrackerTestPeer::queued(h.t) == 3);
+  // b, c go back before d, in order; a new lease rewrites them from its position.
+  h.NewLease(-1, Position(100), Offset(10));
+  CHECK(h.Post() == b);
+  CHECK(h.Post() == c);
+  CHECK(h.Post() == d);
+  CHECK(b->base_offset == Offset(10));
+  CHECK(d->base_offset == Offset(30));
+  h.Ack(400);
+  REQUIRE(Ok(h.Take()) == std::vector<TrackedBatch*>{b, c, d});
+}
+
+TEST_CASE("exclusive: a non-retriable error fails the first batch not covered, resends the others",
+          "[producer][acks]") {
+  Harness h(PartitionMode::kExclusive);
+  auto [a, b, c] = h.SealAndPost3();
+  CHECK(h.Ack(100, static_cast<uint16_t>(WireError::kCorruptMessage)) == AckVerdict::kLeaseLost);
+  const auto done = h.Take();
+  REQUIRE(done.size() == 2);
+  CHECK(done[0].batch == a);
+  CHECK(done[0].status.ok());
+  CHECK(done[1].batch == b);
+  CHECK(done[1].status.is(WireError::kCorruptMessage));
+  h.t.LeaseLost(0);
+  REQUIRE(AckTrackerTestPeer::queued(h.t) == 1);
+  CHECK(h.t.next() == c);
+}
+
+TEST_CASE("a revoked lease completes what the ack covers", "[producer][acks]") {
+  Harness h(PartitionMode::kExclusive);
+  TrackedBatch* a = h.SealAndPost();
+  TrackedBatch* b = h.SealAndPost();
+  CHECK(h.Ack(100, 0, protocol::kAckLeaseRevoked) == AckVerdict::kLeaseLost);
+  CHECK(h.last_why.is(WireError::kLeaseExpired));
+  REQUIRE(Ok(h.Take()) == std::vector<TrackedBatch*>{a});
+  h.t.LeaseLost(0);
+  CHECK(h.t.next() == b);
+  CHECK_FALSE(b->complete);
+}
+
+TEST_CASE("after a lost lease, batches the broker already has complete instead of being resent",
+          "[producer][acks][lease]") {
+  Harness h(PartitionMode::kExclusive);
+  // Sequences 0..9, 10..19, 20..29.
+  auto [a, b, c] = h.SealAndPost3();
+  TrackedBatch* d = h.Seal();  // 30..39, never posted
+  h.Ack(100);                  // only a was acknowledged before the lease went
+  REQUIRE(Ok(h.Take()) == std::vector<TrackedBatch*>{a});
+  h.t.LeaseLost(0);
+  // The broker committed b (sequence 19) before the lease ended; c and d it never saw.
+  h.NewLease(19, Position(200), Offset(20));
+  REQUIRE(Ok(h.Take()) == std::vector<TrackedBatch*>{b});
+  CHECK(h.Post() == c);
+  CHECK(h.Post() == d);
+  CHECK(c->base_offset == Offset(20));
+  h.Ack(400);
+  REQUIRE(Ok(h.Take()) == std::vector<TrackedBatch*>{c, d});
+}
+
+TEST_CASE("without idempotence nothing is taken as already written", "[producer][acks][lease]") {
+  Harness h(PartitionMode::kExclusive);
+  TrackedBatch* a = h.Seal();
+  a->base_sequence = -1;
+  h.Post();
+  h.t.LeaseLost(0);
+  h.NewLease(1'000'000, Position(0), Offset(0));
+  CHECK_FALSE(h.t.has_completions());
+  CHECK(h.t.next() == a);
+}
+
+TEST_CASE("batches waiting without a lease time out after delivery.timeout.ms", "[producer][acks][lease]") {
+  Harness h(PartitionMode::kExclusive);
+  h.SealAndPost();
+  CHECK_FALSE(h.t.DeliveryExpired(1'000'000 * kMs));  // a lease is open
+  const uint64_t lost = 10 * kMs;
+  h.t.LeaseLost(lost);
+  CHECK_FALSE(h.t.DeliveryExpired(lost + 1000 * kMs));
+  CHECK(h.t.DeliveryExpired(lost + 1000 * kMs + 1));
+  // A failed reopen later does not restart the clock; a new lease stops it.
+  h.t.LeaseUnavailable(lost + 500 * kMs);
+  CHECK(h.t.DeliveryExpired(lost + 1000 * kMs + 1));
+  h.NewLease(-1, Position(0), Offset(0));
+  CHECK_FALSE(h.t.DeliveryExpired(lost + 5000 * kMs));
+  // Opening failed from the start: the clock starts at the first failure.
+  h.t.LeaseUnavailable(100 * kMs);
+  h.t.LeaseUnavailable(900 * kMs);
+  CHECK(h.t.DeliveryExpired(1101 * kMs));
+}
+
+TEST_CASE("FailAll fails in-flight then queued batches in order, each once", "[producer][acks]") {
+  Harness h(PartitionMode::kExclusive);
+  TrackedBatch* a = h.SealAndPost();
+  TrackedBatch* b = h.SealAndPost();
+  TrackedBatch* c = h.Seal();
+  h.Ack(100);
+  REQUIRE(Ok(h.Take()) == std::vector<TrackedBatch*>{a});
+  TrackedBatch open;  // the partition's open batch
+  const Status why(Errc::kTimeout, "delivery.timeout.ms passed");
+  h.t.FailAll(why);
+  h.t.Fail(&open, why);
+  h.t.FailAll(why);  // nothing left: nothing more
+  h.t.Fail(&open, why);
+  const auto done = h.Take();
+  REQUIRE(done.size() == 3);
+  CHECK(done[0].batch == b);
+  CHECK(done[1].batch == c);
+  CHECK(done[2].batch == &open);
+  for (const Completion& x : done) CHECK(x.status.is(Errc::kTimeout));
+  CHECK(h.t.idle());
+}
+
+TEST_CASE("a batch that cannot be sent fails alone", "[producer][acks]") {
+  Harness h(PartitionMode::kExclusive);
+  TrackedBatch* a = h.Seal();
+  TrackedBatch* b = h.Seal();
+  h.t.Refused(Status(WireError::kRecordTooLarge, "does not fit a segment"));
+  const auto done = h.Take();
+  REQUIRE(done.size() == 1);
+  CHECK(done[0].batch == a);
+  CHECK(done[0].status.is(WireError::kRecordTooLarge));
+  CHECK(h.t.next() == b);
+}
+
+TEST_CASE("shared: batches complete in position order when Commit responses arrive out of order",
+          "[producer][acks][shared]") {
+  Harness h(PartitionMode::kShared);
+  auto [a, b, c] = h.SealAndPost3();
+  // c's and b's responses come first, with their offsets: they wait for a.
+  CHECK(h.Commit(c, 20) == CommitVerdict::kCommitted);
+  CHECK(h.Commit(b, 10) == CommitVerdict::kCommitted);
+  CHECK_FALSE(h.t.has_completions());
+  CHECK(h.Commit(a, 0) == CommitVerdict::kCommitted);
+  const auto done = h.Take();
+  REQUIRE(Ok(done) == std::vector<TrackedBatch*>{a, b, c});
+  for (const Completion& x : done) CHECK_FALSE(x.read_offset);
+  CHECK(a->base_offset == Offset(0));
+  CHECK(b->base_offset == Offset(10));
+  CHECK(c->base_offset == Offset(20));
+}
+
+TEST_CASE("shared: a committed batch without its offset completes once an ack covers it",
+          "[producer][acks][shared]") {
+  Harness h(PartitionMode::kShared);
+  TrackedBatch* a = h.SealAndPost();
+  TrackedBatch* b = h.SealAndPost();
+  // The ack may come before the Commit responses: nothing completes without its response.
+  h.Ack(200);
+  CHECK_FALSE(h.t.has_completions());
+  CHECK(h.Commit(a, -1) == CommitVerdict::kCommitted);
+  auto done = h.Take();
+  REQUIRE(Ok(done) == std::vector<TrackedBatch*>{a});
+  CHECK(done[0].read_offset);  // the producer reads the offset from the log
+  // c is committed first but waits for b; then the ack does not cover c yet.
+  TrackedBatch* c = h.SealAndPost();
+  CHECK(h.Commit(c, -1) == CommitVerdict::kCommitted);
+  CHECK_FALSE(h.t.has_completions());
+  CHECK(h.Commit(b, -1) == CommitVerdict::kCommitted);
+  REQUIRE(Ok(h.Take()) == std::vector<TrackedBatch*>{b});
+  h.Ack(250);
+  CHECK_FALSE(h.t.has_completions());
+  h.Ack(300);
+  done = h.Take();
+  REQUIRE(Ok(done) == std::vector<TrackedBatch*>{c});
+  CHECK(done[0].read_offset);
+}
+
+TEST_CASE("shared: a batch in a segment older than the ack's is committed", "[producer][acks][shared]") {
+  Harness h(PartitionMode::kShared);
+  TrackedBatch* a = h.SealAndPost();  // segment 0
+  h.segment = Offset(1000);
+  h.write_pos = Position(0);
+  TrackedBatch* b = h.SealAndPost();  // segment 1000
+  CHECK(h.t.OldestSegment(Offset(1000)) == Offset(0));
+  CHECK(h.Commit(a, -1) == CommitVerdict::kCommitted);
+  CHECK(h.Commit(b, -1) == CommitVerdict::kCommitted);
+  CHECK_FALSE(h.t.has_completions());
+  h.Ack(50, 0, 0, Offset(1000));  // about the new segment; b not covered yet
+  REQUIRE(Ok(h.Take()) == std::vector<TrackedBatch*>{a});
+  CHECK(h.t.OldestSegment(Offset(1000)) == Offset(1000));
+  h.Ack(100, 0, 0, Offset(1000));
+  REQUIRE(Ok(h.Take()) == std::vector<TrackedBatch*>{b});
+}
+
+TEST_CASE("shared: stale or repeated Commit responses are ignored", "[producer][acks][shared]") {
+  Harness h(PartitionMode::kShared);
+  TrackedBatch* a = h.SealAndPost();
+  const uint64_t first_post = a->post_id;
+  h.t.LeaseLost(0);  // resent on a new lease with a new Commit
+  h.NewLease(-1, Position(0), Offset(0));
+  h.Post();
+  CHECK(a->post_id != first_post);
+  protocol::CommitResponse r;
+  r.base_offset = 7;
+  CHECK(h.Commit(a, first_post, r) == CommitVerdict::kStale);
+  CHECK_FALSE(a->committed);
+  TrackedBatch stranger;
+  CHECK(h.Commit(&stranger, 1, r) == CommitVerdict::kStale);
+  CHECK(h.Commit(a, 0) == CommitVerdict::kCommitted);
+  REQUIRE(Ok(h.Take()) == std::vector<TrackedBatch*>{a});
+  CHECK(a->base_offset == Offset(0));
+  // Its response again, after it completed.
+  CHECK(h.Commit(a, a->post_id, r) == CommitVerdict::kStale);
+  CHECK_FALSE(h.t.has_completions());
+}
+
+TEST_CASE("shared: Commit errors lose the lease or fail the batch", "[producer][acks][shared]") {
+  Harness h(PartitionMode::kShared);
+  auto [a, b, c] = h.SealAndPost3();
+  // A full segment: retriable, the caller loses the lease.
+  CHECK(h.Commit(a, 0, protocol::kCommitFlagSegmentFull) == CommitVerdict::kLeaseLost);
+  CHECK(h.last_why.is(WireError::kStaleLocation));
+  CHECK_FALSE(h.t.has_completions());
+  // A bad batch: b fails alone; a and c still complete in order around it.
+  CHECK(h.Commit(b, b->post_id, Status(WireError::kCorruptMessage, "bad crc")) == CommitVerdict::kFailed);
+  auto done = h.Take();
+  REQUIRE(done.size() == 1);
+  CHECK(done[0].batch == b);
+  CHECK(done[0].status.is(WireError::kCorruptMessage));
+  CHECK(h.Commit(c, 20) == CommitVerdict::kCommitted);
+  CHECK(h.Commit(a, 0) == CommitVerdict::kCommitted);
+  REQUIRE(Ok(h.Take()) == std::vector<TrackedBatch*>{a, c});
+  // An RPC error (the broker went away) is retriable.
+  TrackedBatch* d = h.SealAndPost();
+  CHECK(h.Commit(d, d->post_id, Status(Errc::kUnavailable, "gone")) == CommitVerdict::kLeaseLost);
+}
+
+TEST_CASE("shared: a lost lease completes batches whose offsets are known and resends the others",
+          "[producer][acks][shared][lease]") {
+  Harness h(PartitionMode::kShared);
+  auto [a, b, c] = h.SealAndPost3();
+  TrackedBatch* d = h.Seal();
+  CHECK(h.Commit(b, 10) == CommitVerdict::kCommitted);  // known, but waits for a
+  CHECK(h.Commit(c, -1) == CommitVerdict::kCommitted);  // committed, offset unknown
+  CHECK_FALSE(h.t.has_completions());
+  h.t.LeaseLost(0);
+  REQUIRE(Ok(h.Take()) == std::vector<TrackedBatch*>{b});
+  CHECK_FALSE(c->committed);
+  REQUIRE(AckTrackerTestPeer::queued(h.t) == 3);
+  h.NewLease(-1, Position(0), Offset(0));
+  CHECK(h.Post() == a);
+  CHECK(h.Post() == c);
+  CHECK(h.Post() == d);
+}
+
+}  // namespace
+}  // namespace rdmq::producer
