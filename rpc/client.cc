@@ -1151,20 +1151,24 @@ void ClientImpl::FailAll(const Status& why) {
   for (uint32_t i = 0; i < n; ++i) {
     ThreadState* ts = threads_[i].load(std::memory_order_acquire);
     if (ts == nullptr) continue;
-    std::vector<PendingCall*> taken;
+    std::vector<PendingCall*> taken, async_taken;
     {
       std::lock_guard<std::mutex> g(ts->mu);
       taken.swap(ts->pending);
       outstanding_.fetch_sub(static_cast<int64_t>(taken.size()), std::memory_order_acq_rel);
       for (PendingCall* p : taken) {
         p->status = why;
-        if (!p->async) p->done.store(1, std::memory_order_release);
+        if (p->async) {
+          async_taken.push_back(p);
+        } else {
+          // Final: a synchronous call lives on its caller's stack and may be gone the moment
+          // `done` is seen, so nothing of it is read after this store.
+          p->done.store(1, std::memory_order_release);
+        }
       }
     }
     ts->park.Notify();
-    for (PendingCall* p : taken) {
-      if (p->async) RunCallback(p);
-    }
+    for (PendingCall* p : async_taken) RunCallback(p);
   }
   for (auto& c : ch_) c->credit_event.Notify();
   sched_event_.Notify();
