@@ -19,6 +19,8 @@ class RandomFill {
       v = static_cast<T>((*rng_)() % 3);
     } else if constexpr (std::is_integral_v<T>) {
       v = static_cast<T>((*rng_)());
+    } else if constexpr (internal::IsStrongInt<T>::value) {
+      v = T(static_cast<typename T::rep>((*rng_)()));
     } else if constexpr (std::is_same_v<T, std::string>) {
       v.assign((*rng_)() % 40, static_cast<char>('a' + (*rng_)() % 26));
     } else if constexpr (std::is_same_v<T, Blob>) {
@@ -75,6 +77,40 @@ TEST_CASE("the encoding is the documented one", "[protocol]") {
                                       6));
   CHECK(b.substr(6, 4) == std::string("\x07\x00\x00\x00", 4));
   CHECK(b.substr(10) == std::string(8, '\xfe').replace(1, 7, std::string(7, '\xff')));
+}
+
+// A message with strong-typed fields: they travel as the integers they hold.
+struct StrongFields {
+  Offset offset;
+  PartitionId partition;
+  LeaseId lease;
+  int32_t plain = 0;
+  template <class V>
+  void Visit(V& v) {
+    v(offset);
+    v(partition);
+    v(lease);
+    v(plain);
+  }
+};
+
+TEST_CASE("strong-typed fields are encoded as their integers", "[protocol]") {
+  const StrongFields s{Offset{-2}, PartitionId{7}, LeaseId{0x0102030405060708ull}, 9};
+  const std::string b = Encode(s);
+  std::string want;
+  coding::Writer w(&want);
+  w.LE<int64_t>(-2);
+  w.LE<int32_t>(7);
+  w.LE<uint64_t>(0x0102030405060708ull);
+  w.LE<int32_t>(9);
+  CHECK(b == want);
+  auto back = Decode<StrongFields>(coding::AsBytes(b));
+  REQUIRE_OK(back);
+  CHECK(back->offset == Offset{-2});
+  CHECK(back->partition == PartitionId{7});
+  CHECK(back->lease == LeaseId{0x0102030405060708ull});
+  CHECK(back->plain == 9);
+  CHECK(Decode<StrongFields>(coding::AsBytes(b).first(b.size() - 1)).status().is(CodecErrc::kMalformed));
 }
 
 TEST_CASE("lying lengths and counts are rejected without large allocations", "[protocol]") {

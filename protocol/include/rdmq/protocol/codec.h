@@ -7,7 +7,8 @@
 //     template <class V> void Visit(V& v) { v(topic); v(partition); v(base_offset); }
 //   };
 //
-// and Encode()/Decode() walk that list: integers little-endian, strings and byte strings with a
+// and Encode()/Decode() walk that list: integers (and the strong types of common/types.h, as the
+// integer they hold) little-endian, strings and byte strings with a
 // u32 length, vectors with a u32 count, nested messages inline. Decode is bounds-checked
 // against what remains and against per-type limits, and rejects trailing bytes, so arbitrary
 // input yields kMalformed, never a crash or an oversized allocation.
@@ -23,6 +24,7 @@
 #include "rdmq/common/coding.h"
 #include "rdmq/common/errors.h"
 #include "rdmq/common/status.h"
+#include "rdmq/common/types.h"
 
 #define RDMQ_PROTOCOL_CODEC_ERRORS(X) X(kMalformed, kCorruption, "malformed protocol message")
 RDMQ_DEFINE_ERRORS(rdmq::protocol, CodecErrc, "protocol-codec", RDMQ_PROTOCOL_CODEC_ERRORS)
@@ -52,6 +54,11 @@ template <class T>
 struct IsMessage<T, std::void_t<decltype(std::declval<T&>().Visit(std::declval<NullVisitor&>()))>>
     : std::true_type {};
 
+template <class T>
+struct IsStrongInt : std::false_type {};
+template <class Tag, class Rep>
+struct IsStrongInt<StrongInt<Tag, Rep>> : std::true_type {};
+
 class EncodeVisitor {
  public:
   explicit EncodeVisitor(std::string* out) : w_(out) {}
@@ -61,6 +68,8 @@ class EncodeVisitor {
       w_.LE(static_cast<std::underlying_type_t<T>>(v));
     } else if constexpr (std::is_integral_v<T>) {
       w_.LE(v);
+    } else if constexpr (IsStrongInt<T>::value) {
+      w_.LE(v.value());
     } else if constexpr (std::is_same_v<T, std::string>) {
       w_.LE<uint32_t>(static_cast<uint32_t>(v.size()));
       w_.Bytes(v);
@@ -92,6 +101,8 @@ class DecodeVisitor {
       v = static_cast<T>(r_->LE<std::underlying_type_t<T>>());
     } else if constexpr (std::is_integral_v<T>) {
       v = r_->LE<T>();
+    } else if constexpr (IsStrongInt<T>::value) {
+      v = T(r_->LE<typename T::rep>());
     } else if constexpr (std::is_same_v<T, std::string>) {
       ReadBytes(&v, kMaxStringBytes);
     } else if constexpr (std::is_same_v<T, Blob>) {
