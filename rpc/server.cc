@@ -10,14 +10,14 @@
 #include <unordered_map>
 #include <vector>
 
-#include "handshake.h"
 #include "rdmq/common/log.h"
-#include "rdmq/rpc/credit.h"
-#include "rdmq/rpc/ring.h"
-#include "rdmq/rpc/scheduling.h"
-#include "rdmq/rpc/wait.h"
-#include "rdmq/rpc/wire.h"
-#include "transport.h"
+#include "rpc/credit.h"
+#include "rpc/handshake.h"
+#include "rpc/ring.h"
+#include "rpc/scheduling.h"
+#include "rpc/transport.h"
+#include "rpc/wait.h"
+#include "rpc/wire.h"
 
 namespace rdmq::rpc {
 namespace {

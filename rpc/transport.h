@@ -10,11 +10,11 @@
 #include <span>
 #include <thread>
 
-#include "handshake.h"
 #include "rdmq/common/status.h"
 #include "rdmq/fabric/fabric.h"
-#include "rdmq/rpc/ring.h"
-#include "rdmq/rpc/wait.h"
+#include "rpc/handshake.h"
+#include "rpc/ring.h"
+#include "rpc/wait.h"
 
 namespace rdmq::rpc::internal {
 
