@@ -14,6 +14,7 @@
 #include "rpc/credit.h"
 #include "rpc/handshake.h"
 #include "rpc/ring.h"
+#include "rpc/ring_consumer.h"
 #include "rpc/scheduling.h"
 #include "rpc/transport.h"
 #include "rpc/wait.h"
@@ -40,6 +41,10 @@ using fabric::WorkRequest;
 constexpr size_t kMaxBatch = 64;
 // How long a waiter spins with pause instructions before it spins with sched_yield.
 constexpr auto kPureSpin = std::chrono::microseconds(3);
+// A thread that waits for ring room, a channel or its old channel's responses helps poll, then
+// backs off; one that spins for a channel's send lock (Sharing::kSpinlock) spins, then yields.
+constexpr Backoff kHelpBackoff{50, 200, std::chrono::microseconds(50)};
+constexpr Backoff kLockBackoff{256, 0, std::chrono::microseconds(0)};
 std::atomic<uint64_t> g_client_serial{1};
 
 struct ThreadState;
@@ -110,9 +115,7 @@ struct Channel {
   std::atomic<bool> active{true};
 
   // Receiving: owned by the poll-lock holder.
-  std::unique_ptr<RingReader> reader;
-  bool stalled = false;
-  Clock::time_point stall_since{};
+  std::optional<RingConsumer> reader;
   std::atomic<uint64_t> resp_head{0};  // consumed head, piggybacked on requests
   uint32_t recvs_consumed = 0;
 
@@ -385,7 +388,8 @@ Status ClientImpl::Open(std::string_view address) {
     RDMQ_ASSIGN_OR_RETURN(ch->server_wake, ch->ep->Attach(w.wake_region));
     ch->sq = std::make_unique<SendQueue>(ch->ep.get(), ch->send_cq.get(), opts_.max_send_wr);
     ch->prod = std::make_unique<RingProducer>(ch->req_ring);
-    ch->reader = std::make_unique<RingReader>(ch->resp_region->data() + kControlPage, ch->resp_ring, true);
+    ch->reader.emplace(ch->resp_region->data() + kControlPage, ch->resp_ring, true,
+                       opts_.incomplete_message_timeout);
     ch->canary_state = RandomSeed() ^ (static_cast<uint64_t>(i) << 48);
     ch->credit = CreditSender(w.credits);
     ch->credit.OnServerState(w.credit_limit, w.active, false, 0);
@@ -573,13 +577,7 @@ Status ClientImpl::Submit(ThreadState& ts, PendingCall& call, std::span<const st
 
 void ClientImpl::HelpWhileWaiting(Presence& presence, int round) {
   if (presence.in()) TryPoll();
-  if (round < 50) {
-    CpuRelax();
-  } else if (round < 200) {
-    std::this_thread::yield();
-  } else {
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
+  kHelpBackoff.Pause(static_cast<uint32_t>(round));
 }
 
 uint32_t ClientImpl::PickChannel(ThreadState& ts, const PendingCall* call, Presence& presence) {
@@ -699,11 +697,7 @@ Outcome ClientImpl::SendLocked(Channel& ch, Item& item, Clock::time_point deadli
       TryPoll();
       if (Clock::now() >= until) presence.Leave();
     }
-    if (i < 256) {
-      CpuRelax();
-    } else {
-      std::this_thread::yield();
-    }
+    kLockBackoff.Pause(i);
   }
   std::lock_guard<SpinLock> g(ch.send_lock, std::adopt_lock);
   return Lead(ch, nullptr, item, deadline, presence);
@@ -980,28 +974,17 @@ size_t ClientImpl::PollOnce(std::vector<PendingCall*>* async_done, std::vector<T
   for (auto& chp : ch_) {
     Channel& ch = *chp;
     for (int k = 0; k < 8; ++k) {
-      const Probe pr = ch.reader->Peek();
-      if (pr.state == ProbeState::kEmpty) {
-        ch.stalled = false;
-        break;
+      const RingConsumer::Next pr = ch.reader->Poll();
+      if (pr.state == RingConsumer::State::kEmpty || pr.state == RingConsumer::State::kWaiting) break;
+      if (pr.state == RingConsumer::State::kStuck) {
+        Break(Status(RpcErrc::kCorruptMessage,
+                     "rpc: channel " + std::to_string(ch.index) + ": the response ring at position " +
+                         std::to_string(ch.reader->head()) + " has held " +
+                         (pr.probe == ProbeState::kBadHeader ? "bytes that are not a message header"
+                                                             : "a message without its trailing canary") +
+                         " for over " + std::to_string(opts_.incomplete_message_timeout.count()) + " ms"));
+        return messages;
       }
-      if (pr.state != ProbeState::kReady) {
-        const auto now = Clock::now();
-        if (!ch.stalled) {
-          ch.stalled = true;
-          ch.stall_since = now;
-        } else if (now - ch.stall_since > opts_.incomplete_message_timeout) {
-          Break(Status(RpcErrc::kCorruptMessage,
-                       "rpc: channel " + std::to_string(ch.index) + ": the response ring at position " +
-                           std::to_string(ch.reader->head()) + " has held " +
-                           (pr.state == ProbeState::kBadHeader ? "bytes that are not a message header"
-                                                               : "a message without its trailing canary") +
-                           " for over " + std::to_string(opts_.incomplete_message_timeout.count()) + " ms"));
-          return messages;
-        }
-        break;
-      }
-      ch.stalled = false;
       auto v = ch.reader->Parse(pr.length);
       if (!v.ok()) {
         Break(v.status().WithContext("rpc: channel " + std::to_string(ch.index) + " response ring"));
@@ -1173,8 +1156,7 @@ void ClientImpl::FailAll(const Status& why) {
 
 bool ClientImpl::AnyReady() {
   for (auto& c : ch_) {
-    const Probe p = c->reader->Peek();
-    if (p.state == ProbeState::kReady || (p.state != ProbeState::kEmpty && !c->stalled)) return true;
+    if (c->reader->HasWork()) return true;
   }
   return false;
 }

@@ -14,6 +14,7 @@
 #include "rpc/credit.h"
 #include "rpc/handshake.h"
 #include "rpc/ring.h"
+#include "rpc/ring_consumer.h"
 #include "rpc/scheduling.h"
 #include "rpc/transport.h"
 #include "rpc/wait.h"
@@ -53,9 +54,7 @@ struct SChannel {
   std::atomic<bool> closed{false};
 
   // Dispatcher-owned.
-  std::unique_ptr<RingReader> reader;
-  bool stalled = false;
-  Clock::time_point stall_since{};
+  std::optional<RingConsumer> reader;
   std::atomic<uint64_t> head_pub{0};
 
   // Under mu: the response side, credits, the endpoint's send queue.
@@ -397,7 +396,8 @@ void ServerImpl::Handshake(std::unique_ptr<fabric::Endpoint> ep,
   ch->ep = std::move(ep);
   ch->resp_remote = std::move(rr).value();
   ch->client_wake = std::move(wr).value();
-  ch->reader = std::make_unique<RingReader>(ch->req_region->data() + kControlPage, ch->req_ring, false);
+  ch->reader.emplace(ch->req_region->data() + kControlPage, ch->req_ring, false,
+                     opts_.incomplete_message_timeout);
   ch->sq = std::make_unique<SendQueue>(ch->ep.get(), ch->send_cq.get(), opts_.max_send_wr);
   ch->prod = std::make_unique<RingProducer>(ch->resp_ring);
   const bool active = hello.channel < conn->allotment;
@@ -462,8 +462,7 @@ void ServerImpl::RefreshSnapshot() {
 bool ServerImpl::AnyReady() {
   for (const auto& ch : snap_) {
     if (ch->closed.load(std::memory_order_relaxed)) continue;
-    const Probe p = ch->reader->Peek();
-    if (p.state == ProbeState::kReady || (p.state != ProbeState::kEmpty && !ch->stalled)) return true;
+    if (ch->reader->HasWork()) return true;
   }
   return false;
 }
@@ -485,14 +484,15 @@ void ServerImpl::DispatchLoop() {
       last_work = Clock::now();
       continue;
     }
-    const auto idle = Clock::now() - last_work;
-    if (idle < opts_.spin_before_park) {
-      // Spin, then spin with yields: a client thread sharing this core gets it at once.
-      if (idle < std::chrono::microseconds(5)) {
-        CpuRelax();
-      } else {
-        std::this_thread::yield();
-      }
+    // Spin, then spin with yields (a client thread sharing this core gets it at once), then park.
+    const IdleStep step =
+        NextIdleStep(Clock::now() - last_work, std::chrono::microseconds(5), opts_.spin_before_park);
+    if (step == IdleStep::kSpin) {
+      CpuRelax();
+      continue;
+    }
+    if (step == IdleStep::kYield) {
+      std::this_thread::yield();
       continue;
     }
     // Park (Dekker): publish "parked", fence, recheck every ring, sleep on the doorbell.
@@ -530,27 +530,17 @@ size_t ServerImpl::ServeChannel(SChannel& ch, const std::shared_ptr<SChannel>& o
   std::string error;
   bool protocol_error = false;
   for (int k = 0; k < 16; ++k) {
-    const Probe pr = ch.reader->Peek();
-    if (pr.state == ProbeState::kEmpty) {
-      ch.stalled = false;
+    const RingConsumer::Next pr = ch.reader->Poll();
+    if (pr.state == RingConsumer::State::kEmpty || pr.state == RingConsumer::State::kWaiting) break;
+    if (pr.state == RingConsumer::State::kStuck) {
+      error =
+          std::string(pr.probe == ProbeState::kBadHeader ? "bytes that are not a message header"
+                                                         : "a message whose trailing canary never arrived") +
+          " at request-ring position " + std::to_string(ch.reader->head()) + " for over " +
+          std::to_string(opts_.incomplete_message_timeout.count()) + " ms";
+      protocol_error = true;
       break;
     }
-    if (pr.state != ProbeState::kReady) {
-      const auto now = Clock::now();
-      if (!ch.stalled) {
-        ch.stalled = true;
-        ch.stall_since = now;
-      } else if (now - ch.stall_since > opts_.incomplete_message_timeout) {
-        error = std::string(pr.state == ProbeState::kBadHeader
-                                ? "bytes that are not a message header"
-                                : "a message whose trailing canary never arrived") +
-                " at request-ring position " + std::to_string(ch.reader->head()) + " for over " +
-                std::to_string(opts_.incomplete_message_timeout.count()) + " ms";
-        protocol_error = true;
-      }
-      break;
-    }
-    ch.stalled = false;
     auto v = ch.reader->Parse(pr.length);
     if (!v.ok()) {
       error = v.status().ToString();

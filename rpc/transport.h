@@ -29,13 +29,9 @@ inline constexpr uint64_t kTagOther = 3;   // unsignalled helpers (doorbell, ren
 class SpinLock {
  public:
   void lock() noexcept {
-    for (int spins = 0;; ++spins) {
+    for (uint32_t spins = 0;; ++spins) {
       if (!flag_.load(std::memory_order_relaxed) && !flag_.exchange(true, std::memory_order_acquire)) return;
-      if (spins < 200) {
-        CpuRelax();
-      } else {
-        std::this_thread::yield();
-      }
+      kBackoff.Pause(spins);
     }
   }
   bool try_lock() noexcept {
@@ -44,6 +40,7 @@ class SpinLock {
   void unlock() noexcept { flag_.store(false, std::memory_order_release); }
 
  private:
+  static constexpr Backoff kBackoff{200, 0, std::chrono::microseconds(0)};
   std::atomic<bool> flag_{false};
 };
 
