@@ -26,7 +26,7 @@ ThreadState* ClientImpl::Self() {
   for (auto& e : cache) {
     if (e.serial == serial_) return e.ts;
   }
-  std::lock_guard<std::mutex> g(threads_mu_);
+  MutexLock g(threads_mu_);
   ThreadState*& slot = by_os_thread_[std::this_thread::get_id()];
   if (slot == nullptr) {
     const uint32_t id = nthreads_.load(std::memory_order_relaxed);
@@ -117,7 +117,7 @@ Status ClientImpl::CallAsync(uint16_t handler, std::span<const std::byte> reques
 }
 
 bool ClientImpl::Unregister(ThreadState& ts, PendingCall& call) {
-  std::lock_guard<std::mutex> g(ts.mu);
+  MutexLock g(ts.mu);
   auto it = std::find(ts.pending.begin(), ts.pending.end(), &call);
   if (it == ts.pending.end()) return false;
   *it = ts.pending.back();
@@ -138,7 +138,7 @@ Status ClientImpl::Submit(ThreadState& ts, PendingCall& call, std::span<const st
     const uint32_t c = PickChannel(ts, &call, presence);
     Channel& ch = *ch_[c];
     {
-      std::lock_guard<std::mutex> g(ts.mu);
+      MutexLock g(ts.mu);
       call.channel = c;
       if (!registered) {
         ts.pending.push_back(&call);
@@ -152,7 +152,7 @@ Status ClientImpl::Submit(ThreadState& ts, PendingCall& call, std::span<const st
                           : SendCoalesced(ch, item, ts, !call.async, call.deadline, presence);
     switch (o) {
       case Outcome::kServed: {
-        std::lock_guard<SpinLock> g(ts.stats_mu);
+        SpinGuard g(ts.stats_mu);
         ts.sizes.Add(static_cast<uint32_t>(request.size()));
         ++ts.requests;
         ts.bytes += request.size();
@@ -185,7 +185,7 @@ Result<std::string> ClientImpl::Await(ThreadState& ts, PendingCall& call, Presen
     return take();
   }
   {
-    std::lock_guard<std::mutex> g(ts.mu);
+    MutexLock g(ts.mu);
     auto it = std::find(ts.pending.begin(), ts.pending.end(), &call);
     if (it == ts.pending.end()) {
       // A completer took it first; it finished it under this lock, so it is final now.

@@ -85,7 +85,7 @@ Outcome ClientImpl::SendLocked(Channel& ch, Item& item, Clock::time_point deadli
     }
     kLockBackoff.Pause(i);
   }
-  std::lock_guard<SpinLock> g(ch.send_lock, std::adopt_lock);
+  SpinGuard g(ch.send_lock, std::adopt_lock);
   return Lead(ch, nullptr, item, deadline, presence);
 }
 

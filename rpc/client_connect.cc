@@ -81,8 +81,11 @@ Status ClientImpl::Open(std::string_view address) {
     ch->reader.emplace(ch->resp_region->data() + kControlPage, ch->resp_ring, true,
                        opts_.incomplete_message_timeout);
     ch->canary_state = RandomSeed() ^ (static_cast<uint64_t>(i) << 48);
-    ch->credit = CreditSender(w.credits);
-    ch->credit.OnServerState(w.credit_limit, w.active, false, 0);
+    {
+      SpinGuard g(ch->credit_mu);
+      ch->credit = CreditSender(w.credits);
+      ch->credit.OnServerState(w.credit_limit, w.active, false, 0);
+    }
     ch->active.store(w.active);
     // Receives for the server's WRITE_WITH_IMM doorbells (tcp/verbs).
     std::vector<fabric::RecvRequest> rr(opts_.max_recv_wr / 2);
@@ -110,7 +113,7 @@ Status ClientImpl::Open(std::string_view address) {
 void ClientImpl::Shutdown() {
   if (stop_.exchange(true)) return;
   {
-    std::lock_guard<std::mutex> g(broken_mu_);
+    MutexLock g(broken_mu_);
     if (!broken_.load()) {
       broken_status_ =
           Status(RpcErrc::kShutdown, "rpc client " + std::to_string(client_id_) + " is shutting down");

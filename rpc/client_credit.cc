@@ -9,7 +9,7 @@ bool ClientImpl::RenewalDue(Channel& ch, WorkRequest* wr) {
   std::optional<Renewal> renewal;
   uint64_t sent = 0;
   {
-    std::lock_guard<SpinLock> g(ch.credit_mu);
+    SpinGuard g(ch.credit_mu);
     renewal = ch.credit.MaybeRenew();
     sent = ch.credit.sent();
   }
@@ -30,7 +30,7 @@ void ClientImpl::OnServerState(Channel& ch, const MessageHeader& h) {
   bool was_active = true, now_active = true;
   uint64_t before = 0, after = 0;
   {
-    std::lock_guard<SpinLock> g(ch.credit_mu);
+    SpinGuard g(ch.credit_mu);
     was_active = ch.credit.active();
     before = ch.credit.limit();
     ch.credit.OnServerState(h.credit_limit, (h.flags & kFlagActive) != 0, (h.flags & kFlagCredit) != 0,

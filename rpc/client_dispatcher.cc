@@ -33,7 +33,7 @@ void ClientImpl::Housekeeping() {
     if (ts == nullptr) continue;
     std::vector<PendingCall*> expired;
     {
-      std::lock_guard<std::mutex> g(ts->mu);
+      MutexLock g(ts->mu);
       for (size_t k = 0; k < ts->pending.size();) {
         PendingCall* p = ts->pending[k];
         if (p->async && p->deadline <= now) {

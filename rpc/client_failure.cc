@@ -8,7 +8,7 @@ namespace rdmq::rpc::internal {
 
 void ClientImpl::Break(Status why) {
   {
-    std::lock_guard<std::mutex> g(broken_mu_);
+    MutexLock g(broken_mu_);
     if (broken_.load(std::memory_order_relaxed)) return;
     broken_status_ = Status(RpcErrc::kDisconnected, why.ToString());
     broken_.store(true, std::memory_order_release);
@@ -28,7 +28,7 @@ void ClientImpl::FailAll(const Status& why) {
     if (ts == nullptr) continue;
     std::vector<PendingCall*> taken;
     {
-      std::lock_guard<std::mutex> g(ts->mu);
+      MutexLock g(ts->mu);
       taken.swap(ts->pending);
       outstanding_.fetch_sub(static_cast<int64_t>(taken.size()), std::memory_order_acq_rel);
       for (PendingCall* p : taken) {

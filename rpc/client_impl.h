@@ -16,7 +16,6 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <random>
 #include <string>
@@ -24,6 +23,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "rdmq/common/mutex.h"
+#include "rdmq/common/thread_annotations.h"
 #include "rdmq/rpc/client.h"
 #include "rpc/combining_queue.h"
 #include "rpc/credit.h"
@@ -70,12 +71,12 @@ struct ThreadState {
   uint32_t next_seq = 1;              // owner only
   EventCount park;                    // every wake-up meant for this thread goes through it
   std::atomic<bool> woken{false};     // woken by a completion, not yet back in Call
-  std::mutex mu;                      // guards pending
-  std::vector<PendingCall*> pending;
-  SpinLock stats_mu;  // guards the load statistics below
-  SampleWindow sizes;
-  uint64_t requests = 0;
-  uint64_t bytes = 0;
+  Mutex mu;
+  std::vector<PendingCall*> pending GUARDED_BY(mu);  // the thread's outstanding calls
+  SpinLock stats_mu;  // the load statistics the thread scheduler reads and resets
+  SampleWindow sizes GUARDED_BY(stats_mu);
+  uint64_t requests GUARDED_BY(stats_mu) = 0;
+  uint64_t bytes GUARDED_BY(stats_mu) = 0;
 };
 
 // A request a leader combines into a message.
@@ -100,9 +101,11 @@ struct Channel {
   uint64_t resp_ring = 0;
   uint64_t ep_id = 0;
 
-  // Sending: owned by the leader (or the spinlock holder).
-  SpinLock post_mu;  // Post (leader) vs PostRecv (poller) on the endpoint
-  std::unique_ptr<SendQueue> sq;
+  // Sending: owned by the leader of the combining queue (or the holder of send_lock under
+  // Sharing::kSpinlock): prod, canary_state and the staging mirror. Leadership is not a lock
+  // the analysis sees, so those members carry no annotation.
+  SpinLock post_mu;  // Post (leader) vs PostRecv (poller) on ep
+  std::unique_ptr<SendQueue> sq PT_GUARDED_BY(post_mu);
   CombiningQueue tcq;
   SpinLock send_lock;  // Sharing::kSpinlock
   std::unique_ptr<RingProducer> prod;
@@ -111,11 +114,11 @@ struct Channel {
 
   // Credits: the leader takes, the poller updates.
   SpinLock credit_mu;
-  CreditSender credit;
+  CreditSender credit GUARDED_BY(credit_mu);
   EventCount credit_event;
   std::atomic<bool> active{true};
 
-  // Receiving: owned by the poll-lock holder.
+  // Receiving: owned by the holder of ClientImpl::poll_lock_ (a try-lock flag, not annotated).
   std::optional<RingConsumer> reader;
   std::atomic<uint64_t> resp_head{0};  // consumed head, piggybacked on requests
   uint32_t recvs_consumed = 0;
@@ -127,11 +130,6 @@ enum class Outcome { kServed, kRetry, kFailed, kTimedOut };
 
 class ClientImpl;
 
-// A thread's presence among the response pollers. While any thread is present, the client's
-// wake word says "not parked", so the server does not pay for futex wake-ups; the last one to
-// leave says "parked" again and rechecks the rings (the Dekker protocol of docs/rpc.md).
-// At most one present thread per spare core spins with pause instructions ("pure"); the others
-// spin with sched_yield, which gives way to any runnable thread, before they sleep.
 // Counts the threads inside Call/CallAsync.
 class CallerCount {
  public:
@@ -144,6 +142,11 @@ class CallerCount {
   std::atomic<uint32_t>* n_;
 };
 
+// A thread's presence among the response pollers. While any thread is present, the client's
+// wake word says "not parked", so the server does not pay for futex wake-ups; the last one to
+// leave says "parked" again and rechecks the rings (the Dekker protocol of docs/rpc.md).
+// At most one present thread per spare core spins with pause instructions ("pure"); the others
+// spin with sched_yield, which gives way to any runnable thread, before they sleep.
 class Presence {
  public:
   explicit Presence(ClientImpl* c) : c_(c) { Enter(); }
@@ -182,7 +185,7 @@ class ClientImpl final : public Client {
   uint64_t max_request_bytes() const override { return max_request_bytes_; }
   bool connected() const override { return !broken_.load(std::memory_order_acquire); }
   Status broken_status() const override {
-    std::lock_guard<std::mutex> g(broken_mu_);
+    MutexLock g(broken_mu_);
     return broken_status_;
   }
   std::vector<bool> active_channels() const override {
@@ -227,18 +230,19 @@ class ClientImpl final : public Client {
   // The leader's turn: `me` is its queue node (nullptr under Sharing::kSpinlock).
   Outcome Lead(Channel& ch, CombiningQueue::Node* me, Item& my_item, Clock::time_point deadline,
                Presence& presence);
-  std::optional<RingProducer::Placement> ReserveRing(Channel& ch, uint64_t len, Presence& presence);
+  std::optional<RingProducer::Placement> ReserveRing(Channel& ch, uint64_t len, Presence& presence)
+      EXCLUDES(ch.post_mu);
   // Leader only: fills `wr` with a credit-renewal WRITE_WITH_IMM when one is due.
-  bool RenewalDue(Channel& ch, WorkRequest* wr);
+  bool RenewalDue(Channel& ch, WorkRequest* wr) EXCLUDES(ch.credit_mu);
   // Poller only: applies the credit limit and active flag a response message carries.
-  void OnServerState(Channel& ch, const MessageHeader& h);
-  bool Unregister(ThreadState& ts, PendingCall& call);
+  void OnServerState(Channel& ch, const MessageHeader& h) EXCLUDES(ch.credit_mu);
+  bool Unregister(ThreadState& ts, PendingCall& call) EXCLUDES(ts.mu);
   void HelpWhileWaiting(Presence& presence, int round);
 
   size_t PollOnce(std::vector<PendingCall*>* async_done, std::vector<ThreadState*>* to_wake);
   void Complete(const Entry& e, std::vector<PendingCall*>* async_done, std::vector<ThreadState*>* to_wake);
   static void RunCallback(PendingCall* p);
-  void Break(Status why);
+  void Break(Status why) EXCLUDES(broken_mu_);
   void FailAll(const Status& why);
 
   void DispatcherLoop();
@@ -260,19 +264,21 @@ class ClientImpl final : public Client {
   uint64_t max_response_bytes_ = 0;
   uint32_t credits_ = kDefaultCredits;
 
-  std::mutex threads_mu_;
-  std::unordered_map<std::thread::id, ThreadState*> by_os_thread_;
-  std::vector<std::unique_ptr<ThreadState>> thread_storage_;
+  // Calling threads: registered under threads_mu_ (Self), then found lock-free by id through
+  // threads_ (slots 0 .. nthreads_-1 are published with release stores and never change).
+  Mutex threads_mu_;
+  std::unordered_map<std::thread::id, ThreadState*> by_os_thread_ GUARDED_BY(threads_mu_);
+  std::vector<std::unique_ptr<ThreadState>> thread_storage_ GUARDED_BY(threads_mu_);
   std::unique_ptr<std::atomic<ThreadState*>[]> threads_;
   std::atomic<uint32_t> nthreads_{0};
-  std::mt19937_64 assign_rng_{RandomSeed()};
+  std::mt19937_64 assign_rng_ GUARDED_BY(threads_mu_){RandomSeed()};
 
   std::atomic<bool> poll_lock_{false};
   std::atomic<int64_t> outstanding_{0};
   std::atomic<int32_t> woken_{0};  // callers woken by completions and not yet back (combining window)
 
-  mutable std::mutex broken_mu_;
-  Status broken_status_;
+  mutable Mutex broken_mu_;
+  Status broken_status_ GUARDED_BY(broken_mu_);
   std::atomic<bool> broken_{false};
   std::atomic<bool> stop_{false};
   std::thread dispatcher_;

@@ -87,7 +87,7 @@ size_t ClientImpl::PollOnce(std::vector<PendingCall*>* async_done, std::vector<T
     for (auto& chp : ch_) {
       if (chp->recvs_consumed >= 16) {
         std::vector<fabric::RecvRequest> rr(chp->recvs_consumed);
-        std::lock_guard<SpinLock> g(chp->post_mu);
+        SpinGuard g(chp->post_mu);
         if (chp->ep->PostRecv(rr).ok()) chp->recvs_consumed = 0;
       }
     }
@@ -104,11 +104,11 @@ void ClientImpl::Complete(const Entry& e, std::vector<PendingCall*>* async_done,
   }
   ThreadState* ts = threads_[e.meta.thread].load(std::memory_order_acquire);
   if (ts == nullptr) return;
-  std::unique_lock<std::mutex> g(ts->mu);
+  UniqueLock g(ts->mu);
   auto it = std::find_if(ts->pending.begin(), ts->pending.end(),
                          [&](PendingCall* p) { return p->seq == e.meta.seq; });
   if (it == ts->pending.end()) {
-    g.unlock();
+    g.Unlock();
     n_.late_responses.fetch_add(1, std::memory_order_relaxed);
     RDMQ_LOG(kDebug, "rpc", "response for a call that is no longer waiting (timed out)")
         .kv("client_id", client_id_)
@@ -146,11 +146,11 @@ void ClientImpl::Complete(const Entry& e, std::vector<PendingCall*>* async_done,
       }
   }
   if (p->async) {
-    g.unlock();
+    g.Unlock();
     async_done->push_back(p);
   } else {
     p->done.store(1, std::memory_order_release);  // under the lock: see Await's timeout path
-    g.unlock();
+    g.Unlock();
     if (std::find(to_wake->begin(), to_wake->end(), ts) == to_wake->end()) to_wake->push_back(ts);
   }
 }

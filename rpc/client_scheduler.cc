@@ -28,7 +28,7 @@ bool ClientImpl::RunSchedule() {
     ThreadState* ts = threads_[i].load(std::memory_order_acquire);
     tss[i] = ts;
     if (ts == nullptr) continue;
-    std::lock_guard<SpinLock> g(ts->stats_mu);
+    SpinGuard g(ts->stats_mu);
     loads[i].median_size = ts->sizes.Median();
     loads[i].requests = ts->requests;
     loads[i].bytes = ts->bytes;
@@ -79,7 +79,7 @@ uint32_t ClientImpl::PickChannel(ThreadState& ts, const PendingCall* call, Prese
   for (int round = 0;; ++round) {
     bool busy = false;
     {
-      std::lock_guard<std::mutex> g(ts.mu);
+      MutexLock g(ts.mu);
       for (const PendingCall* p : ts.pending) busy |= p != call && p->channel == cur;
     }
     if (!busy || broken_.load(std::memory_order_acquire)) break;

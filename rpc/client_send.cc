@@ -31,7 +31,7 @@ Outcome ClientImpl::Lead(Channel& ch, CombiningQueue::Node* me, Item& my_item, C
     const uint32_t seen = ch.credit_event.Read();
     bool active;
     {
-      std::lock_guard<SpinLock> g(ch.credit_mu);
+      SpinGuard g(ch.credit_mu);
       active = ch.credit.active();
       avail = ch.credit.available();
     }
@@ -47,7 +47,7 @@ Outcome ClientImpl::Lead(Channel& ch, CombiningQueue::Node* me, Item& my_item, C
     if (RenewalDue(ch, &rwr)) {
       Status st;
       {
-        std::lock_guard<SpinLock> g(ch.post_mu);
+        SpinGuard g(ch.post_mu);
         st = ch.sq->Post(std::span<WorkRequest>(&rwr, 1));
       }
       if (!st.ok()) {
@@ -107,7 +107,7 @@ Outcome ClientImpl::Lead(Channel& ch, CombiningQueue::Node* me, Item& my_item, C
   }
   uint32_t taken;
   {
-    std::lock_guard<SpinLock> g(ch.credit_mu);
+    SpinGuard g(ch.credit_mu);
     taken = ch.credit.Take(static_cast<uint32_t>(n));
   }
   if (taken != n) {
@@ -147,7 +147,7 @@ Outcome ClientImpl::Lead(Channel& ch, CombiningQueue::Node* me, Item& my_item, C
   Status st;
   bool woke = false;
   {
-    std::lock_guard<SpinLock> g(ch.post_mu);
+    SpinGuard g(ch.post_mu);
     st = ch.sq->Post(std::span<WorkRequest>(wrs, nw));
     if (st.ok() && !imm_mode_) {
       st = RingDoorbellIfParked(*ch.sq, *ch.server_wake, *ch.staging, ch.scratch() + kScratchAtomic, &woke);
@@ -186,7 +186,7 @@ std::optional<RingProducer::Placement> ClientImpl::ReserveRing(Channel& ch, uint
     rd.remote_offset = kHeadOffset;
     Status st;
     {
-      std::lock_guard<SpinLock> g(ch.post_mu);
+      SpinGuard g(ch.post_mu);
       st = ch.sq->ReadSync(rd, Clock::now() + opts_.connect_timeout);
     }
     if (!st.ok()) {

@@ -48,7 +48,7 @@ Status ServerImpl::Start() {
 void ServerImpl::Stop() {
   if (stop_.exchange(true)) return;
   if (wake_region_) WakeDispatcher();
-  wq_cv_.notify_all();
+  wq_cv_.NotifyAll();
   if (acceptor_.joinable()) acceptor_.join();
   if (dispatcher_.joinable()) dispatcher_.join();
   if (scheduler_.joinable()) scheduler_.join();
@@ -56,7 +56,7 @@ void ServerImpl::Stop() {
   workers_.clear();
   std::vector<uint64_t> ids;
   {
-    std::lock_guard<std::mutex> g(reg_mu_);
+    MutexLock g(reg_mu_);
     for (const auto& [id, c] : conns_) ids.push_back(id);
   }
   for (uint64_t id : ids) CloseConn(id, "server stopping", false);
@@ -68,8 +68,8 @@ void ServerImpl::WorkerLoop() {
   for (;;) {
     Task t;
     {
-      std::unique_lock<std::mutex> g(wq_mu_);
-      wq_cv_.wait(g, [&] { return stop_.load() || !wq_.empty(); });
+      UniqueLock g(wq_mu_);
+      while (!stop_.load() && wq_.empty()) wq_cv_.Wait(g);
       if (wq_.empty()) return;  // stopping
       t = std::move(wq_.front());
       wq_.pop_front();
@@ -79,10 +79,10 @@ void ServerImpl::WorkerLoop() {
     rb.Clear();
     const Status s = t.handler->fn(ctx, coding::AsBytes(t.request), rb);
     OutResponse out;
-    MakeResponse(t.meta, s, &rb.str(), MaxEntryData(t.ch->prod->max_message()), &out);
+    MakeResponse(t.meta, s, &rb.str(), t.ch->max_response_entry, &out);
     Status st;
     {
-      std::lock_guard<SpinLock> g(t.ch->mu);
+      SpinGuard g(t.ch->mu);
       st = SendResponses(*t.ch, &out, 1);
     }
     if (!st.ok()) CloseConn(t.ch->client_id, "writing a response failed: " + st.ToString(), false);

@@ -37,7 +37,7 @@ void ServerImpl::DrainReceives(std::vector<fabric::Completion>& cs,
         continue;
       }
       if (std::find(touched.begin(), touched.end(), ch) == touched.end()) touched.push_back(ch);
-      std::lock_guard<SpinLock> g(ch->mu);
+      SpinGuard g(ch->mu);
       ++ch->recvs_to_post;
       if (imm.kind == ImmKind::kDoorbell) {
         doorbell = true;
@@ -54,7 +54,7 @@ void ServerImpl::DrainReceives(std::vector<fabric::Completion>& cs,
   for (auto& ch : touched) {
     bool failed = false;
     {
-      std::lock_guard<SpinLock> g(ch->mu);
+      SpinGuard g(ch->mu);
       if (ch->recvs_to_post > 0 && !ch->closed.load()) {
         std::vector<fabric::RecvRequest> rr(ch->recvs_to_post);
         failed = !ch->ep->PostRecv(rr).ok();

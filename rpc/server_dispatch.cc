@@ -11,7 +11,7 @@ namespace rdmq::rpc::internal {
 void ServerImpl::RefreshSnapshot() {
   const uint64_t v = version_.load(std::memory_order_acquire);
   if (v == snap_version_) return;
-  std::lock_guard<std::mutex> g(reg_mu_);
+  MutexLock g(reg_mu_);
   snap_.clear();
   for (const auto& [id, c] : conns_) {
     for (const auto& ch : c->channels) {
@@ -77,7 +77,7 @@ size_t ServerImpl::ServeChannel(SChannel& ch, const std::shared_ptr<SChannel>& o
     Status st;
     bool still;
     {
-      std::lock_guard<SpinLock> g(ch.mu);
+      SpinGuard g(ch.mu);
       st = FlushBacklog(ch);
       still = ch.has_backlog.load(std::memory_order_relaxed);
     }
@@ -113,7 +113,7 @@ size_t ServerImpl::ServeChannel(SChannel& ch, const std::shared_ptr<SChannel>& o
     bool credit_ok, head_ok;
     uint64_t limit;
     {
-      std::lock_guard<SpinLock> g(ch.mu);
+      SpinGuard g(ch.mu);
       credit_ok = ch.credit.OnRequests(h.count);
       limit = ch.credit.limit();
       head_ok = ch.prod->UpdateHead(h.peer_head);
@@ -147,7 +147,7 @@ size_t ServerImpl::ServeChannel(SChannel& ch, const std::shared_ptr<SChannel>& o
   if (out_n_ > 0) {
     Status st;
     {
-      std::lock_guard<SpinLock> g(ch.mu);
+      SpinGuard g(ch.mu);
       st = SendResponses(ch, out_.data(), out_n_);
     }
     out_n_ = 0;
@@ -197,16 +197,16 @@ void ServerImpl::RunRequest(SChannel& ch, const std::shared_ptr<SChannel>& owner
     Task t{owner, e.meta, std::string(reinterpret_cast<const char*>(e.data.data()), e.data.size()),
            &it->second};
     {
-      std::lock_guard<std::mutex> g(wq_mu_);
+      MutexLock g(wq_mu_);
       wq_.push_back(std::move(t));
     }
-    wq_cv_.notify_one();
+    wq_cv_.NotifyOne();
     return;
   }
   RequestContext ctx{ch.client_id, ch.index, e.meta.thread, e.meta.seq, e.meta.handler, ch.peer};
   rb_.Clear();
   const Status s = it->second.fn(ctx, e.data, rb_);
-  MakeResponse(e.meta, s, &rb_.str(), MaxEntryData(ch.prod->max_message()), &out_[out_n_++]);
+  MakeResponse(e.meta, s, &rb_.str(), ch.max_response_entry, &out_[out_n_++]);
 }
 
 }  // namespace rdmq::rpc::internal

@@ -10,7 +10,7 @@
 namespace rdmq::rpc::internal {
 
 std::shared_ptr<SChannel> ServerImpl::ByEndpoint(uint64_t ep_id) {
-  std::lock_guard<std::mutex> g(reg_mu_);
+  MutexLock g(reg_mu_);
   auto it = by_ep_.find(ep_id);
   return it == by_ep_.end() ? nullptr : it->second;
 }
@@ -18,7 +18,7 @@ std::shared_ptr<SChannel> ServerImpl::ByEndpoint(uint64_t ep_id) {
 void ServerImpl::CheckLiveness() {
   std::vector<std::pair<uint64_t, std::string>> gone;
   {
-    std::lock_guard<std::mutex> g(reg_mu_);
+    MutexLock g(reg_mu_);
     for (const auto& [id, c] : conns_) {
       for (const auto& ch : c->channels) {
         if (ch && (!ch->ep->connected() || ch->closed.load())) {
@@ -34,7 +34,7 @@ void ServerImpl::CheckLiveness() {
 void ServerImpl::CloseConn(uint64_t client_id, const std::string& why, bool protocol_error) {
   std::shared_ptr<Conn> conn;
   {
-    std::lock_guard<std::mutex> g(reg_mu_);
+    MutexLock g(reg_mu_);
     auto it = conns_.find(client_id);
     if (it == conns_.end()) return;
     conn = it->second;
@@ -61,7 +61,7 @@ void ServerImpl::CloseConn(uint64_t client_id, const std::string& why, bool prot
   for (const auto& ch : conn->channels) {
     if (!ch) continue;
     ch->closed.store(true, std::memory_order_release);
-    std::lock_guard<SpinLock> g(ch->mu);
+    SpinGuard g(ch->mu);
     ch->ep->Close();
   }
   if (on_disconnect_) on_disconnect_(client_id);

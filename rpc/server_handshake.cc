@@ -82,7 +82,7 @@ void ServerImpl::Handshake(std::unique_ptr<fabric::Endpoint> ep,
   }
   {
     size_t n = 0;
-    std::lock_guard<std::mutex> g(reg_mu_);
+    MutexLock g(reg_mu_);
     n = by_ep_.size();
     if (n >= opts_.max_channels) {
       (void)Refuse(
@@ -103,14 +103,14 @@ void ServerImpl::Handshake(std::unique_ptr<fabric::Endpoint> ep,
     conn->peer = ep->peer();
     conn->channels.resize(hello.channels);
     std::vector<uint32_t> functioning;
-    std::lock_guard<std::mutex> g(reg_mu_);
+    MutexLock g(reg_mu_);
     conn->id = next_client_id_++;
     for (const auto& [id, c] : conns_) {
       if (c->last_utilization > 0) functioning.push_back(c->allotment);
     }
     conn->allotment = ChannelsForNewClient(functioning, hello.channels, max_aqp_.load());
   } else {
-    std::lock_guard<std::mutex> g(reg_mu_);
+    MutexLock g(reg_mu_);
     auto it = conns_.find(hello.client_id);
     if (it == conns_.end() || it->second->token != hello.token || it->second->nchannels != hello.channels ||
         it->second->channels[hello.channel] != nullptr) {
@@ -156,23 +156,29 @@ void ServerImpl::Handshake(std::unique_ptr<fabric::Endpoint> ep,
   ch->reader.emplace(ch->req_region->data() + kControlPage, ch->req_ring, false,
                      opts_.incomplete_message_timeout);
   ch->sq = std::make_unique<SendQueue>(ch->ep.get(), ch->send_cq.get(), opts_.max_send_wr);
-  ch->prod = std::make_unique<RingProducer>(ch->resp_ring);
   const bool active = hello.channel < conn->allotment;
-  ch->credit = CreditGranter(opts_.credits, active);
-  ch->canary_state = RandomSeed();
+  uint64_t credit_limit = 0;
+  {
+    SpinGuard g(ch->mu);  // nobody else sees the channel yet; the lock is for the analysis
+    ch->prod = std::make_unique<RingProducer>(ch->resp_ring);
+    ch->max_response_entry = MaxEntryData(ch->prod->max_message());
+    ch->credit = CreditGranter(opts_.credits, active);
+    ch->canary_state = RandomSeed();
+    credit_limit = ch->credit.limit();
+  }
 
   Welcome w;
   w.client_id = conn->id;
   w.token = conn->token;
   w.credits = opts_.credits;
   w.active = active;
-  w.credit_limit = ch->credit.limit();
+  w.credit_limit = credit_limit;
   w.request_ring = ch->req_ring;
   w.request_region = *req_desc;
   w.wake_region = *wake_desc;
   // Register before answering: the client may renew credits the moment it has the welcome.
   {
-    std::lock_guard<std::mutex> g(reg_mu_);
+    MutexLock g(reg_mu_);
     if (conn->channels[hello.channel] != nullptr) {
       (void)Refuse(*ch->ep, Status(RpcErrc::kHandshake, where + ": joined twice"));
       return;
@@ -184,7 +190,7 @@ void ServerImpl::Handshake(std::unique_ptr<fabric::Endpoint> ep,
   }
   Status sent;
   {
-    std::lock_guard<SpinLock> g(ch->mu);
+    SpinGuard g(ch->mu);
     sent = ch->ep->SendControl(coding::AsBytes(EncodeWelcome(w)));
   }
   if (!sent.ok()) {

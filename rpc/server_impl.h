@@ -12,19 +12,19 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
+#include "rdmq/common/mutex.h"
+#include "rdmq/common/thread_annotations.h"
 #include "rdmq/rpc/server.h"
 #include "rpc/credit.h"
 #include "rpc/handshake.h"
@@ -70,23 +70,27 @@ struct SChannel {
   std::optional<RingConsumer> reader;
   std::atomic<uint64_t> head_pub{0};
 
-  // Under mu: the response side, credits, the endpoint's send queue.
+  // The response side, credits, the endpoint's send queue (dispatcher, workers, scheduler).
   SpinLock mu;
-  std::unique_ptr<SendQueue> sq;
-  std::unique_ptr<RingProducer> prod;
-  CreditGranter credit;
-  uint32_t last_credit_seq = 0;
-  bool control_pending = false;  // a credit answer or state change still to be written
-  bool answer_pending = false;   // ... and it answers a renewal
-  std::deque<OutResponse> backlog;
+  std::unique_ptr<SendQueue> sq PT_GUARDED_BY(mu);
+  std::unique_ptr<RingProducer> prod PT_GUARDED_BY(mu);
+  uint64_t max_response_entry = 0;  // MaxEntryData of the response ring (set at the handshake)
+  CreditGranter credit GUARDED_BY(mu);
+  uint32_t last_credit_seq GUARDED_BY(mu) = 0;
+  bool control_pending GUARDED_BY(mu) = false;  // a credit answer or state change still to be written
+  bool answer_pending GUARDED_BY(mu) = false;   // ... and it answers a renewal
+  std::deque<OutResponse> backlog GUARDED_BY(mu);
   std::atomic<bool> has_backlog{false};
-  uint64_t canary_state = 0;
-  uint32_t recvs_to_post = 0;
-  Clock::time_point last_head_read{};
+  uint64_t canary_state GUARDED_BY(mu) = 0;
+  uint32_t recvs_to_post GUARDED_BY(mu) = 0;
+  Clock::time_point last_head_read GUARDED_BY(mu){};
 
   std::byte* scratch() const { return staging->data() + resp_ring; }
 };
 
+// A connection handle. id, token, nchannels and peer are fixed once it is registered; channels[k]
+// is set (once) under ServerImpl::reg_mu_ when channel k joins; allotment, last_utilization and
+// joined_this_interval belong to the scheduler thread (the acceptor reads them for a new client).
 struct Conn {
   uint64_t id = 0;
   uint64_t token = 0;
@@ -127,7 +131,7 @@ class ServerImpl final : public Server {
   void SetMaxActiveChannels(uint32_t n) override { max_aqp_.store(std::max<uint32_t>(1, n)); }
   Stats stats() const override;
   size_t clients() const override {
-    std::lock_guard<std::mutex> g(reg_mu_);
+    MutexLock g(reg_mu_);
     return conns_.size();
   }
 
@@ -146,13 +150,14 @@ class ServerImpl final : public Server {
                     OutResponse* out);
   bool AnyReady();
 
-  // Response side (all under ch.mu).
+  // Response side.
   enum class WriteResult { kOk, kNoRoom, kError };
-  Status SendResponses(SChannel& ch, OutResponse* r, size_t n);
-  WriteResult WriteMessage(SChannel& ch, OutResponse* r, size_t n, bool control, bool answer, Status* err);
-  bool ReserveResponse(SChannel& ch, uint64_t len, RingProducer::Placement* pl, Status* err);
-  Status FlushBacklog(SChannel& ch);
-  Status WriteControl(SChannel& ch, bool answer);
+  Status SendResponses(SChannel& ch, OutResponse* r, size_t n) REQUIRES(ch.mu);
+  WriteResult WriteMessage(SChannel& ch, OutResponse* r, size_t n, bool control, bool answer, Status* err)
+      REQUIRES(ch.mu);
+  bool ReserveResponse(SChannel& ch, uint64_t len, RingProducer::Placement* pl, Status* err) REQUIRES(ch.mu);
+  Status FlushBacklog(SChannel& ch) REQUIRES(ch.mu);
+  Status WriteControl(SChannel& ch, bool answer) REQUIRES(ch.mu);
 
   // Scheduler.
   void SchedulerLoop();
@@ -164,7 +169,7 @@ class ServerImpl final : public Server {
   // Workers.
   void WorkerLoop();
 
-  void CloseConn(uint64_t client_id, const std::string& why, bool protocol_error);
+  void CloseConn(uint64_t client_id, const std::string& why, bool protocol_error) EXCLUDES(reg_mu_);
   void WakeDispatcher() { WakeLocal(*wake_region_); }
 
   fabric::Fabric& fabric_;
@@ -176,11 +181,13 @@ class ServerImpl final : public Server {
   bool has_pool_handlers_ = false;
   std::function<void(uint64_t)> on_disconnect_;
 
-  mutable std::mutex reg_mu_;
-  std::map<uint64_t, std::shared_ptr<Conn>> conns_;
-  std::unordered_map<uint64_t, std::shared_ptr<SChannel>> by_ep_;
+  // The registry: every connection handle and channel; version_ bumps on every change so that
+  // the dispatcher refreshes its snapshot.
+  mutable Mutex reg_mu_;
+  std::map<uint64_t, std::shared_ptr<Conn>> conns_ GUARDED_BY(reg_mu_);
+  std::unordered_map<uint64_t, std::shared_ptr<SChannel>> by_ep_ GUARDED_BY(reg_mu_);
   std::atomic<uint64_t> version_{1};
-  uint64_t next_client_id_ = 1;
+  uint64_t next_client_id_ GUARDED_BY(reg_mu_) = 1;
 
   // Dispatcher-owned.
   std::vector<std::shared_ptr<SChannel>> snap_;
@@ -190,9 +197,9 @@ class ServerImpl final : public Server {
   std::string handler_buf_;
   ResponseBuffer rb_;
 
-  std::mutex wq_mu_;
-  std::condition_variable wq_cv_;
-  std::deque<Task> wq_;
+  Mutex wq_mu_;
+  CondVar wq_cv_;
+  std::deque<Task> wq_ GUARDED_BY(wq_mu_);
 
   // Set when a response woke a parked client poller; the dispatcher then yields its core once
   // (the woken thread is often placed on it). Only meaningful on the dispatcher thread.

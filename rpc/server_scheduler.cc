@@ -26,7 +26,7 @@ void ServerImpl::SchedulerLoop() {
 void ServerImpl::Redistribute() {
   std::vector<std::shared_ptr<Conn>> conns;
   {
-    std::lock_guard<std::mutex> g(reg_mu_);
+    MutexLock g(reg_mu_);
     for (const auto& [id, c] : conns_) conns.push_back(c);
   }
   if (conns.empty()) return;
@@ -38,7 +38,7 @@ void ServerImpl::Redistribute() {
     for (const auto& ch : c.channels) {
       masks[i].push_back(false);
       if (!ch) continue;
-      std::lock_guard<SpinLock> g(ch->mu);
+      SpinGuard g(ch->mu);
       u += ch->credit.TakeUsage().utilization_x16;
       masks[i].back() = ch->credit.active();
     }
@@ -59,7 +59,7 @@ void ServerImpl::Redistribute() {
         if (!ch || want[k] == masks[i][k] || want[k] != activate) continue;
         Status st;
         {
-          std::lock_guard<SpinLock> g(ch->mu);
+          SpinGuard g(ch->mu);
           ch->credit.SetActive(activate);
           st = WriteControl(*ch, false);
         }
