@@ -22,7 +22,8 @@ Status ClientImpl::Open(std::string_view address) {
     auto ch = std::make_unique<Channel>();
     ch->index = i;
     ch->resp_ring = opts_.response_ring_bytes;
-    RDMQ_ASSIGN_OR_RETURN(ch->send_cq, fabric_.CreateCompletionQueue(opts_.max_send_wr * 2));
+    RDMQ_ASSIGN_OR_RETURN(ch->send_cq,
+                          fabric_.CreateCompletionQueue(static_cast<size_t>(opts_.max_send_wr) * 2));
     RDMQ_ASSIGN_OR_RETURN(ch->resp_region, fabric_.Allocate(kControlPage + ch->resp_ring, access_ring));
     fabric::EndpointOptions eo;
     eo.send_cq = ch->send_cq.get();

@@ -6,7 +6,7 @@
 
 namespace rdmq::rpc::internal {
 
-void ClientImpl::Break(Status why) {
+void ClientImpl::Break(const Status& why) {
   {
     MutexLock g(broken_mu_);
     if (broken_.load(std::memory_order_relaxed)) return;

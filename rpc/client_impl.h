@@ -242,7 +242,7 @@ class ClientImpl final : public Client {
   size_t PollOnce(std::vector<PendingCall*>* async_done, std::vector<ThreadState*>* to_wake);
   void Complete(const Entry& e, std::vector<PendingCall*>* async_done, std::vector<ThreadState*>* to_wake);
   static void RunCallback(PendingCall* p);
-  void Break(Status why) EXCLUDES(broken_mu_);
+  void Break(const Status& why) EXCLUDES(broken_mu_);
   void FailAll(const Status& why);
 
   void DispatcherLoop();

@@ -13,7 +13,7 @@ void ServerImpl::AcceptLoop() {
   std::unique_ptr<fabric::CompletionQueue> cq;
   while (!stop_.load(std::memory_order_acquire)) {
     if (!cq) {
-      auto c = fabric_.CreateCompletionQueue(opts_.max_send_wr * 2);
+      auto c = fabric_.CreateCompletionQueue(static_cast<size_t>(opts_.max_send_wr) * 2);
       if (!c.ok()) {
         RDMQ_LOG(kError, "rpc", "cannot create a completion queue for new channels").kv("status", c.status());
         std::this_thread::sleep_for(std::chrono::milliseconds(100));

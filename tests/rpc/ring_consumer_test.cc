@@ -26,8 +26,8 @@ constexpr uint64_t kCap = 4096;
 struct Buf {
   explicit Buf(size_t n) : v(n / 8 + 8) {}
   std::byte* data() {
-    auto p = reinterpret_cast<uintptr_t>(v.data());
-    return reinterpret_cast<std::byte*>((p + 63) / 64 * 64);
+    const auto skew = reinterpret_cast<uintptr_t>(v.data()) % 64;
+    return reinterpret_cast<std::byte*>(v.data()) + (64 - skew) % 64;
   }
   std::vector<uint64_t> v;
 };
