@@ -1,8 +1,8 @@
-#include "rdmq/rpc/credit.h"
+#include "rpc/credit.h"
 
 #include <algorithm>
 
-#include "rdmq/rpc/wire.h"
+#include "rpc/wire.h"
 
 namespace rdmq::rpc {
 

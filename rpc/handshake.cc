@@ -1,4 +1,4 @@
-#include "handshake.h"
+#include "rpc/handshake.h"
 
 #include <cstring>
 

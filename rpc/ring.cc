@@ -1,4 +1,4 @@
-#include "rdmq/rpc/ring.h"
+#include "rpc/ring.h"
 
 namespace rdmq::rpc {
 

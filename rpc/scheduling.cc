@@ -1,4 +1,4 @@
-#include "rdmq/rpc/scheduling.h"
+#include "rpc/scheduling.h"
 
 #include <algorithm>
 #include <numeric>

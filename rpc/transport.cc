@@ -1,4 +1,4 @@
-#include "transport.h"
+#include "rpc/transport.h"
 
 #include <random>
 #include <string>

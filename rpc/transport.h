@@ -7,14 +7,16 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <mutex>
 #include <span>
 #include <thread>
 
-#include "handshake.h"
 #include "rdmq/common/status.h"
+#include "rdmq/common/thread_annotations.h"
 #include "rdmq/fabric/fabric.h"
-#include "rdmq/rpc/ring.h"
-#include "rdmq/rpc/wait.h"
+#include "rpc/handshake.h"
+#include "rpc/ring.h"
+#include "rpc/wait.h"
 
 namespace rdmq::rpc::internal {
 
@@ -25,26 +27,38 @@ inline constexpr uint64_t kTagRead = 2;    // READ of the peer's ring head
 inline constexpr uint64_t kTagOther = 3;   // unsignalled helpers (doorbell, renewal)
 
 // Test-and-test-and-set; yields after a while so that a preempted holder can run (the machine
-// may have fewer cores than threads).
-class SpinLock {
+// may have fewer cores than threads). A capability for clang's thread-safety analysis: members it
+// protects say GUARDED_BY(that lock), and SpinGuard holds it for a scope.
+class CAPABILITY("spinlock") SpinLock {
  public:
-  void lock() noexcept {
-    for (int spins = 0;; ++spins) {
+  void lock() noexcept ACQUIRE() {
+    for (uint32_t spins = 0;; ++spins) {
       if (!flag_.load(std::memory_order_relaxed) && !flag_.exchange(true, std::memory_order_acquire)) return;
-      if (spins < 200) {
-        CpuRelax();
-      } else {
-        std::this_thread::yield();
-      }
+      kBackoff.Pause(spins);
     }
   }
-  bool try_lock() noexcept {
+  bool try_lock() noexcept TRY_ACQUIRE(true) {
     return !flag_.load(std::memory_order_relaxed) && !flag_.exchange(true, std::memory_order_acquire);
   }
-  void unlock() noexcept { flag_.store(false, std::memory_order_release); }
+  void unlock() noexcept RELEASE() { flag_.store(false, std::memory_order_release); }
 
  private:
+  static constexpr Backoff kBackoff{200, 0, std::chrono::microseconds(0)};
   std::atomic<bool> flag_{false};
+};
+
+// Holds a SpinLock for its scope (std::lock_guard, visible to the analysis). The adopting form
+// takes over a lock the caller already holds (after a successful try_lock).
+class SCOPED_CAPABILITY SpinGuard {
+ public:
+  explicit SpinGuard(SpinLock& mu) noexcept ACQUIRE(mu) : mu_(mu) { mu_.lock(); }
+  SpinGuard(SpinLock& mu, std::adopt_lock_t) noexcept REQUIRES(mu) : mu_(mu) {}
+  ~SpinGuard() RELEASE() { mu_.unlock(); }
+  SpinGuard(const SpinGuard&) = delete;
+  SpinGuard& operator=(const SpinGuard&) = delete;
+
+ private:
+  SpinLock& mu_;
 };
 
 // A fresh non-zero 64-bit canary (xorshift64*).

@@ -1,4 +1,4 @@
-#include "rdmq/rpc/wait.h"
+#include "rpc/wait.h"
 
 #include <linux/futex.h>
 #include <sys/syscall.h>

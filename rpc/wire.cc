@@ -1,4 +1,4 @@
-#include "rdmq/rpc/wire.h"
+#include "rpc/wire.h"
 
 #include <string>
 

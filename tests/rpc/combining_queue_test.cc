@@ -1,6 +1,6 @@
 // The thread combining queue: leadership, bounded batches, hand-over to the first follower left
 // out, and exactly-once service under real concurrency.
-#include "rdmq/rpc/combining_queue.h"
+#include "rpc/combining_queue.h"
 
 #include <atomic>
 #include <catch2/catch.hpp>

@@ -1,12 +1,12 @@
 // Credits fed by hand: renewal at half, grant and refusal, and a simulated channel in which an
 // exhausted sender blocks and never overflows the ring.
-#include "rdmq/rpc/credit.h"
+#include "rpc/credit.h"
 
 #include <catch2/catch.hpp>
 #include <deque>
 #include <random>
 
-#include "rdmq/rpc/ring.h"
+#include "rpc/ring.h"
 #include "support/test_util.h"
 
 namespace rdmq::rpc {

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "rdmq/common/coding.h"
-#include "rdmq/rpc/ring.h"
-#include "rdmq/rpc/wire.h"
+#include "rpc/ring.h"
+#include "rpc/wire.h"
 
 namespace {
 

@@ -1,6 +1,6 @@
 // The ring's two ends, fed by hand: placement and wrap-around, free space with a cached head,
 // and the reader's rule that only a message with both canaries in place is dispatched.
-#include "rdmq/rpc/ring.h"
+#include "rpc/ring.h"
 
 #include <catch2/catch.hpp>
 #include <cstring>

@@ -5,10 +5,10 @@
 #include <random>
 #include <thread>
 
-#include "handshake.h"
 #include "rdmq/common/coding.h"
-#include "rdmq/rpc/ring.h"
-#include "rdmq/rpc/wire.h"
+#include "rpc/handshake.h"
+#include "rpc/ring.h"
+#include "rpc/wire.h"
 #include "rpc_test_util.h"
 
 namespace rdmq::rpc {

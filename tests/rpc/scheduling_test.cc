@@ -1,5 +1,5 @@
 // Equation 3.1 and Algorithm 1 on worked examples, plus properties over random inputs.
-#include "rdmq/rpc/scheduling.h"
+#include "rpc/scheduling.h"
 
 #include <algorithm>
 #include <catch2/catch.hpp>

@@ -1,5 +1,5 @@
 // The message codec: layout, round trips, and every kind of malformed message.
-#include "rdmq/rpc/wire.h"
+#include "rpc/wire.h"
 
 #include <catch2/catch.hpp>
 #include <cstring>

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <thread>
 
 namespace rdmq::rpc {
 
@@ -17,6 +18,35 @@ inline void CpuRelax() noexcept {
 #elif defined(__aarch64__)
   asm volatile("yield" ::: "memory");
 #endif
+}
+
+// The spin -> yield -> sleep ladder of a thread that waits for something it cannot sleep on
+// (a peer's progress it can only poll for): round r < spin_rounds pauses the CPU, r < yield_rounds
+// gives the core to any runnable thread, later rounds sleep `sleep` (zero: keep yielding).
+struct Backoff {
+  uint32_t spin_rounds = 0;
+  uint32_t yield_rounds = 0;
+  std::chrono::microseconds sleep{0};
+
+  void Pause(uint32_t round) const noexcept {
+    if (round < spin_rounds) {
+      CpuRelax();
+    } else if (round < yield_rounds || sleep.count() == 0) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(sleep);
+    }
+  }
+};
+
+// The same ladder by time, for a poller that found nothing for `idle`: spin until `spin`, then
+// yield until `park_after`, then park (sleep until woken).
+enum class IdleStep { kSpin, kYield, kPark };
+inline IdleStep NextIdleStep(std::chrono::steady_clock::duration idle,
+                             std::chrono::steady_clock::duration spin,
+                             std::chrono::steady_clock::duration park_after) noexcept {
+  if (idle >= park_after) return IdleStep::kPark;
+  return idle < spin ? IdleStep::kSpin : IdleStep::kYield;
 }
 
 // futex(2) on a process-private word. Wait returns on a wake, a signal, a timeout or when the

@@ -34,7 +34,7 @@
 #include <cstdint>
 #include <thread>
 
-#include "rdmq/rpc/wait.h"
+#include "rpc/wait.h"
 
 namespace rdmq::rpc {
 

@@ -21,7 +21,7 @@
 #include <span>
 
 #include "rdmq/common/status.h"
-#include "rdmq/rpc/wire.h"
+#include "rpc/wire.h"
 
 namespace rdmq::rpc {
 

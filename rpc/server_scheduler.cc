@@ -1,0 +1,74 @@
+// The server's channel scheduler thread: drains the receive CQ (server_credit.cc) and every
+// interval redistributes active channels among clients by Equation 3.1.
+#include <vector>
+
+#include "rpc/server_impl.h"
+
+namespace rdmq::rpc::internal {
+
+void ServerImpl::SchedulerLoop() {
+  auto next_tick = Clock::now() + opts_.schedule_interval;
+  std::vector<fabric::Completion> cs(256);
+  std::vector<std::shared_ptr<SChannel>> touched;
+  while (!stop_.load(std::memory_order_acquire)) {
+    const auto now = Clock::now();
+    const auto wait = next_tick > now ? next_tick - now : Clock::duration::zero();
+    (void)recv_cq_->Wait(std::chrono::duration_cast<std::chrono::nanoseconds>(wait));
+    DrainReceives(cs, touched);
+    if (Clock::now() >= next_tick) {
+      Redistribute();
+      CheckLiveness();
+      next_tick = Clock::now() + opts_.schedule_interval;
+    }
+  }
+}
+
+void ServerImpl::Redistribute() {
+  std::vector<std::shared_ptr<Conn>> conns;
+  {
+    MutexLock g(reg_mu_);
+    for (const auto& [id, c] : conns_) conns.push_back(c);
+  }
+  if (conns.empty()) return;
+  std::vector<ClientUsage> usage(conns.size());
+  std::vector<std::vector<bool>> masks(conns.size());
+  for (size_t i = 0; i < conns.size(); ++i) {
+    Conn& c = *conns[i];
+    uint64_t u = 0;
+    for (const auto& ch : c.channels) {
+      masks[i].push_back(false);
+      if (!ch) continue;
+      SpinGuard g(ch->mu);
+      u += ch->credit.TakeUsage().utilization_x16;
+      masks[i].back() = ch->credit.active();
+    }
+    usage[i] = ClientUsage{c.nchannels, u, c.joined_this_interval, c.allotment};
+    c.last_utilization = u;
+  }
+  const auto targets = DistributeActiveChannels(usage, max_aqp_.load());
+  // Activations first, so that a client never has fewer active channels than it will keep.
+  for (int pass = 0; pass < 2; ++pass) {
+    const bool activate = pass == 0;
+    for (size_t i = 0; i < conns.size(); ++i) {
+      Conn& c = *conns[i];
+      const auto want = SelectActiveChannels(masks[i], targets[i]);
+      c.allotment = targets[i];
+      c.joined_this_interval = false;
+      for (size_t k = 0; k < c.channels.size(); ++k) {
+        const auto& ch = c.channels[k];
+        if (!ch || want[k] == masks[i][k] || want[k] != activate) continue;
+        Status st;
+        {
+          SpinGuard g(ch->mu);
+          ch->credit.SetActive(activate);
+          st = WriteControl(*ch, false);
+        }
+        (activate ? n_.activations : n_.deactivations).fetch_add(1, std::memory_order_relaxed);
+        if (!st.ok()) CloseConn(c.id, "writing a channel state change failed: " + st.ToString(), false);
+      }
+    }
+  }
+  n_.redistributions.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace rdmq::rpc::internal
