@@ -128,6 +128,13 @@ bool ClientImpl::Unregister(ThreadState& ts, PendingCall& call) {
 
 Status ClientImpl::Submit(ThreadState& ts, PendingCall& call, std::span<const std::byte> request,
                           Presence& presence, bool* taken) {
+  // Once registered, an async call belongs to whichever thread completes it (a response, a
+  // break, its deadline), which deletes it: what is needed of it is read now, and it is only
+  // written again under the thread's lock while it is still pending.
+  const uint16_t handler = call.handler;
+  const auto seq = call.seq;
+  const Clock::time_point deadline = call.deadline;
+  const bool async = call.async;
   bool registered = false;
   *taken = false;
   for (int attempt = 0;; ++attempt) {
@@ -139,17 +146,22 @@ Status ClientImpl::Submit(ThreadState& ts, PendingCall& call, std::span<const st
     Channel& ch = *ch_[c];
     {
       MutexLock g(ts.mu);
-      call.channel = c;
       if (!registered) {
+        call.channel = c;
         ts.pending.push_back(&call);
         outstanding_.fetch_add(1, std::memory_order_acq_rel);
         registered = true;
+      } else if (std::find(ts.pending.begin(), ts.pending.end(), &call) != ts.pending.end()) {
+        call.channel = c;
+      } else {
+        *taken = true;  // completed meanwhile (a break, or an async deadline): not ours to touch
+        return broken_status();
       }
     }
-    Item item{call.handler, ts.id, call.seq, request};
+    Item item{handler, ts.id, seq, request};
     const Outcome o = opts_.sharing == ClientOptions::Sharing::kSpinlock
-                          ? SendLocked(ch, item, call.deadline, presence)
-                          : SendCoalesced(ch, item, ts, !call.async, call.deadline, presence);
+                          ? SendLocked(ch, item, deadline, presence)
+                          : SendCoalesced(ch, item, ts, !async, deadline, presence);
     switch (o) {
       case Outcome::kServed: {
         SpinGuard g(ts.stats_mu);
@@ -168,9 +180,8 @@ Status ClientImpl::Submit(ThreadState& ts, PendingCall& call, std::span<const st
         *taken = !Unregister(ts, call);
         if (*taken) return broken_status();
         n_.timeouts.fetch_add(1, std::memory_order_relaxed);
-        return Status(RpcErrc::kTimedOut, "handler " + std::to_string(call.handler) +
-                                              ": no credit on channel " + std::to_string(c) +
-                                              " before the deadline");
+        return Status(RpcErrc::kTimedOut, "handler " + std::to_string(handler) + ": no credit on channel " +
+                                              std::to_string(c) + " before the deadline");
     }
   }
 }

@@ -48,6 +48,11 @@ Status ServerImpl::Start() {
 void ServerImpl::Stop() {
   if (stop_.exchange(true)) return;
   if (wake_region_) WakeDispatcher();
+  {
+    // A worker checks stop_ under wq_mu_ before it waits: taking the lock here means it either
+    // sees stop_ or is already waiting when the notification comes (no lost wake-up).
+    MutexLock g(wq_mu_);
+  }
   wq_cv_.NotifyAll();
   if (acceptor_.joinable()) acceptor_.join();
   if (dispatcher_.joinable()) dispatcher_.join();

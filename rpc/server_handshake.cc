@@ -156,7 +156,12 @@ void ServerImpl::Handshake(std::unique_ptr<fabric::Endpoint> ep,
   ch->reader.emplace(ch->req_region->data() + kControlPage, ch->req_ring, false,
                      opts_.incomplete_message_timeout);
   ch->sq = std::make_unique<SendQueue>(ch->ep.get(), ch->send_cq.get(), opts_.max_send_wr);
-  const bool active = hello.channel < conn->allotment;
+  uint32_t allotment = 0;
+  {
+    MutexLock g(reg_mu_);
+    allotment = conn->allotment;
+  }
+  const bool active = hello.channel < allotment;
   uint64_t credit_limit = 0;
   {
     SpinGuard g(ch->mu);  // nobody else sees the channel yet; the lock is for the analysis
@@ -203,7 +208,7 @@ void ServerImpl::Handshake(std::unique_ptr<fabric::Endpoint> ep,
         .kv("client_id", conn->id)
         .kv("peer", conn->peer)
         .kv("channels", conn->nchannels)
-        .kv("active", conn->allotment);
+        .kv("active", allotment);
   }
 }
 

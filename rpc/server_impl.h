@@ -88,9 +88,10 @@ struct SChannel {
   std::byte* scratch() const { return staging->data() + resp_ring; }
 };
 
-// A connection handle. id, token, nchannels and peer are fixed once it is registered; channels[k]
-// is set (once) under ServerImpl::reg_mu_ when channel k joins; allotment, last_utilization and
-// joined_this_interval belong to the scheduler thread (the acceptor reads them for a new client).
+// A connection handle. id, token, nchannels and peer are fixed once it is registered; channels,
+// allotment, last_utilization and joined_this_interval are read and written under
+// ServerImpl::reg_mu_ only (channels[k] is set once, when channel k joins; the scheduler copies
+// them out under the lock and writes its decisions back under it).
 struct Conn {
   uint64_t id = 0;
   uint64_t token = 0;

@@ -24,38 +24,54 @@ void ServerImpl::SchedulerLoop() {
 }
 
 void ServerImpl::Redistribute() {
-  std::vector<std::shared_ptr<Conn>> conns;
+  // A connection's fields change under reg_mu_ (a channel joining, a new client's allotment):
+  // they are copied out under it, and written back under it, never read or written bare.
+  struct Snapshot {
+    std::shared_ptr<Conn> conn;
+    std::vector<std::shared_ptr<SChannel>> channels;
+    ClientUsage usage;
+  };
+  std::vector<Snapshot> snaps;
   {
     MutexLock g(reg_mu_);
-    for (const auto& [id, c] : conns_) conns.push_back(c);
+    for (const auto& [id, c] : conns_) {
+      snaps.push_back(
+          Snapshot{c, c->channels, ClientUsage{c->nchannels, 0, c->joined_this_interval, c->allotment}});
+    }
   }
-  if (conns.empty()) return;
-  std::vector<ClientUsage> usage(conns.size());
-  std::vector<std::vector<bool>> masks(conns.size());
-  for (size_t i = 0; i < conns.size(); ++i) {
-    Conn& c = *conns[i];
+  if (snaps.empty()) return;
+  std::vector<ClientUsage> usage(snaps.size());
+  std::vector<std::vector<bool>> masks(snaps.size());
+  for (size_t i = 0; i < snaps.size(); ++i) {
     uint64_t u = 0;
-    for (const auto& ch : c.channels) {
+    for (const auto& ch : snaps[i].channels) {
       masks[i].push_back(false);
       if (!ch) continue;
       SpinGuard g(ch->mu);
       u += ch->credit.TakeUsage().utilization_x16;
       masks[i].back() = ch->credit.active();
     }
-    usage[i] = ClientUsage{c.nchannels, u, c.joined_this_interval, c.allotment};
-    c.last_utilization = u;
+    usage[i] = snaps[i].usage;
+    usage[i].utilization = u;
   }
   const auto targets = DistributeActiveChannels(usage, max_aqp_.load());
+  {
+    MutexLock g(reg_mu_);
+    for (size_t i = 0; i < snaps.size(); ++i) {
+      Conn& c = *snaps[i].conn;
+      c.last_utilization = usage[i].utilization;
+      c.allotment = targets[i];
+      c.joined_this_interval = false;
+    }
+  }
   // Activations first, so that a client never has fewer active channels than it will keep.
   for (int pass = 0; pass < 2; ++pass) {
     const bool activate = pass == 0;
-    for (size_t i = 0; i < conns.size(); ++i) {
-      Conn& c = *conns[i];
+    for (size_t i = 0; i < snaps.size(); ++i) {
       const auto want = SelectActiveChannels(masks[i], targets[i]);
-      c.allotment = targets[i];
-      c.joined_this_interval = false;
-      for (size_t k = 0; k < c.channels.size(); ++k) {
-        const auto& ch = c.channels[k];
+      const auto& channels = snaps[i].channels;
+      for (size_t k = 0; k < channels.size(); ++k) {
+        const auto& ch = channels[k];
         if (!ch || want[k] == masks[i][k] || want[k] != activate) continue;
         Status st;
         {
@@ -64,7 +80,9 @@ void ServerImpl::Redistribute() {
           st = WriteControl(*ch, false);
         }
         (activate ? n_.activations : n_.deactivations).fetch_add(1, std::memory_order_relaxed);
-        if (!st.ok()) CloseConn(c.id, "writing a channel state change failed: " + st.ToString(), false);
+        if (!st.ok()) {
+          CloseConn(snaps[i].conn->id, "writing a channel state change failed: " + st.ToString(), false);
+        }
       }
     }
   }
