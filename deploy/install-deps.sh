@@ -18,8 +18,10 @@ done
 pkgs=(
   # toolchain
   build-essential g++ cmake ninja-build pkg-config git
-  # clang for libFuzzer targets (runtime in libclang-rt-14-dev)
+  # clang for libFuzzer targets (runtime in libclang-rt-14-dev) and the -Wthread-safety build
   clang libclang-rt-14-dev
+  # the lint stage: formatting and static checks (.clang-format, .clang-tidy)
+  clang-format clang-tidy
   # RDMA: rdma-core, verbs and rdma_cm development files, providers (rxe), tools
   rdma-core libibverbs-dev librdmacm-dev ibverbs-providers ibverbs-utils rdmacm-utils perftest
   # persistent memory and checksums
