@@ -37,9 +37,10 @@ Result<metadata::TopicConfig> ApplyConfigs(metadata::TopicConfig c,
                                            const std::vector<protocol::ConfigEntry>& e) {
   for (const auto& [k, v] : e) {
     if (Status s = metadata::SetConfig(&c, k, v); !s.ok()) {
-      std::string msg(s.context());
-      if (msg.empty()) msg = s.code().message();
-      return Status(WireError::kInvalidConfig, k + "=" + v + ": " + msg);
+      std::string msg = k;
+      msg.append("=").append(v).append(": ");
+      msg.append(s.context().empty() ? s.code().message() : std::string(s.context()));
+      return Status(WireError::kInvalidConfig, msg);
     }
   }
   if (Status s = metadata::ValidateConfig(c); !s.ok()) {

@@ -5,8 +5,6 @@
 
 namespace rdmq::broker::internal {
 
-using protocol::WireError;
-
 namespace {
 
 inline void CpuRelax() {

@@ -81,7 +81,7 @@ class LeaseManager {
     Partition& p = *l->partition;
     MutexLock lock(p.mu);
     RDMQ_RETURN_IF_ERROR(CheckLive(p, *l));
-    return std::forward<Act>(act)(p, l);
+    return CallLocked(p, act, l);
   }
 
  private:

@@ -197,10 +197,10 @@ void Partition::SpoilTail(Position position, uint64_t len) {
   const uint64_t n = std::min<uint64_t>({len, storage::kBatchHeaderSize, active_.capacity - pos});
   std::memset(active_.data + pos, 0, n);
   if (topic_.config.durability == metadata::Durability::kDurable) {
-    const uintptr_t page = 4096;
-    const uintptr_t a = reinterpret_cast<uintptr_t>(active_.data + pos) & ~(page - 1);
-    const uintptr_t b = reinterpret_cast<uintptr_t>(active_.data + pos + n);
-    if (::msync(reinterpret_cast<void*>(a), b - a, MS_SYNC) != 0) {
+    // From the start of the page holding the first spoiled byte to the last one.
+    std::byte* first = active_.data + pos;
+    std::byte* page = first - (reinterpret_cast<uintptr_t>(first) & uintptr_t{4095});
+    if (::msync(page, static_cast<size_t>(first + n - page), MS_SYNC) != 0) {
       RDMQ_LOG(kWarn, "broker", "msync of a refused range failed").kv("partition", where_).kv("errno", errno);
     }
   }

@@ -200,6 +200,15 @@ class Partition : public std::enable_shared_from_this<Partition> {
   bool deleted_ GUARDED_BY(mu) = false;  // closed: the topic was deleted or the broker stops
 };
 
+// Calls act(p, args...) for a caller that holds p.mu, where `act` is a lambda annotated
+// REQUIRES(p.mu). Clang's analysis maps a lambda's REQUIRES onto the closure object instead of
+// its argument, so the call itself is not analysed; callers are (REQUIRES) and the lambda's body
+// is.
+template <class Act, class... Args>
+Status CallLocked(Partition& p, Act& act, Args&&... args) REQUIRES(p.mu) NO_THREAD_SAFETY_ANALYSIS {
+  return act(p, std::forward<Args>(args)...);
+}
+
 // How long retired and buried registrations stay.
 inline constexpr uint64_t kRetiredGraceNs = 10'000'000'000;
 

@@ -64,7 +64,7 @@ class TopicTable {
     Partition& p = *pp;
     MutexLock lock(p.mu);
     if (p.deleted()) return TopicDeleted(topic);
-    return std::forward<Act>(act)(p);
+    return CallLocked(p, act);
   }
 
   // Closes a partition: ends its leases (kUnknownTopic when `remove_files`, else kUnavailable),
