@@ -111,7 +111,7 @@ Result<protocol::TopicResponse> AdminHandlers::CreateTopic(const protocol::Creat
   Topic topic;
   topic.info = *info;
   for (int32_t i = 0; i < info->config.partitions; ++i) {
-    auto p = topics_.OpenPartition(*info, i);
+    auto p = topics_.OpenPartition(*info, PartitionId(i));
     if (!p.ok()) {
       RDMQ_LOG(kError, "broker", "creating a topic failed; rolling back")
           .kv("topic", req.name)
@@ -148,7 +148,7 @@ Result<protocol::DescribeTopicResponse> AdminHandlers::DescribeTopic(const proto
     MutexLock lock(p.mu);
     if (p.deleted()) continue;
     protocol::PartitionInfo pi;
-    pi.partition = p.index();
+    pi.partition = p.index().value();
     pi.log_start_offset = p.log().LogStartOffset().value();
     pi.high_watermark = p.active().high_watermark.value();
     pi.active_segment_base = p.active().base.value();
@@ -178,7 +178,7 @@ Result<protocol::TopicResponse> AdminHandlers::AlterTopic(const protocol::AlterT
   // New partitions open now; other changes apply to partitions as they are reopened (restart).
   std::vector<std::shared_ptr<Partition>> added;
   for (auto i = static_cast<int32_t>(topic->partitions.size()); i < info->config.partitions; ++i) {
-    auto p = topics_.OpenPartition(*info, i);
+    auto p = topics_.OpenPartition(*info, PartitionId(i));
     if (!p.ok()) return Status(WireError::kStorageError, p.status().ToString());
     added.push_back(std::move(*p));
   }

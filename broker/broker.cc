@@ -77,7 +77,7 @@ Status BrokerImpl::Recover(size_t* partitions) {
     Topic topic;
     topic.info = t;
     for (int32_t i = 0; i < t.config.partitions; ++i) {
-      RDMQ_ASSIGN_OR_RETURN(auto p, topics_->OpenPartition(t, i));
+      RDMQ_ASSIGN_OR_RETURN(auto p, topics_->OpenPartition(t, PartitionId(i)));
       topic.partitions.push_back(std::move(p));
       ++*partitions;
     }
@@ -157,12 +157,12 @@ Status BrokerImpl::Init() {
 void BrokerImpl::EndSession(uint64_t client_id, const char* why) {
   std::shared_ptr<Session> s = sessions_.Remove(client_id);
   if (!s) return;
-  std::vector<uint64_t> ids;
+  std::vector<LeaseId> ids;
   {
     MutexLock slock(s->mu);
     ids.assign(s->leases.begin(), s->leases.end());
   }
-  for (uint64_t id : ids) leases_->EndById(LeaseId(id), protocol::WireError::kLeaseExpired, false);
+  for (LeaseId id : ids) leases_->EndById(id, protocol::WireError::kLeaseExpired, false);
   {
     MutexLock slock(s->mu);
     s->closed = true;

@@ -93,7 +93,7 @@ Result<std::shared_ptr<Lease>> LeaseManager::Open(Partition& p, const std::share
   p.AddLease(l, now, 4 * lease_ns_);
   {
     MutexLock slock(session->mu);
-    session->leases.insert(l->id.value());
+    session->leases.insert(l->id);
   }
   table_.Publish(l);
   Counters::Add(n_.leases_granted);
@@ -213,7 +213,7 @@ void LeaseManager::EndLocked(Partition& p, const std::shared_ptr<Lease>& l, Wire
   {
     MutexLock slock(s.mu);
     l->ack.reset();
-    s.leases.erase(l->id.value());
+    s.leases.erase(l->id);
   }
   p.RemoveLease(*l);
   table_.Remove(*l);

@@ -23,10 +23,11 @@ namespace {
 constexpr uint32_t kSegmentAccess =
     fabric::kLocalWrite | fabric::kRemoteRead | fabric::kRemoteWrite | fabric::kRemoteAtomic;
 
-storage::LogOptions LogOptionsFor(const metadata::TopicInfo& t, int32_t index, const PartitionOptions& po) {
+storage::LogOptions LogOptionsFor(const metadata::TopicInfo& t, PartitionId index,
+                                  const PartitionOptions& po) {
   storage::LogOptions o;
   o.topic = t.id;
-  o.partition = PartitionId(index);
+  o.partition = index;
   o.segment_bytes = t.config.segment_bytes;
   o.persist = t.config.durability == metadata::Durability::kDurable ? storage::PersistMode::kMsync
                                                                     : storage::PersistMode::kNone;
@@ -66,16 +67,16 @@ Status TopicDeleted(const std::string& topic) {
   return Status(WireError::kUnknownTopic, "topic '" + topic + "' was deleted");
 }
 
-Partition::Partition(const metadata::TopicInfo& topic, int32_t index, const PartitionOptions& options)
+Partition::Partition(const metadata::TopicInfo& topic, PartitionId index, const PartitionOptions& options)
     : topic_(topic),
       index_(index),
-      where_(topic.name + "-" + std::to_string(index)),
+      where_(topic.name + "-" + std::to_string(index.value())),
       dir_(options.data_dir + "/topics/" + where_),
       fabric_(options.fabric) {}
 
 Partition::~Partition() = default;
 
-Result<std::shared_ptr<Partition>> Partition::Open(const metadata::TopicInfo& topic, int32_t index,
+Result<std::shared_ptr<Partition>> Partition::Open(const metadata::TopicInfo& topic, PartitionId index,
                                                    const PartitionOptions& options) {
   std::shared_ptr<Partition> p(new Partition(topic, index, options));
   auto log =

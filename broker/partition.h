@@ -97,14 +97,14 @@ class Partition : public std::enable_shared_from_this<Partition> {
  public:
   // Opens (creates or recovers) the log under <data_dir>/topics/<topic>-<index>, registers its
   // slot and segments and rebuilds the producers' state from the batch headers.
-  static Result<std::shared_ptr<Partition>> Open(const metadata::TopicInfo& topic, int32_t index,
+  static Result<std::shared_ptr<Partition>> Open(const metadata::TopicInfo& topic, PartitionId index,
                                                  const PartitionOptions& options);
   Partition(const Partition&) = delete;
   Partition& operator=(const Partition&) = delete;
   ~Partition();
 
   const metadata::TopicInfo& topic() const { return topic_; }  // as of open
-  int32_t index() const { return index_; }
+  PartitionId index() const { return index_; }
   const std::string& where() const { return where_; }  // "<topic>-<index>", for messages
 
   mutable Mutex mu;
@@ -170,11 +170,11 @@ class Partition : public std::enable_shared_from_this<Partition> {
   void RemoveFiles() const;
 
  private:
-  Partition(const metadata::TopicInfo& topic, int32_t index, const PartitionOptions& options);
+  Partition(const metadata::TopicInfo& topic, PartitionId index, const PartitionOptions& options);
   void RefreshActive() REQUIRES(mu);
 
   const metadata::TopicInfo topic_;
-  const int32_t index_;
+  const PartitionId index_;
   const std::string where_;
   const std::string dir_;
   fabric::Fabric* const fabric_;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "rdmq/common/mutex.h"
+#include "rdmq/common/types.h"
 #include "rdmq/fabric/fabric.h"
 
 namespace rdmq::broker::internal {
@@ -30,7 +31,7 @@ struct Session {
   Mutex mu;
   std::unique_ptr<fabric::Endpoint> ep GUARDED_BY(mu);  // bound by the data-endpoint handshake
   uint32_t recv_owed GUARDED_BY(mu) = 0;                // receives consumed and not yet reposted
-  std::set<uint64_t> leases GUARDED_BY(mu);             // lease ids
+  std::set<LeaseId> leases GUARDED_BY(mu);              // the leases it holds
   bool closed GUARDED_BY(mu) = false;
 
   // True while the endpoint can post (bound and not closed).

@@ -38,7 +38,8 @@ class TopicTable {
 
   // Opens (creates or recovers) one partition of `topic`; it is served once Insert or Extend
   // adds it.
-  Result<std::shared_ptr<Partition>> OpenPartition(const metadata::TopicInfo& topic, int32_t index) const {
+  Result<std::shared_ptr<Partition>> OpenPartition(const metadata::TopicInfo& topic,
+                                                   PartitionId index) const {
     return Partition::Open(topic, index, options_);
   }
   void Insert(Topic topic) EXCLUDES(mu_);
