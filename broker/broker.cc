@@ -10,6 +10,7 @@
 #include "broker_impl.h"
 #include "rdmq/common/clock.h"
 #include "rdmq/common/log.h"
+#include "rdmq/protocol/data_plane.h"
 
 namespace rdmq::broker {
 namespace internal {
@@ -21,10 +22,7 @@ BrokerImpl::~BrokerImpl() {
   if (lock_fd_ >= 0) ::close(lock_fd_);
 }
 
-Status BrokerImpl::Init() {
-  const uint64_t t0 = MonoNanos();
-  RDMQ_RETURN_IF_ERROR(Validate(cfg_));
-  env_ = storage::DefaultEnv();
+Status BrokerImpl::LockDataDir() {
   for (const std::string& d : {cfg_.data_dir, cfg_.data_dir + "/meta", cfg_.data_dir + "/topics"}) {
     std::error_code ec;
     std::filesystem::create_directories(d, ec);
@@ -49,11 +47,10 @@ Status BrokerImpl::Init() {
   if (::ftruncate(lock_fd_, 0) != 0 || ::pwrite(lock_fd_, pid.data(), pid.size(), 0) < 0) {
     RDMQ_LOG(kWarn, "broker", "could not record the pid in the lock file").kv("file", lock_path);
   }
+  return Status::Ok();
+}
 
-  metadata::StoreOptions mo;
-  mo.dir = cfg_.data_dir + "/meta";
-  RDMQ_ASSIGN_OR_RETURN(meta_, metadata::MetadataStore::Open(mo));
-
+Status BrokerImpl::OpenFabrics() {
   RDMQ_ASSIGN_OR_RETURN(fabric::Provider provider, fabric::ParseProvider(cfg_.fabric));
   fabric::FabricOptions fo;
   fo.provider = provider;
@@ -68,36 +65,77 @@ Status BrokerImpl::Init() {
   data_fabric_ = std::move(*df);
   RDMQ_ASSIGN_OR_RETURN(data_send_cq_, data_fabric_->CreateCompletionQueue(1 << 16));
   RDMQ_ASSIGN_OR_RETURN(data_recv_cq_, data_fabric_->CreateCompletionQueue(1 << 16));
-  RDMQ_ASSIGN_OR_RETURN(staging_, data_fabric_->Allocate(uint64_t{kMaxLeases} * protocol::kAckBlockSize +
-                                                             uint64_t{kNotifySlots} * 32,
-                                                         fabric::kLocalWrite));
-  lease_slots_.resize(kMaxLeases);
-  lease_reuse_.assign(kMaxLeases, 0);
-  for (uint32_t i = kMaxLeases; i > 0; --i) free_slots_.push_back(i - 1);
+  const uint64_t acks = uint64_t{kMaxLeases} * protocol::kAckBlockSize;
+  RDMQ_ASSIGN_OR_RETURN(staging_,
+                        data_fabric_->Allocate(acks + uint64_t{kNotifySlots} * Publisher::kNotificationBytes,
+                                               fabric::kLocalWrite));
+  return Status::Ok();
+}
 
-  // Recovery: every partition of every topic.
-  size_t partitions = 0;
+Status BrokerImpl::Recover(size_t* partitions) {
   for (const auto& t : meta_->ListTopics()) {
-    auto topic = std::make_shared<Topic>();
-    topic->info = t;
+    Topic topic;
+    topic.info = t;
     for (int32_t i = 0; i < t.config.partitions; ++i) {
-      RDMQ_ASSIGN_OR_RETURN(auto p, OpenPartition(t, i));
-      topic->partitions.push_back(std::move(p));
-      ++partitions;
+      RDMQ_ASSIGN_OR_RETURN(auto p, topics_->OpenPartition(t, PartitionId(i)));
+      topic.partitions.push_back(std::move(p));
+      ++*partitions;
     }
-    topics_[t.name] = std::move(topic);
+    topics_->Insert(std::move(topic));
   }
+  return Status::Ok();
+}
+
+Status BrokerImpl::Init() {
+  const uint64_t t0 = MonoNanos();
+  RDMQ_RETURN_IF_ERROR(Validate(cfg_));
+  RDMQ_RETURN_IF_ERROR(LockDataDir());
+  metadata::StoreOptions mo;
+  mo.dir = cfg_.data_dir + "/meta";
+  RDMQ_ASSIGN_OR_RETURN(meta_, metadata::MetadataStore::Open(mo));
+  RDMQ_RETURN_IF_ERROR(OpenFabrics());
+
+  publisher_ = std::make_unique<Publisher>(data_fabric_->provider(), staging_.get(),
+                                           uint64_t{kMaxLeases} * protocol::kAckBlockSize, kNotifySlots, n_);
+  leases_ = std::make_unique<LeaseManager>(kMaxLeases, staging_.get(), cfg_.lease_ms, n_);
+  PartitionOptions po;
+  po.fabric = data_fabric_.get();
+  po.data_dir = cfg_.data_dir;
+  po.lease_ms = cfg_.lease_ms;
+  po.checkpoint_interval_ms = cfg_.checkpoint_interval_ms;
+  topics_ = std::make_unique<TopicTable>(std::move(po), *leases_, *publisher_, stopping_);
+
+  size_t partitions = 0;
+  RDMQ_RETURN_IF_ERROR(Recover(&partitions));
 
   rpc::ServerOptions so;
   so.worker_threads = cfg_.rpc_workers;
   RDMQ_ASSIGN_OR_RETURN(rpc_, rpc::Server::Create(*control_fabric_, so));
-  RDMQ_RETURN_IF_ERROR(RegisterHandlers());
+  admin_ = std::make_unique<AdminHandlers>(cfg_, *data_fabric_, *meta_, sessions_, *topics_);
+  produce_ = std::make_unique<ProduceHandlers>(sessions_, *topics_, *leases_, *publisher_, n_);
+  consume_ = std::make_unique<ConsumeHandlers>(sessions_, *topics_);
+  RDMQ_RETURN_IF_ERROR(admin_->Register(*rpc_));
+  RDMQ_RETURN_IF_ERROR(produce_->Register(*rpc_));
+  RDMQ_RETURN_IF_ERROR(consume_->Register(*rpc_));
   rpc_->OnDisconnect([this](uint64_t client_id) { EndSession(client_id, "RPC connection closed"); });
 
-  last_checkpoint_ns_ = last_retention_ns_ = MonoNanos();
-  committer_ = std::thread([this] { CommitLoop(); });
-  housekeeper_ = std::thread([this] { HousekeepingLoop(); });
-  acceptor_ = std::thread([this] { AcceptLoop(); });
+  CommitPoller::Deps cd;
+  cd.recv_cq = data_recv_cq_.get();
+  cd.send_cq = data_send_cq_.get();
+  cd.sessions = &sessions_;
+  cd.leases = leases_.get();
+  cd.publisher = publisher_.get();
+  cd.counters = &n_;
+  cd.end_session = [this](uint64_t client_id, const char* why) { EndSession(client_id, why); };
+  committer_ = std::make_unique<CommitPoller>(std::move(cd), cfg_.data_spin_us, stopping_);
+  housekeeper_ = std::make_unique<Housekeeper>(
+      Housekeeper::Intervals{cfg_.lease_ms, cfg_.checkpoint_interval_ms, cfg_.retention_check_interval_ms},
+      *topics_, *leases_, *publisher_, n_, stopping_);
+  acceptor_ =
+      std::make_unique<DataAcceptor>(*data_fabric_, *data_send_cq_, *data_recv_cq_, kRecvDepth, sessions_);
+  committer_->Start();
+  housekeeper_->Start();
+  acceptor_->Start();
   RDMQ_RETURN_IF_ERROR(rpc_->Start());
 
   {
@@ -110,43 +148,54 @@ Status BrokerImpl::Init() {
       .kv("data", data_fabric_->address())
       .kv("fabric", cfg_.fabric)
       .kv("data_dir", cfg_.data_dir)
-      .kv("topics", static_cast<uint64_t>(topics_.size()))
+      .kv("topics", static_cast<uint64_t>(topics_->topic_count()))
       .kv("partitions", static_cast<uint64_t>(partitions))
       .kv("seconds", static_cast<double>(MonoNanos() - t0) / 1e9);
   return Status::Ok();
 }
 
+void BrokerImpl::EndSession(uint64_t client_id, const char* why) {
+  std::shared_ptr<Session> s = sessions_.Remove(client_id);
+  if (!s) return;
+  std::vector<LeaseId> ids;
+  {
+    MutexLock slock(s->mu);
+    ids.assign(s->leases.begin(), s->leases.end());
+  }
+  for (LeaseId id : ids) leases_->EndById(id, protocol::WireError::kLeaseExpired, false);
+  {
+    MutexLock slock(s->mu);
+    s->closed = true;
+    if (s->ep) s->ep->Close();
+  }
+  RDMQ_LOG(kDebug, "broker", "client gone")
+      .kv("client", client_id)
+      .kv("name", s->name)
+      .kv("why", why)
+      .kv("leases", ids.size());
+}
+
 Status BrokerImpl::Shutdown() {
-  std::lock_guard guard(shutdown_mu_);
+  MutexLock guard(shutdown_mu_);
   if (shut_down_) return Status::Ok();
   shut_down_ = true;
   const uint64_t t0 = MonoNanos();
   RDMQ_LOG(kInfo, "broker", "shutting down");
   // 1. Stop accepting: data endpoints, then RPCs (which closes every connection handle).
-  accepting_.store(false, std::memory_order_release);
-  if (acceptor_.joinable()) acceptor_.join();
+  if (acceptor_) acceptor_->Stop();
   if (rpc_) rpc_->Stop();
   // 2. Finish the commits already delivered (the poller drains its queue before it stops).
   stopping_.store(true, std::memory_order_release);
-  hk_cv_.notify_all();
-  if (housekeeper_.joinable()) housekeeper_.join();
-  if (committer_.joinable()) committer_.join();
+  if (housekeeper_) housekeeper_->Stop();
+  if (committer_) committer_->Join();
   // 3. End every client's leases, then checkpoint and close every log.
-  std::vector<uint64_t> clients;
-  {
-    std::lock_guard lock(sessions_mu_);
-    for (const auto& [id, s] : sessions_) clients.push_back(id);
-  }
-  for (uint64_t id : clients) EndSession(id, "broker shutting down");
-  std::map<std::string, std::shared_ptr<Topic>> topics;
-  {
-    std::lock_guard lock(topics_mu_);
-    topics.swap(topics_);
+  if (leases_) {
+    for (uint64_t id : sessions_.ClientIds()) EndSession(id, "broker shutting down");
   }
   size_t closed = 0;
-  for (auto& [name, t] : topics) {
-    for (auto& p : t->partitions) {
-      ClosePartition(*p, false);
+  if (topics_) {
+    for (auto& p : topics_->RemoveAll()) {
+      topics_->Close(*p, false);
       ++closed;
     }
   }
@@ -156,10 +205,7 @@ Status BrokerImpl::Shutdown() {
     if (!result.ok()) RDMQ_LOG(kWarn, "broker", "metadata checkpoint failed").kv("error", result);
   }
   rpc_.reset();
-  {
-    std::lock_guard g(graveyard_mu_);
-    graveyard_.clear();
-  }
+  if (topics_) topics_->ClearBuried();
   std::error_code ec;
   std::filesystem::remove(cfg_.data_dir + "/rdmq.addr", ec);
   RDMQ_LOG(kInfo, "broker", "broker stopped")
@@ -180,14 +226,8 @@ Broker::Stats BrokerImpl::stats() const {
   s.leases_expired = n_.leases_expired.load();
   s.notifications = n_.notifications.load();
   s.duplicates = n_.duplicates.load();
-  {
-    std::lock_guard lock(sessions_mu_);
-    s.sessions = sessions_.size();
-  }
-  {
-    std::lock_guard lock(topics_mu_);
-    for (const auto& [n, t] : topics_) s.partitions += t->partitions.size();
-  }
+  s.sessions = sessions_.size();
+  s.partitions = topics_ ? topics_->partition_count() : 0;
   return s;
 }
 

@@ -1,0 +1,196 @@
+#include "admin_handlers.h"
+
+#include "rdmq/common/log.h"
+#include "rpc_handler.h"
+
+namespace rdmq::broker::internal {
+
+using protocol::Api;
+using protocol::WireError;
+
+namespace {
+
+// Metadata store errors onto the wire's codes.
+Status FromMeta(const Status& s) {
+  if (s.ok()) return s;
+  std::string msg(s.context());
+  if (msg.empty()) msg = s.code().message();
+  if (s.is(metadata::MetadataErrc::kBadTopicName)) return Status(WireError::kInvalidTopicName, msg);
+  if (s.is(metadata::MetadataErrc::kBadConfig) || s.is(metadata::MetadataErrc::kUnknownConfig)) {
+    return Status(WireError::kInvalidConfig, msg);
+  }
+  if (s.is(metadata::MetadataErrc::kTopicExists)) return Status(WireError::kTopicExists, msg);
+  if (s.is(metadata::MetadataErrc::kNoSuchTopic)) return Status(WireError::kUnknownTopic, msg);
+  return Status(WireError::kStorageError, "metadata store: " + s.ToString());
+}
+
+protocol::TopicInfo ToWire(const metadata::TopicInfo& t) {
+  protocol::TopicInfo w;
+  w.name = t.name;
+  w.id = t.id.value();
+  w.created_ms = t.created_ms;
+  for (auto& [k, v] : metadata::ConfigEntries(t.config)) w.configs.push_back({k, v});
+  return w;
+}
+
+Result<metadata::TopicConfig> ApplyConfigs(metadata::TopicConfig c,
+                                           const std::vector<protocol::ConfigEntry>& e) {
+  for (const auto& [k, v] : e) {
+    if (Status s = metadata::SetConfig(&c, k, v); !s.ok()) {
+      std::string msg = k;
+      msg.append("=").append(v).append(": ");
+      msg.append(s.context().empty() ? s.code().message() : std::string(s.context()));
+      return Status(WireError::kInvalidConfig, msg);
+    }
+  }
+  if (Status s = metadata::ValidateConfig(c); !s.ok()) {
+    return Status(WireError::kInvalidConfig,
+                  std::string(s.context().empty() ? s.code().message() : s.context()));
+  }
+  return c;
+}
+
+Status UnknownTopic(const std::string& name) {
+  return Status(WireError::kUnknownTopic, "unknown topic '" + name + "'");
+}
+
+}  // namespace
+
+Status AdminHandlers::Register(rpc::Server& server) {
+  using Ctx = const rpc::RequestContext&;
+  constexpr auto kPool = rpc::RunOn::kWorkerPool;
+  RDMQ_RETURN_IF_ERROR(
+      Serve<protocol::HelloRequest>(server, Api::kHello, rpc::RunOn::kDispatcher,
+                                    [this](Ctx c, const protocol::HelloRequest& r) { return Hello(c, r); }));
+  RDMQ_RETURN_IF_ERROR(Serve<protocol::CreateTopicRequest>(
+      server, Api::kCreateTopic, kPool,
+      [this](Ctx, const protocol::CreateTopicRequest& r) { return CreateTopic(r); }));
+  RDMQ_RETURN_IF_ERROR(Serve<protocol::TopicNameRequest>(
+      server, Api::kDeleteTopic, kPool,
+      [this](Ctx, const protocol::TopicNameRequest& r) { return DeleteTopic(r); }));
+  RDMQ_RETURN_IF_ERROR(Serve<protocol::TopicNameRequest>(
+      server, Api::kDescribeTopic, kPool,
+      [this](Ctx, const protocol::TopicNameRequest& r) { return DescribeTopic(r); }));
+  RDMQ_RETURN_IF_ERROR(Serve<protocol::Empty>(server, Api::kListTopics, kPool,
+                                              [this](Ctx, const protocol::Empty&) { return ListTopics(); }));
+  RDMQ_RETURN_IF_ERROR(Serve<protocol::AlterTopicRequest>(
+      server, Api::kAlterTopic, kPool,
+      [this](Ctx, const protocol::AlterTopicRequest& r) { return AlterTopic(r); }));
+  return Serve<protocol::Empty>(server, Api::kInitProducerId, kPool,
+                                [this](Ctx, const protocol::Empty&) { return InitProducerId(); });
+}
+
+Result<protocol::HelloResponse> AdminHandlers::Hello(const rpc::RequestContext& ctx,
+                                                     const protocol::HelloRequest& req) {
+  if (req.protocol_version != protocol::kProtocolVersion) {
+    return Status(WireError::kNotSupported, "protocol version " + std::to_string(req.protocol_version) +
+                                                "; this broker speaks version " +
+                                                std::to_string(protocol::kProtocolVersion));
+  }
+  sessions_.Hello(ctx.client_id, req.client_name);
+  protocol::HelloResponse r;
+  r.client_id = ctx.client_id;
+  r.broker_id = cfg_.broker_id;
+  r.data_address = data_fabric_.address();
+  r.provider = static_cast<uint8_t>(data_fabric_.provider());
+  r.lease_ms = cfg_.lease_ms;
+  r.max_message_bytes = cfg_.topic_defaults.max_message_bytes;
+  RDMQ_LOG(kDebug, "broker", "hello")
+      .kv("client", ctx.client_id)
+      .kv("name", req.client_name)
+      .kv("peer", ctx.peer);
+  return r;
+}
+
+Result<protocol::TopicResponse> AdminHandlers::CreateTopic(const protocol::CreateTopicRequest& req) {
+  MutexLock admin(admin_mu_);
+  if (Status s = metadata::ValidateTopicName(req.name); !s.ok()) return FromMeta(s);
+  RDMQ_ASSIGN_OR_RETURN(metadata::TopicConfig cfg, ApplyConfigs(cfg_.topic_defaults, req.configs));
+  auto info = meta_.CreateTopic(req.name, cfg);
+  if (!info.ok()) return FromMeta(info.status());
+  Topic topic;
+  topic.info = *info;
+  for (int32_t i = 0; i < info->config.partitions; ++i) {
+    auto p = topics_.OpenPartition(*info, PartitionId(i));
+    if (!p.ok()) {
+      RDMQ_LOG(kError, "broker", "creating a topic failed; rolling back")
+          .kv("topic", req.name)
+          .kv("error", p.status());
+      for (auto& opened : topic.partitions) topics_.Close(*opened, true);
+      (void)meta_.DeleteTopic(req.name);
+      return Status(WireError::kStorageError, p.status().ToString());
+    }
+    topic.partitions.push_back(std::move(*p));
+  }
+  topics_.Insert(std::move(topic));
+  RDMQ_LOG(kInfo, "broker", "topic created")
+      .kv("topic", req.name)
+      .kv("id", info->id)
+      .kv("partitions", info->config.partitions);
+  return protocol::TopicResponse{ToWire(*info)};
+}
+
+Result<protocol::Empty> AdminHandlers::DeleteTopic(const protocol::TopicNameRequest& req) {
+  MutexLock admin(admin_mu_);
+  if (Status s = meta_.DeleteTopic(req.name); !s.ok()) return FromMeta(s);
+  for (auto& p : topics_.Remove(req.name)) topics_.Close(*p, true);
+  RDMQ_LOG(kInfo, "broker", "topic deleted").kv("topic", req.name);
+  return protocol::Empty{};
+}
+
+Result<protocol::DescribeTopicResponse> AdminHandlers::DescribeTopic(const protocol::TopicNameRequest& req) {
+  std::optional<Topic> topic = topics_.Get(req.name);
+  if (!topic) return UnknownTopic(req.name);
+  protocol::DescribeTopicResponse r;
+  r.topic = ToWire(topic->info);
+  for (const auto& pp : topic->partitions) {
+    Partition& p = *pp;
+    MutexLock lock(p.mu);
+    if (p.deleted()) continue;
+    protocol::PartitionInfo pi;
+    pi.partition = p.index().value();
+    pi.log_start_offset = p.log().LogStartOffset().value();
+    pi.high_watermark = p.active().high_watermark.value();
+    pi.active_segment_base = p.active().base.value();
+    pi.exclusive_lease = p.exclusive() ? 1 : 0;
+    for (const auto& s : p.log().Segments()) {
+      ++pi.segments;
+      pi.bytes += s.committed.value();
+    }
+    r.partitions.push_back(pi);
+  }
+  return r;
+}
+
+Result<protocol::ListTopicsResponse> AdminHandlers::ListTopics() {
+  protocol::ListTopicsResponse r;
+  for (const auto& t : meta_.ListTopics()) r.topics.push_back(ToWire(t));
+  return r;
+}
+
+Result<protocol::TopicResponse> AdminHandlers::AlterTopic(const protocol::AlterTopicRequest& req) {
+  MutexLock admin(admin_mu_);
+  std::optional<Topic> topic = topics_.Get(req.name);
+  if (!topic) return UnknownTopic(req.name);
+  RDMQ_ASSIGN_OR_RETURN(metadata::TopicConfig cfg, ApplyConfigs(topic->info.config, req.configs));
+  auto info = meta_.AlterTopic(req.name, cfg);
+  if (!info.ok()) return FromMeta(info.status());
+  // New partitions open now; other changes apply to partitions as they are reopened (restart).
+  std::vector<std::shared_ptr<Partition>> added;
+  for (auto i = static_cast<int32_t>(topic->partitions.size()); i < info->config.partitions; ++i) {
+    auto p = topics_.OpenPartition(*info, PartitionId(i));
+    if (!p.ok()) return Status(WireError::kStorageError, p.status().ToString());
+    added.push_back(std::move(*p));
+  }
+  topics_.Extend(*info, std::move(added));
+  RDMQ_LOG(kInfo, "broker", "topic altered").kv("topic", req.name).kv("partitions", info->config.partitions);
+  return protocol::TopicResponse{ToWire(*info)};
+}
+
+Result<protocol::InitProducerIdResponse> AdminHandlers::InitProducerId() {
+  auto id = meta_.AllocateProducerId();
+  if (!id.ok()) return Status(WireError::kStorageError, id.status().ToString());
+  return protocol::InitProducerIdResponse{id->value(), 0};
+}
+
+}  // namespace rdmq::broker::internal

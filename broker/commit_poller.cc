@@ -1,0 +1,124 @@
+#include "commit_poller.h"
+
+#include "rdmq/common/clock.h"
+#include "rdmq/common/log.h"
+
+namespace rdmq::broker::internal {
+
+namespace {
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+}  // namespace
+
+void CommitPoller::OnReceive(const fabric::Completion& c) {
+  auto session = d_.sessions->ByEndpoint(c.endpoint_id);
+  if (!session) return;
+  if (c.status) {
+    if (c.status == fabric::FabricErrc::kPeerGone || c.status == fabric::FabricErrc::kFlushed) {
+      d_.end_session(session->client_id, "data endpoint closed");
+    } else {
+      RDMQ_LOG(kWarn, "broker", "receive failed on a data endpoint")
+          .kv("client", session->client_id)
+          .kv("error", Status(c.status));
+    }
+    return;
+  }
+  session->Repost(1);
+  if (!c.has_imm) return;  // clients send nothing else
+  std::shared_ptr<Lease> l = d_.leases->ByIndex(c.imm);
+  if (!l || l->session != session) {
+    RDMQ_LOG(kDebug, "broker", "commit for an unknown or ended lease ignored")
+        .kv("client", session->client_id)
+        .kv("imm", c.imm);
+    return;
+  }
+  Commit(l, *session, c.byte_len);
+}
+
+void CommitPoller::Commit(const std::shared_ptr<Lease>& l, Session& session, uint64_t byte_len) {
+  Partition& p = *l->partition;
+  MutexLock lock(p.mu);
+  if (l->ended) return;  // already told
+  auto fail = [&](const Status& s) REQUIRES(p.mu) {
+    Counters::Add(d_.counters->commit_errors);
+    RDMQ_LOG(kWarn, "broker", "commit refused; the lease ends")
+        .kv("partition", p.where())
+        .kv("lease", l->id)
+        .kv("client", session.client_id)
+        .kv("error", s);
+    d_.leases->EndLocked(p, l, protocol::ToWireError(s), true);
+    // The refused bytes lie at the committed end: recovery's forward scan would adopt a batch
+    // there whose CRC and offsets are fine (a duplicate, a sequence gap). Spoil its header
+    // now that the producer can no longer write.
+    if (!p.deleted() && l->segment_base == p.active().base) p.SpoilTail(p.active().committed, byte_len);
+  };
+  if (p.deleted()) return fail(TopicDeleted(p.topic().name));
+  const ActiveSegment& a = p.active();
+  const Committer who{l->producer_id, l->producer_epoch, l->shared()};
+  const CommitValidator v = p.Validator();
+  if (Status s = v.CheckImmediate(who, l->segment_base, a, byte_len); !s.ok()) return fail(s);
+  const BatchCheck check = v.CheckBatches(who, {a.data + a.committed.value(), byte_len});
+  if (check.duplicates != 0) Counters::Add(d_.counters->duplicates, check.duplicates);
+  if (!check.status.ok()) return fail(check.status);
+  storage::CommitRequest req;
+  req.mode = storage::CommitMode::kExclusive;
+  req.segment = a.base;
+  req.position = a.committed;
+  req.length = byte_len;
+  auto out = p.log().Commit(req);
+  if (!out.ok()) return fail(out.status());
+  if (l->producer_id.value() >= 0) p.producers().Set(l->producer_id, check.next);
+  p.Advance(out->committed, out->high_watermark);
+  p.MarkDirty();
+  Counters::Add(d_.counters->commits);
+  d_.leases->Extend(*l);
+  l->acked_segment = a.base;
+  l->acked_position = a.committed;
+  l->acked_next_offset = a.high_watermark;
+  d_.leases->WriteAck(p, *l, 0, 0);
+  d_.publisher->Publish(p);
+}
+
+void CommitPoller::Loop() {
+  fabric::Completion wc[64];
+  uint64_t idle_since = MonoNanos();
+  uint32_t spins = 0;
+  while (true) {
+    const size_t n = d_.recv_cq->Poll(wc);
+    for (size_t i = 0; i < n; ++i) OnReceive(wc[i]);
+    const size_t m = d_.send_cq->Poll(wc);
+    for (size_t i = 0; i < m; ++i) {
+      if (wc[i].status && wc[i].status != fabric::FabricErrc::kPeerGone &&
+          wc[i].status != fabric::FabricErrc::kFlushed) {
+        RDMQ_LOG(kDebug, "broker", "data-plane operation failed")
+            .kv("endpoint", wc[i].endpoint_id)
+            .kv("op", fabric::OpcodeName(wc[i].opcode))
+            .kv("error", Status(wc[i].status));
+      }
+    }
+    if (n != 0 || m != 0) {
+      idle_since = MonoNanos();
+      continue;
+    }
+    if (stopping_.load(std::memory_order_acquire)) break;
+    if (MonoNanos() - idle_since < spin_ns_) {
+      // Give way now and then: on a machine where producers and consumers need every core,
+      // a poller that never yields takes a third of the CPU from them.
+      if ((++spins & 31) == 0) {
+        std::this_thread::yield();
+      } else {
+        CpuRelax();
+      }
+      continue;
+    }
+    (void)d_.recv_cq->Wait(std::chrono::milliseconds(10));
+    idle_since = MonoNanos();
+  }
+}
+
+}  // namespace rdmq::broker::internal

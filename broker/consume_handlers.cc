@@ -1,0 +1,130 @@
+#include "consume_handlers.h"
+
+#include "rpc_handler.h"
+
+namespace rdmq::broker::internal {
+
+using protocol::Api;
+using protocol::WireError;
+
+namespace {
+
+// Where offset `offset` of `p` starts: its segment and byte position.
+Status Locate(Partition& p, int64_t offset, protocol::ListOffsetsResponse* r) REQUIRES(p.mu) {
+  r->offset = offset;
+  if (offset == p.active().high_watermark.value()) {
+    r->segment_base = p.active().base.value();
+    r->position = p.active().committed.value();
+    return Status::Ok();
+  }
+  auto rr = p.log().Read(Offset(offset), 1);
+  if (!rr.ok()) {
+    if (rr.status().is(Errc::kOutOfRange)) {
+      return Status(WireError::kOffsetOutOfRange,
+                    "offset " + std::to_string(offset) + " of " + p.where() + " is outside [" +
+                        std::to_string(p.log().LogStartOffset().value()) + ", " +
+                        std::to_string(p.active().high_watermark.value()) + "]");
+    }
+    return rr.status();
+  }
+  r->segment_base = rr->segment.value();
+  r->position = rr->position.value();
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ConsumeHandlers::Register(rpc::Server& server) {
+  using Ctx = const rpc::RequestContext&;
+  constexpr auto kPool = rpc::RunOn::kWorkerPool;
+  RDMQ_RETURN_IF_ERROR(Serve<protocol::PartitionRequest>(
+      server, Api::kOpenConsume, kPool,
+      [this](Ctx, const protocol::PartitionRequest& r) { return OpenConsume(r); }));
+  RDMQ_RETURN_IF_ERROR(Serve<protocol::GetSegmentRequest>(
+      server, Api::kGetSegment, kPool,
+      [this](Ctx, const protocol::GetSegmentRequest& r) { return GetSegment(r); }));
+  RDMQ_RETURN_IF_ERROR(Serve<protocol::ListOffsetsRequest>(
+      server, Api::kListOffsets, kPool,
+      [this](Ctx, const protocol::ListOffsetsRequest& r) { return ListOffsets(r); }));
+  return Serve<protocol::WatchRequest>(
+      server, Api::kWatch, rpc::RunOn::kDispatcher,
+      [this](Ctx c, const protocol::WatchRequest& r) { return Watch(c, r); });
+}
+
+Result<protocol::OpenConsumeResponse> ConsumeHandlers::OpenConsume(const protocol::PartitionRequest& req) {
+  protocol::OpenConsumeResponse r;
+  if (Status done = topics_.WithPartition(req.topic, req.partition,
+                                          [&](Partition& p) REQUIRES(p.mu) {
+                                            r.slot.bytes = p.slot_descriptor();
+                                            r.log_start_offset = p.log().LogStartOffset().value();
+                                            r.high_watermark = p.active().high_watermark.value();
+                                            r.segments = p.ReadLocations();
+                                            return Status::Ok();
+                                          });
+      !done.ok())
+    return done;
+  return r;
+}
+
+Result<protocol::GetSegmentResponse> ConsumeHandlers::GetSegment(const protocol::GetSegmentRequest& req) {
+  protocol::GetSegmentResponse r;
+  if (Status done = topics_.WithPartition(
+          req.topic, req.partition,
+          [&](Partition& p) REQUIRES(p.mu) {
+            const Offset base(req.base_offset);
+            const SegmentReg* seg = p.FindSegment(base);
+            if (seg == nullptr) {
+              return Status(WireError::kStaleLocation,
+                            "no segment with base offset " + std::to_string(req.base_offset) + " in " +
+                                p.where() + " (log start " +
+                                std::to_string(p.log().LogStartOffset().value()) + ")");
+            }
+            r.segment = ReadLocation(base, *seg);
+            return Status::Ok();
+          });
+      !done.ok())
+    return done;
+  return r;
+}
+
+Result<protocol::ListOffsetsResponse> ConsumeHandlers::ListOffsets(const protocol::ListOffsetsRequest& req) {
+  protocol::ListOffsetsResponse r;
+  if (Status done = topics_.WithPartition(
+          req.topic, req.partition,
+          [&](Partition& p) REQUIRES(p.mu) {
+            r.high_watermark = p.active().high_watermark.value();
+            if (req.spec == protocol::kListEarliest) return Locate(p, p.log().LogStartOffset().value(), &r);
+            if (req.spec == protocol::kListLatest) return Locate(p, r.high_watermark, &r);
+            if (req.spec == protocol::kListOffset) return Locate(p, req.offset, &r);
+            if (req.spec >= 0) {
+              RDMQ_ASSIGN_OR_RETURN(Offset o, p.log().OffsetForTimestamp(TimestampMs(req.spec)));
+              if (o != kNoOffset) return Locate(p, o.value(), &r);
+              RDMQ_RETURN_IF_ERROR(Locate(p, r.high_watermark, &r));
+              r.offset = -1;
+              return Status::Ok();
+            }
+            return Status(WireError::kInvalidRequest,
+                          "ListOffsets spec " + std::to_string(req.spec) +
+                              " (-2 earliest, -1 latest, -3 an offset, >= 0 a timestamp)");
+          });
+      !done.ok())
+    return done;
+  return r;
+}
+
+Result<protocol::WatchResponse> ConsumeHandlers::Watch(const rpc::RequestContext& ctx,
+                                                       const protocol::WatchRequest& req) {
+  RDMQ_ASSIGN_OR_RETURN(std::shared_ptr<Partition> pp, topics_.Find(req.topic, req.partition));
+  std::shared_ptr<Session> session = sessions_.Find(ctx.client_id);
+  if (!session || session->ep_id.load() == 0) {
+    return Status(WireError::kInvalidRequest, "Watch needs the client's data endpoint");
+  }
+  Partition& p = *pp;
+  MutexLock lock(p.mu);
+  if (p.deleted()) return TopicDeleted(req.topic);
+  const uint64_t gen = p.SlotGeneration();
+  if (gen == req.generation) p.AddWatch(internal::Watch{session, gen});
+  return protocol::WatchResponse{gen};
+}
+
+}  // namespace rdmq::broker::internal

@@ -1,0 +1,22 @@
+// The broker's event counters (Broker::Stats). Shared by reference by the pieces that count;
+// relaxed atomics, read by stats().
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace rdmq::broker::internal {
+
+struct Counters {
+  std::atomic<uint64_t> commits{0};        // ranges committed (data plane and Commit RPC)
+  std::atomic<uint64_t> commit_errors{0};  // commits refused
+  std::atomic<uint64_t> acks{0};           // ack blocks written
+  std::atomic<uint64_t> leases_granted{0};
+  std::atomic<uint64_t> leases_expired{0};
+  std::atomic<uint64_t> notifications{0};  // Watch notifications sent
+  std::atomic<uint64_t> duplicates{0};     // idempotent batches found to be duplicates
+
+  static void Add(std::atomic<uint64_t>& c, uint64_t n = 1) { c.fetch_add(n, std::memory_order_relaxed); }
+};
+
+}  // namespace rdmq::broker::internal

@@ -1,0 +1,262 @@
+#include "lease_manager.h"
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "rdmq/common/log.h"
+#include "rdmq/protocol/data_plane.h"
+#include "rdmq/storage/record_batch.h"
+#include "session.h"
+
+namespace rdmq::broker::internal {
+
+using protocol::WireError;
+
+Status LeaseManager::CheckLive(const Partition& p, const Lease& l) {
+  if (l.ended) return Status(WireError::kLeaseExpired, "lease " + std::to_string(l.id.value()) + " ended");
+  if (p.deleted()) return TopicDeleted(p.topic().name);
+  return Status::Ok();
+}
+
+Status LeaseManager::Admit(Partition& p, const Session& session, const LeaseRequest& req) {
+  if (req.mode == protocol::ProduceMode::kExclusive) {
+    if (p.exclusive()) {
+      const std::shared_ptr<Lease> h = p.exclusive();
+      if (h->session.get() == &session) {
+        // The same client opening again (it gave up on its lease): the new lease replaces it.
+        EndLocked(p, h, WireError::kLeaseExpired, false);
+      } else if (req.producer_id.value() >= 0 && req.producer_id == h->producer_id &&
+                 req.producer_epoch > h->producer_epoch) {
+        EndLocked(p, h, WireError::kInvalidProducerEpoch, true);  // fenced by the newer epoch
+      } else {
+        return Status(WireError::kPartitionBusy, p.where() + " is held by an exclusive producer (client '" +
+                                                     h->session->name + "', lease " +
+                                                     std::to_string(h->id.value()) + ")");
+      }
+    }
+    if (p.shared_count() != 0) {
+      return Status(WireError::kPartitionBusy, p.where() + " has " + std::to_string(p.shared_count()) +
+                                                   " shared producers; an exclusive lease must wait");
+    }
+  } else if (p.exclusive()) {
+    return Status(WireError::kPartitionBusy, p.where() + " is held by an exclusive producer (client '" +
+                                                 p.exclusive()->session->name + "')");
+  }
+  if (req.producer_id.value() >= 0) {
+    const std::optional<int16_t> seen = p.producers().Epoch(req.producer_id);
+    if (seen && req.producer_epoch < *seen) {
+      return Status(WireError::kInvalidProducerEpoch, "producer " + std::to_string(req.producer_id.value()) +
+                                                          " epoch " + std::to_string(req.producer_epoch) +
+                                                          " is older than epoch " + std::to_string(*seen) +
+                                                          " already seen in " + p.where());
+    }
+  }
+  return Status::Ok();
+}
+
+Result<std::shared_ptr<Lease>> LeaseManager::Open(Partition& p, const std::shared_ptr<Session>& session,
+                                                  const LeaseRequest& req,
+                                                  const fabric::RegionDescriptor& ack) {
+  RDMQ_RETURN_IF_ERROR(Admit(p, *session, req));
+  auto l = std::make_shared<Lease>();
+  l->mode = req.mode;
+  l->session = session;
+  l->partition = p.shared_from_this();
+  l->producer_id = req.producer_id;
+  l->producer_epoch = req.producer_epoch;
+  RDMQ_RETURN_IF_ERROR(table_.Reserve(l));
+  l->ack_buf = staging_->data() + uint64_t{protocol::LeaseSlot(l->index)} * protocol::kAckBlockSize;
+  {
+    MutexLock slock(session->mu);
+    if (!session->usable()) {
+      table_.Remove(*l);
+      return Status(WireError::kUnavailable, "the client's data endpoint is closed");
+    }
+    auto attached = session->ep->Attach(ack);
+    if (!attached.ok()) {
+      table_.Remove(*l);
+      return Status(WireError::kInvalidRequest,
+                    "cannot attach the ack region: " + attached.status().ToString());
+    }
+    l->ack = std::move(*attached);
+  }
+  if (Status s = Grant(p, *l); !s.ok()) {
+    table_.Remove(*l);
+    return s;
+  }
+  const uint64_t now = MonoNanos();
+  l->deadline_ns = now + lease_ns_;
+  l->acked_segment = p.active().base;
+  l->acked_position = l->shared() ? Position(0) : p.active().committed;
+  l->acked_next_offset = p.active().high_watermark;
+  p.AddLease(l, now, 4 * lease_ns_);
+  {
+    MutexLock slock(session->mu);
+    session->leases.insert(l->id);
+  }
+  table_.Publish(l);
+  Counters::Add(n_.leases_granted);
+  return l;
+}
+
+Status LeaseManager::Grant(Partition& p, Lease& l) {
+  if (!l.shared() && p.active().capacity - p.active().committed.value() < storage::kMinFillerBytes) {
+    // No room for even the smallest batch: start a new segment now.
+    RDMQ_RETURN_IF_ERROR(p.Roll());
+  }
+  const ActiveSegment& a = p.active();
+  const SegmentReg* seg = p.FindSegment(a.base);
+  if (seg == nullptr) return Status(Errc::kInternal, "active segment of " + p.where() + " is not registered");
+  std::unique_ptr<fabric::Grant> grant;
+  {
+    MutexLock slock(l.session->mu);
+    if (!l.session->usable()) return Status(WireError::kUnavailable, "the client's data endpoint is closed");
+    if (l.grant) {
+      (void)l.grant->Revoke();
+      l.grant.reset();
+    }
+    const uint64_t committed = a.committed.value();
+    Result<std::unique_ptr<fabric::Grant>> g =
+        l.shared() ? l.session->ep->GrantAccess(*seg->region, 0, seg->info.mapping_size,
+                                                fabric::kRemoteWrite | fabric::kRemoteAtomic)
+                   : l.session->ep->GrantAccess(*seg->region, storage::format::kSegmentHeaderSize + committed,
+                                                a.capacity - committed, fabric::kRemoteWrite);
+    if (!g.ok()) return g.status().WithContext("grant write access to " + p.where());
+    grant = std::move(*g);
+  }
+  l.grant = std::move(grant);
+  l.segment_base = a.base;
+  l.grant_position = l.shared() ? Position(0) : a.committed;
+  return Status::Ok();
+}
+
+protocol::LeaseResponse LeaseManager::Describe(const Partition& p, const Lease& l) const {
+  protocol::LeaseResponse out;
+  const ActiveSegment& a = p.active();
+  out.lease_id = l.id.value();
+  out.lease_index = l.index;
+  out.lease_ms = lease_ms_;
+  out.segment.base_offset = l.segment_base.value();
+  out.segment.region.bytes = l.grant->descriptor().Encode();
+  out.segment.capacity = a.capacity;
+  if (l.shared()) {
+    out.segment.data_offset = storage::format::kSegmentHeaderSize;
+    out.segment.reservation_offset = storage::format::kReservationWord;
+    out.segment.region_position = 0;
+  } else {
+    out.segment.data_offset = 0;
+    out.segment.reservation_offset = 0;
+    out.segment.region_position = l.grant_position.value();
+  }
+  out.write_position = a.committed.value();
+  out.credit_end = a.capacity;
+  out.next_offset = a.high_watermark.value();
+  out.last_sequence =
+      l.producer_id.value() >= 0 ? p.producers().LastSequence(l.producer_id, l.producer_epoch) : -1;
+  out.slot.bytes = p.slot_descriptor();
+  return out;
+}
+
+void LeaseManager::WriteAck(const Partition& p, Lease& l, uint16_t error, uint16_t flags) {
+  if (!l.ack) return;
+  protocol::AckBlock a;
+  a.generation = ++l.ack_generation;
+  a.acked_position = l.acked_position.value();
+  a.next_offset = l.acked_next_offset.value();
+  a.segment_base = l.acked_segment.value();
+  a.credit_end = p.active().capacity;
+  a.error = error;
+  a.flags = flags;
+  protocol::EncodeAckBlock(a, l.ack_buf);
+  fabric::WorkRequest wr;
+  wr.opcode = fabric::Opcode::kWriteImm;
+  wr.signaled = false;
+  wr.local = {l.ack_buf, protocol::kAckBlockSize, staging_};
+  wr.remote = l.ack.get();
+  wr.remote_offset = 0;
+  wr.imm = l.index;
+  Session& s = *l.session;
+  MutexLock slock(s.mu);
+  if (!s.usable()) return;
+  Status st = s.ep->Post({&wr, 1});
+  for (int i = 0; st.is(fabric::FabricErrc::kQueueFull) && i < 1000; ++i) {
+    // Unsignalled writes still occupy send slots until the peer answered (tcp) or a forced
+    // completion was polled (verbs); the commit poller frees them.
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+    st = s.ep->Post({&wr, 1});
+  }
+  if (!st.ok()) {
+    RDMQ_LOG(kDebug, "broker", "ack not sent").kv("lease", l.id).kv("error", st);
+    return;
+  }
+  Counters::Add(n_.acks);
+}
+
+void LeaseManager::EndLocked(Partition& p, const std::shared_ptr<Lease>& l, WireError error, bool notify) {
+  if (l->ended) return;
+  l->ended = true;
+  Session& s = *l->session;
+  {
+    // Revoke first: a producer that reads the final ack may write at once, and must fail.
+    MutexLock slock(s.mu);
+    if (l->grant) {
+      if (Status st = l->grant->Revoke(); !st.ok()) {
+        RDMQ_LOG(kWarn, "broker", "revoking a lease's write access failed")
+            .kv("lease", l->id)
+            .kv("error", st);
+      }
+      l->grant.reset();
+    }
+  }
+  if (notify) WriteAck(p, *l, static_cast<uint16_t>(error), protocol::kAckLeaseRevoked);
+  {
+    MutexLock slock(s.mu);
+    l->ack.reset();
+    s.leases.erase(l->id);
+  }
+  p.RemoveLease(*l);
+  table_.Remove(*l);
+  RDMQ_LOG(kDebug, "broker", "lease ended")
+      .kv("lease", l->id)
+      .kv("partition", p.where())
+      .kv("reason", protocol::make_error_code(error).message());
+}
+
+void LeaseManager::End(const std::shared_ptr<Lease>& l, WireError error, bool notify) {
+  Partition& p = *l->partition;
+  MutexLock lock(p.mu);
+  EndLocked(p, l, error, notify);
+}
+
+void LeaseManager::EndById(LeaseId id, WireError error, bool notify) {
+  if (std::shared_ptr<Lease> l = table_.ById(id)) End(l, error, notify);
+}
+
+void LeaseManager::Settle(Partition& p, std::span<const storage::CompletedRange> completed,
+                          std::span<const storage::CompletedRange> dropped) {
+  auto owner = [&](const storage::CompletedRange& r, PendingRange* out)
+                   REQUIRES(p.mu) -> std::shared_ptr<Lease> {
+    std::optional<PendingRange> pr = p.TakePending(r.segment, r.position);
+    if (!pr) return nullptr;
+    *out = *pr;
+    return table_.ById(out->lease_id);
+  };
+  for (const auto& c : completed) {
+    PendingRange pr;
+    auto l = owner(c, &pr);
+    if (!l || l->ended) continue;
+    l->acked_position = c.position + c.length;
+    l->acked_segment = c.segment;
+    l->acked_next_offset = c.next_offset;
+    WriteAck(p, *l, 0, 0);
+  }
+  for (const auto& d : dropped) {
+    PendingRange pr;
+    auto l = owner(d, &pr);
+    if (pr.producer_id.value() >= 0) p.producers().Rewind(pr.producer_id, pr.first_sequence);
+    if (l && !l->ended) EndLocked(p, l, WireError::kStaleLocation, true);
+  }
+}
+
+}  // namespace rdmq::broker::internal

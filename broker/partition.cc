@@ -1,0 +1,302 @@
+#include "partition.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <filesystem>
+#include <set>
+
+#include "lease.h"
+#include "rdmq/common/clock.h"
+#include "rdmq/common/log.h"
+#include "rdmq/storage/record_batch.h"
+
+namespace rdmq::broker::internal {
+
+using protocol::WireError;
+
+namespace {
+
+constexpr uint32_t kSegmentAccess =
+    fabric::kLocalWrite | fabric::kRemoteRead | fabric::kRemoteWrite | fabric::kRemoteAtomic;
+
+storage::LogOptions LogOptionsFor(const metadata::TopicInfo& t, PartitionId index,
+                                  const PartitionOptions& po) {
+  storage::LogOptions o;
+  o.topic = t.id;
+  o.partition = index;
+  o.segment_bytes = t.config.segment_bytes;
+  o.persist = t.config.durability == metadata::Durability::kDurable ? storage::PersistMode::kMsync
+                                                                    : storage::PersistMode::kNone;
+  o.index_interval_bytes = t.config.index_interval_bytes;
+  o.retention_bytes = t.config.retention_bytes > 0 ? static_cast<uint64_t>(t.config.retention_bytes) : 0;
+  o.retention_ms = t.config.retention_ms > 0 ? t.config.retention_ms : 0;
+  o.reservation_lease_ns = uint64_t{po.lease_ms} * 1'000'000;
+  o.checkpoint_interval_ms = po.checkpoint_interval_ms;
+  return o;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<WritableAlias>> WritableAlias::Map(const std::string& path, size_t size) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return Status::FromErrno(errno, "open " + path + " read-write (to register it)");
+  void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  const int err = errno;
+  ::close(fd);
+  if (p == MAP_FAILED) return Status::FromErrno(err, "mmap " + path + " read-write (to register it)");
+  return std::unique_ptr<WritableAlias>(new WritableAlias(static_cast<std::byte*>(p), size));
+}
+
+WritableAlias::~WritableAlias() { ::munmap(data_, size_); }
+
+protocol::SegmentLocation ReadLocation(Offset base, const SegmentReg& reg) {
+  protocol::SegmentLocation loc;
+  loc.base_offset = base.value();
+  loc.region.bytes = reg.read_descriptor;
+  loc.data_offset = storage::format::kSegmentHeaderSize;
+  loc.capacity = reg.info.capacity;
+  loc.reservation_offset = storage::format::kReservationWord;
+  return loc;
+}
+
+Status TopicDeleted(const std::string& topic) {
+  return Status(WireError::kUnknownTopic, "topic '" + topic + "' was deleted");
+}
+
+Partition::Partition(const metadata::TopicInfo& topic, PartitionId index, const PartitionOptions& options)
+    : topic_(topic),
+      index_(index),
+      where_(topic.name + "-" + std::to_string(index.value())),
+      dir_(options.data_dir + "/topics/" + where_),
+      fabric_(options.fabric) {}
+
+Partition::~Partition() = default;
+
+Result<std::shared_ptr<Partition>> Partition::Open(const metadata::TopicInfo& topic, PartitionId index,
+                                                   const PartitionOptions& options) {
+  std::shared_ptr<Partition> p(new Partition(topic, index, options));
+  auto log =
+      storage::PartitionLog::Open(storage::DefaultEnv(), p->dir_, LogOptionsFor(topic, index, options));
+  if (!log.ok()) return log.status().WithContext("partition " + p->where_ + " in " + p->dir_);
+  MutexLock lock(p->mu);
+  p->log_ = std::move(*log);
+  p->slot_ = p->log_->Slot();
+  auto slot_region = p->fabric_->Register(p->slot_.memory, p->slot_.size, p->slot_.fd, p->slot_.file_offset,
+                                          fabric::kRemoteRead);
+  if (!slot_region.ok())
+    return slot_region.status().WithContext("register the partition slot of " + p->where_);
+  p->slot_region_ = std::move(*slot_region);
+  p->slot_descriptor_ = p->slot_region_->Descriptor().Encode();
+  RDMQ_RETURN_IF_ERROR(p->SyncSegments());
+  // The producers' state, rebuilt from the committed batch headers.
+  for (const auto& [base, reg] : p->segments_) {
+    const storage::SegmentInfo& s = reg.info;
+    const uint64_t end = base == p->active_.base ? p->active_.committed.value() : s.committed.value();
+    storage::BatchScanner scan({s.data(), end}, storage::Validation::kHeader);
+    storage::BatchView b;
+    while (scan.Next(&b)) p->producers_.Observe(b.header);
+  }
+  const auto& rs = p->log_->recovery();
+  RDMQ_LOG(kInfo, "broker", rs.created ? "partition created" : "partition recovered")
+      .kv("partition", p->where_)
+      .kv("segments", rs.segments)
+      .kv("log_start", p->log_->LogStartOffset())
+      .kv("high_watermark", p->active_.high_watermark)
+      .kv("committed_position", p->active_.committed)
+      .kv("truncated_bytes", rs.truncated_bytes)
+      .kv("producers", static_cast<uint64_t>(p->producers_.size()))
+      .kv("seconds", rs.seconds);
+  return p;
+}
+
+void Partition::RefreshActive() {
+  const storage::SegmentInfo a = log_->ActiveSegment();
+  active_.base = a.base_offset;
+  active_.data = a.data();
+  active_.capacity = a.capacity;
+  active_.committed = a.committed;
+  active_.high_watermark = log_->HighWatermark();
+}
+
+void Partition::Advance(Position committed, Offset high_watermark) {
+  active_.committed = committed;
+  active_.high_watermark = high_watermark;
+}
+
+Status Partition::SyncSegments() {
+  std::vector<storage::SegmentInfo> segs = log_->Segments();
+  std::set<Offset> live;
+  for (auto& s : segs) {
+    const Offset base = s.base_offset;
+    live.insert(base);
+    auto it = segments_.find(base);
+    if (it != segments_.end()) {
+      it->second.info.sealed = s.sealed;
+      continue;
+    }
+    // Sealed segments are mapped read-only by the log (after recovery): register them so.
+    const uint32_t access = s.sealed ? fabric::kRemoteRead : kSegmentAccess;
+    SegmentReg reg;
+    std::byte* addr = s.mapping;
+    if (s.sealed && fabric_->provider() == fabric::Provider::kVerbs) {
+      RDMQ_ASSIGN_OR_RETURN(reg.alias, WritableAlias::Map(s.path, s.mapping_size));
+      addr = reg.alias->data();
+    }
+    auto region = fabric_->Register(addr, s.mapping_size, s.fd, s.file_offset, access);
+    if (!region.ok()) return region.status().WithContext("register segment " + s.path);
+    reg.region = std::move(*region);
+    auto rd = reg.region->Descriptor(fabric::kRemoteRead);
+    if (!rd.ok()) return rd.status().WithContext("read-only descriptor of segment " + s.path);
+    reg.read_descriptor = rd->Encode();
+    reg.info = std::move(s);
+    segments_.emplace(base, std::move(reg));
+  }
+  const uint64_t now = MonoNanos();
+  for (auto it = segments_.begin(); it != segments_.end();) {
+    if (live.count(it->first) == 0) {
+      RDMQ_LOG(kDebug, "broker", "segment retired").kv("partition", where_).kv("base", it->first);
+      retired_.emplace_back(now + kRetiredGraceNs, std::move(it->second));
+      it = segments_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  DropRetired(now);
+  RefreshActive();
+  return Status::Ok();
+}
+
+Status Partition::Roll() {
+  RDMQ_RETURN_IF_ERROR(log_->Roll());
+  return SyncSegments();
+}
+
+void Partition::DropRetired(uint64_t now_ns) {
+  // The region goes first, then the pin (SegmentReg's member order).
+  if (!retired_.empty()) std::erase_if(retired_, [now_ns](const auto& r) { return r.first <= now_ns; });
+}
+
+const SegmentReg* Partition::FindSegment(Offset base) const {
+  auto it = segments_.find(base);
+  return it == segments_.end() ? nullptr : &it->second;
+}
+
+std::vector<protocol::SegmentLocation> Partition::ReadLocations() const {
+  std::vector<protocol::SegmentLocation> out;
+  out.reserve(segments_.size());
+  for (const auto& [base, reg] : segments_) out.push_back(ReadLocation(base, reg));
+  return out;
+}
+
+void Partition::SpoilTail(Position position, uint64_t len) {
+  const uint64_t pos = position.value();
+  if (active_.data == nullptr || pos >= active_.capacity || len == 0) return;
+  const uint64_t n = std::min<uint64_t>({len, storage::kBatchHeaderSize, active_.capacity - pos});
+  std::memset(active_.data + pos, 0, n);
+  if (topic_.config.durability == metadata::Durability::kDurable) {
+    // From the start of the page holding the first spoiled byte to the last one.
+    std::byte* first = active_.data + pos;
+    std::byte* page = first - (reinterpret_cast<uintptr_t>(first) & uintptr_t{4095});
+    if (::msync(page, static_cast<size_t>(first + n - page), MS_SYNC) != 0) {
+      RDMQ_LOG(kWarn, "broker", "msync of a refused range failed").kv("partition", where_).kv("errno", errno);
+    }
+  }
+}
+
+uint64_t Partition::SlotGeneration() const {
+  return std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(slot_.memory))
+      .load(std::memory_order_acquire);
+}
+
+CommitValidator Partition::Validator() const {
+  return CommitValidator(where_, producers_, topic_.config.max_message_bytes);
+}
+
+void Partition::AddLease(const std::shared_ptr<Lease>& l, uint64_t now_ns, uint64_t linger_ns) {
+  if (l->shared()) {
+    shared_[l->id] = l;
+    shared_until_ns_ = now_ns + linger_ns;
+  } else {
+    exclusive_ = l;
+  }
+}
+
+void Partition::RemoveLease(const Lease& l) {
+  if (exclusive_.get() == &l) exclusive_.reset();
+  shared_.erase(l.id);
+}
+
+std::vector<std::shared_ptr<Lease>> Partition::Leases() const {
+  std::vector<std::shared_ptr<Lease>> out;
+  if (exclusive_) out.push_back(exclusive_);
+  for (const auto& [id, l] : shared_) out.push_back(l);
+  return out;
+}
+
+std::vector<std::shared_ptr<Lease>> Partition::ExpiredLeases(uint64_t now_ns) const {
+  std::vector<std::shared_ptr<Lease>> out;
+  if (exclusive_ && exclusive_->deadline_ns < now_ns) out.push_back(exclusive_);
+  for (const auto& [id, l] : shared_) {
+    if (l->deadline_ns < now_ns) out.push_back(l);
+  }
+  return out;
+}
+
+bool Partition::SharedActive(uint64_t now_ns, uint64_t linger_ns) {
+  if (!shared_.empty()) shared_until_ns_ = now_ns + linger_ns;
+  return !shared_.empty() || !pending_.empty() || now_ns < shared_until_ns_;
+}
+
+void Partition::AddPending(Offset segment, Position position, PendingRange r) {
+  pending_[{segment, position}] = r;
+}
+
+std::optional<PendingRange> Partition::TakePending(Offset segment, Position position) {
+  auto it = pending_.find({segment, position});
+  if (it == pending_.end()) return std::nullopt;
+  PendingRange r = it->second;
+  pending_.erase(it);
+  return r;
+}
+
+void Partition::CloseLog() {
+  pending_.clear();
+  if (Status s = log_->Close(); !s.ok()) {
+    RDMQ_LOG(kWarn, "broker", "closing a partition log failed").kv("partition", where_).kv("error", s);
+  }
+}
+
+Buried Partition::MarkDeleted(bool keep_registrations) {
+  deleted_ = true;
+  watches_.clear();
+  Buried b;
+  if (keep_registrations) {
+    b.segments = std::move(segments_);
+    b.retired = std::move(retired_);
+    b.slot_region = std::move(slot_region_);
+    b.slot = std::move(slot_);
+  }
+  // The registrations go before the log that maps what they cover.
+  segments_.clear();
+  retired_.clear();
+  slot_region_.reset();
+  slot_ = {};
+  log_.reset();
+  return b;
+}
+
+void Partition::RemoveFiles() const {
+  std::error_code ec;
+  std::filesystem::remove_all(dir_, ec);
+  if (ec) {
+    RDMQ_LOG(kWarn, "broker", "could not remove a partition directory")
+        .kv("dir", dir_)
+        .kv("error", ec.message());
+  }
+}
+
+}  // namespace rdmq::broker::internal

@@ -1,0 +1,215 @@
+// Partition: one partition's state on this broker and the lock that guards it: its log, the
+// log's segments and slot registered on the data fabric, the cached active segment, its leases
+// (one exclusive or any number of shared), its idempotent producers, the shared ranges waiting
+// for their offsets and the Watches.
+//
+// Threading: everything but the identity (topic, index) is guarded by `mu`. Lock order: the
+// topic table → Partition::mu → the lease and session tables, a Session's mu → the log's own
+// mutex. Nothing slow but the log's own work (a roll, a checkpoint) runs under `mu`.
+// Lifetime: shared by the topic table, its leases and the requests working on it; Close ends
+// its log, after which `deleted()` is true and only the identity is meaningful.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "commit_validator.h"
+#include "producer_state.h"
+#include "rdmq/common/mutex.h"
+#include "rdmq/common/status.h"
+#include "rdmq/fabric/fabric.h"
+#include "rdmq/metadata/store.h"
+#include "rdmq/protocol/messages.h"
+#include "rdmq/storage/log.h"
+
+namespace rdmq::broker::internal {
+
+struct Lease;
+struct Session;
+
+// A read-write MAP_SHARED mapping of a file the log maps read-only (a sealed segment after a
+// restart), made only to register it on verbs: Linux before 6.2 pins every MR's pages for
+// writing (FOLL_FORCE), which a read-only shared mapping refuses. Nothing writes through it.
+class WritableAlias {
+ public:
+  static Result<std::unique_ptr<WritableAlias>> Map(const std::string& path, size_t size);
+  ~WritableAlias();
+  WritableAlias(const WritableAlias&) = delete;
+  WritableAlias& operator=(const WritableAlias&) = delete;
+  std::byte* data() const { return data_; }
+
+ private:
+  WritableAlias(std::byte* d, size_t n) : data_(d), size_(n) {}
+  std::byte* data_;
+  size_t size_;
+};
+
+struct SegmentReg {
+  storage::SegmentInfo info;               // its pin keeps the mapping alive
+  std::unique_ptr<WritableAlias> alias;    // verbs: what is registered for a read-only mapping
+  std::unique_ptr<fabric::Region> region;  // the whole file: read, write, atomics
+  std::string read_descriptor;             // encoded read-only descriptor for consumers
+};
+
+// Where consumers (and shared producers reading back offsets) find a segment: its read-only
+// descriptor, the data area after the 4 KiB header, the reservation word.
+protocol::SegmentLocation ReadLocation(Offset base, const SegmentReg& reg);
+
+// Registrations of a closed partition, kept for a grace period: a client that raced the
+// deletion must not READ a dead key (on verbs that would break its connection).
+struct Buried {
+  uint64_t drop_after_ns = 0;
+  std::map<Offset, SegmentReg> segments;
+  std::vector<std::pair<uint64_t, SegmentReg>> retired;
+  std::unique_ptr<fabric::Region> slot_region;
+  storage::SlotInfo slot;
+};
+
+// A shared range accepted by Commit whose offsets are not assigned yet.
+struct PendingRange {
+  LeaseId lease_id{0};
+  ProducerId producer_id = kNoProducerId;
+  int32_t first_sequence = -1;
+};
+
+struct Watch {
+  std::weak_ptr<Session> session;
+  uint64_t generation = 0;
+};
+
+// What Partition::Open needs of the broker.
+struct PartitionOptions {
+  fabric::Fabric* fabric = nullptr;  // the data fabric the segments and slot are registered on
+  std::string data_dir;
+  uint32_t lease_ms = 0;
+  uint32_t checkpoint_interval_ms = 0;
+};
+
+// kUnknownTopic for a partition whose topic was deleted while a request was on its way.
+Status TopicDeleted(const std::string& topic);
+
+class Partition : public std::enable_shared_from_this<Partition> {
+ public:
+  // Opens (creates or recovers) the log under <data_dir>/topics/<topic>-<index>, registers its
+  // slot and segments and rebuilds the producers' state from the batch headers.
+  static Result<std::shared_ptr<Partition>> Open(const metadata::TopicInfo& topic, PartitionId index,
+                                                 const PartitionOptions& options);
+  Partition(const Partition&) = delete;
+  Partition& operator=(const Partition&) = delete;
+  ~Partition();
+
+  const metadata::TopicInfo& topic() const { return topic_; }  // as of open
+  PartitionId index() const { return index_; }
+  const std::string& where() const { return where_; }  // "<topic>-<index>", for messages
+
+  mutable Mutex mu;
+
+  bool deleted() const REQUIRES(mu) { return deleted_; }
+  storage::PartitionLog& log() REQUIRES(mu) { return *log_; }
+  const ActiveSegment& active() const REQUIRES(mu) { return active_; }
+  // After a commit of the active segment: the new committed end and high watermark.
+  void Advance(Position committed, Offset high_watermark) REQUIRES(mu);
+  // Registers new segments and forgets (retires) deleted ones after the log changed.
+  Status SyncSegments() REQUIRES(mu);
+  // Starts a new segment now.
+  Status Roll() REQUIRES(mu);
+  const SegmentReg* FindSegment(Offset base) const REQUIRES(mu);
+  std::vector<protocol::SegmentLocation> ReadLocations() const REQUIRES(mu);
+  // Zeroes the first batch header of a refused range at the committed end, so that recovery's
+  // forward scan does not adopt it.
+  void SpoilTail(Position pos, uint64_t len) REQUIRES(mu);
+  // Drops retired registrations past their grace period.
+  void DropRetired(uint64_t now_ns) REQUIRES(mu);
+  // The commits since the last checkpoint: marked by commits, taken by the housekeeper.
+  void MarkDirty() REQUIRES(mu) { dirty_ = true; }
+  bool TakeDirty() REQUIRES(mu) { return std::exchange(dirty_, false); }
+
+  // The slot: its read-only descriptor, its generation, its region (for futex wake-ups).
+  const std::string& slot_descriptor() const REQUIRES(mu) { return slot_descriptor_; }
+  uint64_t SlotGeneration() const REQUIRES(mu);
+  fabric::Region* slot_region() const REQUIRES(mu) { return slot_region_.get(); }
+
+  ProducerStateTable& producers() REQUIRES(mu) { return producers_; }
+  const ProducerStateTable& producers() const REQUIRES(mu) { return producers_; }
+  // A commit validator for this partition's current producers.
+  CommitValidator Validator() const REQUIRES(mu);
+
+  // Leases.
+  const std::shared_ptr<Lease>& exclusive() const REQUIRES(mu) { return exclusive_; }
+  size_t shared_count() const REQUIRES(mu) { return shared_.size(); }
+  // Adds a granted lease; shared leases keep reservation expiry running `linger_ns` past now.
+  void AddLease(const std::shared_ptr<Lease>& l, uint64_t now_ns, uint64_t linger_ns) REQUIRES(mu);
+  void RemoveLease(const Lease& l) REQUIRES(mu);
+  std::vector<std::shared_ptr<Lease>> Leases() const REQUIRES(mu);
+  std::vector<std::shared_ptr<Lease>> ExpiredLeases(uint64_t now_ns) const REQUIRES(mu);
+  // Whether expired shared reservations may need filling: shared leases now, ranges pending,
+  // or shared leases within the last `linger_ns` (which restarts while there are some).
+  bool SharedActive(uint64_t now_ns, uint64_t linger_ns) REQUIRES(mu);
+
+  // Shared ranges waiting for their offsets, by (segment, position).
+  void AddPending(Offset segment, Position position, PendingRange r) REQUIRES(mu);
+  std::optional<PendingRange> TakePending(Offset segment, Position position) REQUIRES(mu);
+
+  void AddWatch(Watch w) REQUIRES(mu) { watches_.push_back(std::move(w)); }
+  // The watches, for the publisher to notify and keep those still waiting.
+  std::vector<Watch>& watches() REQUIRES(mu) { return watches_; }
+
+  // Closing, in two steps around the last wake-up (which tells consumers the slot is closed):
+  // CloseLog checkpoints and closes the log and drops the pending ranges; MarkDeleted marks the
+  // partition deleted, drops the watches and the log, and hands over the registrations if
+  // `keep_registrations` (the caller keeps them for the grace period), else drops them. The
+  // leases must have been ended first.
+  void CloseLog() REQUIRES(mu);
+  Buried MarkDeleted(bool keep_registrations) REQUIRES(mu);
+  // Removes the partition's directory (after CloseLog, for a deleted topic).
+  void RemoveFiles() const;
+
+ private:
+  Partition(const metadata::TopicInfo& topic, PartitionId index, const PartitionOptions& options);
+  void RefreshActive() REQUIRES(mu);
+
+  const metadata::TopicInfo topic_;
+  const PartitionId index_;
+  const std::string where_;
+  const std::string dir_;
+  fabric::Fabric* const fabric_;
+
+  std::unique_ptr<storage::PartitionLog> log_ GUARDED_BY(mu);
+  std::map<Offset, SegmentReg> segments_ GUARDED_BY(mu);  // by base offset
+  // Segments retention deleted, kept registered (and mapped) for a grace period: a consumer
+  // that read the slot just before the deletion may still READ them (on verbs a READ with a
+  // deregistered key would break its connection). Unchanged bytes; the slot says they are gone.
+  std::vector<std::pair<uint64_t, SegmentReg>> retired_ GUARDED_BY(mu);  // (drop after, reg)
+  storage::SlotInfo slot_ GUARDED_BY(mu);
+  std::unique_ptr<fabric::Region> slot_region_ GUARDED_BY(mu);
+  std::string slot_descriptor_ GUARDED_BY(mu);  // encoded read-only
+  ActiveSegment active_ GUARDED_BY(mu);         // cached from the log
+
+  std::shared_ptr<Lease> exclusive_ GUARDED_BY(mu);
+  std::map<LeaseId, std::shared_ptr<Lease>> shared_ GUARDED_BY(mu);
+  uint64_t shared_until_ns_ GUARDED_BY(mu) = 0;  // shared leases existed recently
+  ProducerStateTable producers_ GUARDED_BY(mu);
+  std::map<std::pair<Offset, Position>, PendingRange> pending_ GUARDED_BY(mu);
+  std::vector<Watch> watches_ GUARDED_BY(mu);
+  bool dirty_ GUARDED_BY(mu) = false;    // commits since the last periodic checkpoint
+  bool deleted_ GUARDED_BY(mu) = false;  // closed: the topic was deleted or the broker stops
+};
+
+// Calls act(p, args...) for a caller that holds p.mu, where `act` is a lambda annotated
+// REQUIRES(p.mu). Clang's analysis maps a lambda's REQUIRES onto the closure object instead of
+// its argument, so the call itself is not analysed; callers are (REQUIRES) and the lambda's body
+// is.
+template <class Act, class... Args>
+Status CallLocked(Partition& p, Act& act, Args&&... args) REQUIRES(p.mu) NO_THREAD_SAFETY_ANALYSIS {
+  return act(p, std::forward<Args>(args)...);
+}
+
+// How long retired and buried registrations stay.
+inline constexpr uint64_t kRetiredGraceNs = 10'000'000'000;
+
+}  // namespace rdmq::broker::internal

@@ -1,0 +1,192 @@
+#include "produce_handlers.h"
+
+#include <algorithm>
+
+#include "rdmq/common/clock.h"
+#include "rdmq/common/log.h"
+#include "rpc_handler.h"
+
+namespace rdmq::broker::internal {
+
+using protocol::Api;
+using protocol::WireError;
+
+Status ProduceHandlers::Register(rpc::Server& server) {
+  using Ctx = const rpc::RequestContext&;
+  constexpr auto kPool = rpc::RunOn::kWorkerPool;
+  RDMQ_RETURN_IF_ERROR(Serve<protocol::OpenProduceRequest>(
+      server, Api::kOpenProduce, kPool,
+      [this](Ctx c, const protocol::OpenProduceRequest& r) { return OpenProduce(c, r); }));
+  RDMQ_RETURN_IF_ERROR(Serve<protocol::LeaseRequest>(
+      server, Api::kRenewLease, kPool,
+      [this](Ctx c, const protocol::LeaseRequest& r) { return RenewLease(c, r); }));
+  RDMQ_RETURN_IF_ERROR(Serve<protocol::LeaseRequest>(
+      server, Api::kReleaseLease, kPool,
+      [this](Ctx c, const protocol::LeaseRequest& r) { return ReleaseLease(c, r); }));
+  return Serve<protocol::CommitRequest>(
+      server, Api::kCommit, rpc::RunOn::kDispatcher,
+      [this](Ctx c, const protocol::CommitRequest& r) { return Commit(c, r); });
+}
+
+Result<protocol::LeaseResponse> ProduceHandlers::OpenProduce(const rpc::RequestContext& ctx,
+                                                             const protocol::OpenProduceRequest& req) {
+  if (req.mode != protocol::ProduceMode::kExclusive && req.mode != protocol::ProduceMode::kShared) {
+    return Status(WireError::kInvalidRequest,
+                  "produce mode " + std::to_string(static_cast<int>(req.mode)) + " (1 exclusive, 2 shared)");
+  }
+  std::shared_ptr<Session> session = sessions_.Find(ctx.client_id);
+  if (!session || session->ep_id.load() == 0) {
+    return Status(WireError::kInvalidRequest,
+                  "connect the data endpoint (Hello, then the data handshake) before OpenProduce");
+  }
+  auto ack = fabric::RegionDescriptor::Decode(std::as_bytes(std::span(req.ack_region.bytes)));
+  if (!ack.ok()) return Status(WireError::kInvalidRequest, "ack_region: " + ack.status().ToString());
+  if (ack->length < protocol::kAckBlockSize || (ack->access & fabric::kRemoteWrite) == 0) {
+    return Status(WireError::kInvalidRequest, "ack_region must be a writable region of at least 64 bytes");
+  }
+  const LeaseRequest lr{req.mode, ProducerId(req.producer_id), req.producer_epoch};
+  protocol::LeaseResponse r;
+  if (Status done = topics_.WithPartition(req.topic, req.partition,
+                                          [&](Partition& p) REQUIRES(p.mu) {
+                                            RDMQ_ASSIGN_OR_RETURN(std::shared_ptr<Lease> l,
+                                                                  leases_.Open(p, session, lr, *ack));
+                                            r = leases_.Describe(p, *l);
+                                            RDMQ_LOG(kDebug, "broker", "lease granted")
+                                                .kv("partition", p.where())
+                                                .kv("lease", l->id)
+                                                .kv("mode", l->shared() ? "shared" : "exclusive")
+                                                .kv("client", ctx.client_id)
+                                                .kv("producer_id", l->producer_id)
+                                                .kv("segment", l->segment_base)
+                                                .kv("position", p.active().committed);
+                                            return Status::Ok();
+                                          });
+      !done.ok())
+    return done;
+  return r;
+}
+
+Result<protocol::LeaseResponse> ProduceHandlers::RenewLease(const rpc::RequestContext& ctx,
+                                                            const protocol::LeaseRequest& req) {
+  protocol::LeaseResponse r;
+  if (Status done = leases_.WithLease(
+          LeaseId(req.lease_id), ctx.client_id,
+          [&](Partition& p, const std::shared_ptr<Lease>& l) REQUIRES(p.mu) -> Status {
+            leases_.Extend(*l);
+            if (!l->shared() && (req.flags & protocol::kRenewRoll) != 0 &&
+                l->segment_base == p.active().base && p.active().committed.value() > 0) {
+              if (Status s = p.log().Roll(); !s.ok()) {
+                return Status(WireError::kStorageError, "rolling " + p.where() + ": " + s.ToString());
+              }
+              if (Status s = p.SyncSegments(); !s.ok()) return Status(WireError::kStorageError, s.ToString());
+              publisher_.Publish(p);
+            }
+            if (l->segment_base != p.active().base) RDMQ_RETURN_IF_ERROR(leases_.Grant(p, *l));
+            r = leases_.Describe(p, *l);
+            return Status::Ok();
+          });
+      !done.ok())
+    return done;
+  return r;
+}
+
+Result<protocol::Empty> ProduceHandlers::ReleaseLease(const rpc::RequestContext& ctx,
+                                                      const protocol::LeaseRequest& req) {
+  RDMQ_ASSIGN_OR_RETURN(std::shared_ptr<Lease> l, leases_.Find(LeaseId(req.lease_id), ctx.client_id));
+  leases_.End(l, WireError::kLeaseExpired, false);
+  return protocol::Empty{};
+}
+
+Result<protocol::CommitResponse> ProduceHandlers::Commit(const rpc::RequestContext& ctx,
+                                                         const protocol::CommitRequest& req) {
+  protocol::CommitResponse r;
+  if (Status done = leases_.WithLease(LeaseId(req.lease_id), ctx.client_id,
+                                      [&](Partition& p, const std::shared_ptr<Lease>& l)
+                                          REQUIRES(p.mu) { return CommitLocked(p, l, req, &r); });
+      !done.ok())
+    return done;
+  return r;
+}
+
+Status ProduceHandlers::CommitLocked(Partition& p, const std::shared_ptr<Lease>& l,
+                                     const protocol::CommitRequest& req, protocol::CommitResponse* r) {
+  const Offset segment(req.segment_base);
+  const Position position(req.position);
+  const SegmentReg* seg = p.FindSegment(segment);
+  const bool writable = seg != nullptr && !seg->info.sealed;
+  const uint64_t capacity = writable ? seg->info.capacity : 0;
+  const bool shared = l->shared();
+  const Committer who{l->producer_id, l->producer_epoch, shared};
+  const CommitValidator v = p.Validator();
+  RDMQ_ASSIGN_OR_RETURN(const bool inside,
+                        v.CheckRequest(who, writable, segment, position, req.length, capacity, p.active()));
+  BatchCheck check;
+  if (inside) {
+    check = v.CheckBatches(who, {seg->info.data() + req.position, req.length});
+    if (check.duplicates != 0) Counters::Add(n_.duplicates, check.duplicates);
+    if (!check.status.ok()) {
+      Counters::Add(n_.commit_errors);
+      // Exclusive: the bytes sit at the committed end, where recovery would adopt them.
+      if (!shared && segment == p.active().base) p.SpoilTail(position, req.length);
+      return check.status;
+    }
+  }
+  storage::CommitRequest cr;
+  cr.mode = shared ? storage::CommitMode::kShared : storage::CommitMode::kExclusive;
+  cr.segment = segment;
+  cr.position = position;
+  cr.length = req.length;
+  cr.expected_next_offset = shared ? kNoOffset : Offset(req.next_offset);
+  leases_.Extend(*l);
+  auto out = p.log().Commit(cr);
+  if (!out.ok()) {
+    if (out.status().is(storage::StorageErrc::kSegmentFull)) {
+      // A reservation crossing (or past) the end: the segment ends there once what precedes it
+      // is committed. The producer renews for the next segment and retries.
+      (void)p.SyncSegments();
+      publisher_.Publish(p);
+      r->base_offset = -1;
+      r->committed_position = p.active().committed.value();
+      r->high_watermark = p.active().high_watermark.value();
+      r->credit_end = capacity;
+      r->flags = protocol::kCommitFlagSegmentFull;
+      return Status::Ok();
+    }
+    Counters::Add(n_.commit_errors);
+    RDMQ_LOG(kWarn, "broker", "commit refused")
+        .kv("partition", p.where())
+        .kv("lease", l->id)
+        .kv("error", out.status());
+    if (!shared && segment == p.active().base && position == p.active().committed) {
+      p.SpoilTail(position, req.length);
+    }
+    return Status(protocol::ToWireError(out.status()), std::string(out.status().context()));
+  }
+  Counters::Add(n_.commits);
+  if (l->producer_id.value() >= 0) p.producers().Set(l->producer_id, check.next);
+  p.MarkDirty();
+  if (shared && !out->complete)
+    p.AddPending(segment, position, PendingRange{l->id, l->producer_id, check.first_sequence});
+  r->base_offset = out->complete ? out->base_offset.value() : -1;
+  std::vector<storage::CompletedRange> completed(out->completed.begin(), out->completed.end());
+  std::vector<storage::CompletedRange> dropped(out->dropped.begin(), out->dropped.end());
+  (void)p.SyncSegments();
+  if (shared) {
+    leases_.Settle(p, completed, dropped);
+    if (out->complete) {
+      l->acked_segment = segment;
+      l->acked_position = std::max(l->acked_position, position + req.length);
+    }
+  } else {
+    l->acked_segment = p.active().base;
+    l->acked_position = p.active().committed;
+    l->acked_next_offset = p.active().high_watermark;
+  }
+  if (!completed.empty()) publisher_.Publish(p);
+  r->committed_position = out->committed.value();
+  r->high_watermark = out->high_watermark.value();
+  r->credit_end = capacity;
+  return Status::Ok();
+}
+
+}  // namespace rdmq::broker::internal

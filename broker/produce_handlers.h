@@ -1,0 +1,44 @@
+// The producing RPCs (docs/protocol.md section 3): OpenProduce, RenewLease, ReleaseLease and
+// Commit (the shared producers' commit, and the exclusive one's when it does not use the data
+// plane's immediate).
+//
+// Threading: Commit runs on the RPC dispatcher, so that a connection's requests are handled in
+// the order they were sent (the idempotent producer's sequence check relies on it); the others
+// on the worker pool.
+#pragma once
+
+#include "counters.h"
+#include "lease_manager.h"
+#include "publisher.h"
+#include "rdmq/rpc/server.h"
+#include "session.h"
+#include "topic_table.h"
+
+namespace rdmq::broker::internal {
+
+class ProduceHandlers {
+ public:
+  ProduceHandlers(SessionTable& sessions, TopicTable& topics, LeaseManager& leases, Publisher& publisher,
+                  Counters& counters)
+      : sessions_(sessions), topics_(topics), leases_(leases), publisher_(publisher), n_(counters) {}
+
+  Status Register(rpc::Server& server);
+
+ private:
+  Result<protocol::LeaseResponse> OpenProduce(const rpc::RequestContext& ctx,
+                                              const protocol::OpenProduceRequest& req);
+  Result<protocol::LeaseResponse> RenewLease(const rpc::RequestContext& ctx,
+                                             const protocol::LeaseRequest& req);
+  Result<protocol::Empty> ReleaseLease(const rpc::RequestContext& ctx, const protocol::LeaseRequest& req);
+  Result<protocol::CommitResponse> Commit(const rpc::RequestContext& ctx, const protocol::CommitRequest& req);
+  Status CommitLocked(Partition& p, const std::shared_ptr<Lease>& l, const protocol::CommitRequest& req,
+                      protocol::CommitResponse* r) REQUIRES(p.mu);
+
+  SessionTable& sessions_;
+  TopicTable& topics_;
+  LeaseManager& leases_;
+  Publisher& publisher_;
+  Counters& n_;
+};
+
+}  // namespace rdmq::broker::internal

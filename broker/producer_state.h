@@ -1,0 +1,47 @@
+// ProducerStateTable: the idempotent producers of one partition (Kafka's producer state: per
+// producer id the newest epoch seen and the last sequence committed at it).
+//
+// Sans-I/O: it reads no clock, touches no log and no fabric. Not thread-safe: the partition that
+// owns it guards it with its lock (Partition::mu).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <unordered_map>
+
+#include "rdmq/common/types.h"
+#include "rdmq/storage/record_batch.h"
+
+namespace rdmq::broker::internal {
+
+struct ProducerState {
+  int16_t epoch = 0;
+  int32_t last_sequence = -1;  // of the last committed (or, shared, accepted) record
+};
+
+class ProducerStateTable {
+ public:
+  // The state a range from `id` at `epoch` continues: what is known for that epoch, or a fresh
+  // start (epoch, no sequence yet) for an unknown producer or another epoch.
+  ProducerState Expected(ProducerId id, int16_t epoch) const;
+  // The last sequence committed by `id` at `epoch`, -1 if none (what a new lease resumes from).
+  int32_t LastSequence(ProducerId id, int16_t epoch) const;
+  // The epoch last recorded for `id`, if any (an older one is fenced).
+  std::optional<int16_t> Epoch(ProducerId id) const;
+
+  // Records the state after a commit of `id`'s batches.
+  void Set(ProducerId id, ProducerState state);
+  // A shared range of `id` starting at `first_sequence` was dropped: its sequences (and any
+  // after it) may be sent again.
+  void Rewind(ProducerId id, int32_t first_sequence);
+  // Rebuilding after a restart: feed every committed batch header in log order.
+  void Observe(const storage::BatchHeader& h);
+  void Clear() { states_.clear(); }
+  size_t size() const { return states_.size(); }
+
+ private:
+  std::unordered_map<ProducerId, ProducerState> states_;
+};
+
+}  // namespace rdmq::broker::internal

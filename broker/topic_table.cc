@@ -1,0 +1,118 @@
+#include "topic_table.h"
+
+#include "rdmq/common/clock.h"
+
+namespace rdmq::broker::internal {
+
+using protocol::WireError;
+
+void TopicTable::Insert(Topic topic) {
+  MutexLock lock(mu_);
+  std::string name = topic.info.name;
+  topics_[name] = std::move(topic);
+}
+
+void TopicTable::Extend(const metadata::TopicInfo& info, std::vector<std::shared_ptr<Partition>> added) {
+  MutexLock lock(mu_);
+  Topic& t = topics_[info.name];
+  t.info = info;
+  t.partitions.insert(t.partitions.end(), added.begin(), added.end());
+}
+
+std::optional<Topic> TopicTable::Get(const std::string& name) const {
+  MutexLock lock(mu_);
+  auto it = topics_.find(name);
+  if (it == topics_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<std::shared_ptr<Partition>> TopicTable::Remove(const std::string& name) {
+  MutexLock lock(mu_);
+  auto it = topics_.find(name);
+  if (it == topics_.end()) return {};
+  std::vector<std::shared_ptr<Partition>> parts = std::move(it->second.partitions);
+  topics_.erase(it);
+  return parts;
+}
+
+std::vector<std::shared_ptr<Partition>> TopicTable::RemoveAll() {
+  std::map<std::string, Topic> topics;
+  {
+    MutexLock lock(mu_);
+    topics.swap(topics_);
+  }
+  std::vector<std::shared_ptr<Partition>> parts;
+  for (auto& [name, t] : topics) parts.insert(parts.end(), t.partitions.begin(), t.partitions.end());
+  return parts;
+}
+
+std::vector<std::shared_ptr<Partition>> TopicTable::AllPartitions() const {
+  MutexLock lock(mu_);
+  std::vector<std::shared_ptr<Partition>> parts;
+  for (const auto& [name, t] : topics_) parts.insert(parts.end(), t.partitions.begin(), t.partitions.end());
+  return parts;
+}
+
+size_t TopicTable::topic_count() const {
+  MutexLock lock(mu_);
+  return topics_.size();
+}
+
+size_t TopicTable::partition_count() const {
+  MutexLock lock(mu_);
+  size_t n = 0;
+  for (const auto& [name, t] : topics_) n += t.partitions.size();
+  return n;
+}
+
+Result<std::shared_ptr<Partition>> TopicTable::Find(const std::string& topic, int32_t partition) const {
+  MutexLock lock(mu_);
+  auto it = topics_.find(topic);
+  if (it == topics_.end()) return Status(WireError::kUnknownTopic, "unknown topic '" + topic + "'");
+  const auto& parts = it->second.partitions;
+  if (partition < 0 || static_cast<size_t>(partition) >= parts.size()) {
+    return Status(WireError::kUnknownPartition, "topic '" + topic + "' has " + std::to_string(parts.size()) +
+                                                    " partitions; there is no partition " +
+                                                    std::to_string(partition));
+  }
+  return parts[static_cast<size_t>(partition)];
+}
+
+void TopicTable::Close(Partition& p, bool remove_files) {
+  MutexLock lock(p.mu);
+  if (p.deleted()) return;
+  for (const auto& l : p.Leases()) {
+    leases_.EndLocked(p, l, remove_files ? WireError::kUnknownTopic : WireError::kUnavailable, true);
+  }
+  p.CloseLog();
+  // Wake consumers sleeping on the slot: they see the closed flag.
+  publisher_.Publish(p);
+  const bool keep = remove_files && !stopping_.load();
+  Buried b = p.MarkDeleted(keep);
+  if (keep) {
+    b.drop_after_ns = MonoNanos() + kRetiredGraceNs;
+    MutexLock g(graveyard_mu_);
+    graveyard_.push_back(std::move(b));
+  }
+  if (remove_files) p.RemoveFiles();
+}
+
+void TopicTable::DropBuried(uint64_t now_ns) {
+  std::vector<Buried> drop;  // deregistered outside the lock
+  MutexLock g(graveyard_mu_);
+  for (auto it = graveyard_.begin(); it != graveyard_.end();) {
+    if (it->drop_after_ns <= now_ns) {
+      drop.push_back(std::move(*it));
+      it = graveyard_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void TopicTable::ClearBuried() {
+  MutexLock g(graveyard_mu_);
+  graveyard_.clear();
+}
+
+}  // namespace rdmq::broker::internal

@@ -1,0 +1,92 @@
+// TopicTable: the topics this broker serves and their open partitions; opening and closing
+// partitions; the registrations of deleted partitions kept for a grace period (the graveyard).
+//
+// Threading: the table's lock is the outermost of the broker's (topics → partition → ...); it
+// is never held while a partition's lock is taken, nor across file creation or fsync. Topic
+// administration is serialised by the caller (the admin handlers' lock).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lease_manager.h"
+#include "partition.h"
+#include "publisher.h"
+#include "rdmq/common/mutex.h"
+#include "rdmq/metadata/store.h"
+
+namespace rdmq::broker::internal {
+
+struct Topic {
+  metadata::TopicInfo info;
+  std::vector<std::shared_ptr<Partition>> partitions;
+};
+
+class TopicTable {
+ public:
+  // `stopping` says the broker shuts down (closed partitions' registrations are then dropped
+  // at once).
+  TopicTable(PartitionOptions options, LeaseManager& leases, Publisher& publisher,
+             const std::atomic<bool>& stopping)
+      : options_(std::move(options)), leases_(leases), publisher_(publisher), stopping_(stopping) {}
+
+  // Opens (creates or recovers) one partition of `topic`; it is served once Insert or Extend
+  // adds it.
+  Result<std::shared_ptr<Partition>> OpenPartition(const metadata::TopicInfo& topic,
+                                                   PartitionId index) const {
+    return Partition::Open(topic, index, options_);
+  }
+  void Insert(Topic topic) EXCLUDES(mu_);
+  // A topic's new config and partitions (AlterTopic).
+  void Extend(const metadata::TopicInfo& info, std::vector<std::shared_ptr<Partition>> added) EXCLUDES(mu_);
+  // A copy of the topic's entry, if it is served.
+  std::optional<Topic> Get(const std::string& name) const EXCLUDES(mu_);
+  // Stops serving a topic (none: nothing); returns its partitions for the caller to close.
+  std::vector<std::shared_ptr<Partition>> Remove(const std::string& name) EXCLUDES(mu_);
+  std::vector<std::shared_ptr<Partition>> RemoveAll() EXCLUDES(mu_);
+  std::vector<std::shared_ptr<Partition>> AllPartitions() const EXCLUDES(mu_);
+  size_t topic_count() const EXCLUDES(mu_);
+  size_t partition_count() const EXCLUDES(mu_);
+
+  // The partition named by topic and index (kUnknownTopic, kUnknownPartition).
+  Result<std::shared_ptr<Partition>> Find(const std::string& topic, int32_t partition) const EXCLUDES(mu_);
+
+  // The start of every request about a partition named by topic and index: the partition found,
+  // locked, a deleted one refused (kUnknownTopic); then act(partition) under its lock.
+  template <class Act>
+  Status WithPartition(const std::string& topic, int32_t partition, Act&& act) EXCLUDES(mu_) {
+    RDMQ_ASSIGN_OR_RETURN(std::shared_ptr<Partition> pp, Find(topic, partition));
+    Partition& p = *pp;
+    MutexLock lock(p.mu);
+    if (p.deleted()) return TopicDeleted(topic);
+    return CallLocked(p, act);
+  }
+
+  // Closes a partition: ends its leases (kUnknownTopic when `remove_files`, else kUnavailable),
+  // closes its log, wakes its readers; for a deleted topic keeps its registrations for the grace
+  // period and removes its files. Closing a closed partition does nothing.
+  void Close(Partition& p, bool remove_files) EXCLUDES(p.mu);
+  // Drops the graveyard's registrations past their grace period (or all).
+  void DropBuried(uint64_t now_ns) EXCLUDES(graveyard_mu_);
+  void ClearBuried() EXCLUDES(graveyard_mu_);
+
+ private:
+  const PartitionOptions options_;
+  LeaseManager& leases_;
+  Publisher& publisher_;
+  const std::atomic<bool>& stopping_;
+
+  mutable Mutex mu_;
+  std::map<std::string, Topic> topics_ GUARDED_BY(mu_);
+
+  Mutex graveyard_mu_;
+  std::vector<Buried> graveyard_ GUARDED_BY(graveyard_mu_);
+};
+
+}  // namespace rdmq::broker::internal
