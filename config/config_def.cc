@@ -26,8 +26,11 @@ std::string_view ClosestKey(std::string_view key, const std::vector<std::string_
   std::string_view best;
   size_t best_distance = std::max<size_t>(2, key.size() / 3) + 1;  // farther than this: no guess
   for (std::string_view k : known) {
-    // A prefix ("linger" for "linger.ms") is as close as one typo.
-    const size_t d = !key.empty() && k.starts_with(key) ? 1 : EditDistance(key, k);
+    // A prefix ("linger" for "linger.ms") or a last part ("partitions" for "num.partitions") is
+    // as close as one typo.
+    const bool part = !key.empty() && (k.starts_with(key) || (k.ends_with(key) && k.size() > key.size() &&
+                                                              k[k.size() - key.size() - 1] == '.'));
+    const size_t d = part ? 1 : EditDistance(key, k);
     if (d < best_distance) {
       best = k;
       best_distance = d;
