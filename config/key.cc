@@ -9,7 +9,8 @@ namespace rdmq::config {
 namespace {
 
 Status Bad(const KeySpec& spec, std::string_view text) {
-  return Status(ConfigErrc::kBadValue, spec.name + "=" + std::string(text) + ": must be " + Accepted(spec));
+  return Status(ConfigErrc::kBadValue,
+                spec.name + "=" + std::string(text) + ": must be " + Accepted(spec, /*syntax=*/true));
 }
 
 // Strict decimal: optional '-', digits, nothing else.
@@ -263,14 +264,15 @@ std::string FormatValue(const KeySpec& spec, const Value& value) {
   return std::to_string(value.number);
 }
 
-std::string Accepted(const KeySpec& spec) {
+std::string Accepted(const KeySpec& spec, bool syntax) {
   switch (spec.type) {
     case Type::kBool:
       return "true or false";
     case Type::kInt:
       return "an integer " + RangeText(spec) + SpecialsText(spec);
     case Type::kBytes:
-      return "a byte count " + RangeText(spec) + SpecialsText(spec) + " (suffixes KiB, MiB, GiB, TiB)";
+      return "a byte count " + RangeText(spec) + SpecialsText(spec) +
+             (syntax ? " (suffixes KiB, MiB, GiB, TiB)" : "");
     case Type::kDuration:
       return "a number of " + std::string(UnitName(spec.unit)) + " " + RangeText(spec) + SpecialsText(spec) +
              (spec.fractions ? ", fractions allowed" : "") +

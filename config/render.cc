@@ -40,13 +40,23 @@ std::string ReadBy(const KeyDoc& k) { return k.spec.component; }
 std::string MarkdownCell(std::string_view text) {
   std::string out;
   for (char c : text) {
-    if (c == '|') out += '\\';
-    out += c;
+    if (c == '<') {
+      out += "&lt;";
+    } else if (c == '>') {
+      out += "&gt;";
+    } else {
+      if (c == '|') out += '\\';
+      out += c;
+    }
   }
   return out;
 }
 
 }  // namespace
+
+const char* const kSyntax =
+    "Byte counts take a binary suffix (64KiB, 16MiB, 1GiB, 1TiB); durations a unit (500us, 250ms, 2s, "
+    "5min, 1h, 7d), a plain number being in the unit the key's name ends with.";
 
 std::string RenderKeysText(const std::vector<KeyDoc>& keys, size_t indent, size_t width) {
   std::string out;
@@ -68,6 +78,7 @@ std::string RenderText(const std::vector<TableDoc>& tables, size_t width) {
     out += "\n";
     out += RenderKeysText(tables[i].keys, 2, width);
   }
+  out += "\n" + Wrap(kSyntax, 0, width);
   return out;
 }
 

@@ -87,8 +87,9 @@ std::string FormatValue(const KeySpec& spec, const Value& value);
 // An enum value's first spelling (the number as text where no choice has it).
 std::string Canonical(const KeySpec& spec, int64_t value);
 // What the key accepts, as a phrase that follows "must be": "an integer in [1, 4096]",
-// "shm, tcp or verbs", "a byte count in [64 KiB, 64 GiB] (suffixes KiB, MiB, GiB, TiB)".
-std::string Accepted(const KeySpec& spec);
+// "shm, tcp or verbs", "a byte count in [64 KiB, 64 GiB]". With `syntax`, the suffixes a byte
+// count or a duration may take follow ("(suffixes KiB, MiB, GiB, TiB)"), as in errors.
+std::string Accepted(const KeySpec& spec, bool syntax = false);
 // A reader's form of a value where it helps ("64 MiB", "7 d"), or "" where the number says it all.
 std::string HumanValue(const KeySpec& spec, const Value& value);
 // Nanoseconds per unit.

@@ -21,6 +21,9 @@ struct TableDoc {
   std::vector<KeyDoc> keys;
 };
 
+// One paragraph on the syntax of byte counts and durations (ends RenderText and --help texts).
+extern const char* const kSyntax;
+
 // Per key: "name  (type, default VALUE)", then the doc and the accepted values, wrapped to
 // `width` and indented by `indent`. Tables are headed by their name and summary.
 std::string RenderText(const std::vector<TableDoc>& tables, size_t width = 100);
