@@ -276,7 +276,7 @@ std::string Accepted(const KeySpec& spec, bool syntax) {
     case Type::kDuration:
       return "a number of " + std::string(UnitName(spec.unit)) + " " + RangeText(spec) + SpecialsText(spec) +
              (spec.fractions ? ", fractions allowed" : "") +
-             " (or with a unit: 500us, 250ms, 2s, 5min, 1h, 7d)";
+             (syntax ? " (or with a unit: 500us, 250ms, 2s, 5min, 1h, 7d)" : "");
     case Type::kString:
       return spec.non_empty ? "a non-empty string" : "any string";
     case Type::kEnum: {

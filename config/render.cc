@@ -4,10 +4,9 @@
 #include <sstream>
 
 namespace rdmq::config {
-namespace {
+namespace {}  // namespace
 
-// Words of `text` wrapped to `width`, each line starting with `indent` spaces.
-std::string Wrap(std::string_view text, size_t indent, size_t width) {
+std::string WrapText(std::string_view text, size_t indent, size_t width) {
   std::string out;
   std::string line;
   size_t i = 0;
@@ -28,6 +27,8 @@ std::string Wrap(std::string_view text, size_t indent, size_t width) {
   if (!line.empty()) out += std::string(indent, ' ') + line + "\n";
   return out;
 }
+
+namespace {
 
 std::string DefaultText(const KeyDoc& k) {
   std::string d = k.default_value.empty() ? "\"\"" : k.default_value;
@@ -63,8 +64,8 @@ std::string RenderKeysText(const std::vector<KeyDoc>& keys, size_t indent, size_
   for (const KeyDoc& k : keys) {
     out += std::string(indent, ' ') + k.spec.name + "  (" + std::string(TypeName(k.spec.type)) +
            ", default " + DefaultText(k) + ", read by " + ReadBy(k) + ")\n";
-    out += Wrap(k.spec.doc, indent + 4, width);
-    out += Wrap("Accepts " + Accepted(k.spec) + ".", indent + 4, width);
+    out += WrapText(k.spec.doc, indent + 4, width);
+    out += WrapText("Accepts " + Accepted(k.spec) + ".", indent + 4, width);
   }
   return out;
 }
@@ -74,11 +75,11 @@ std::string RenderText(const std::vector<TableDoc>& tables, size_t width) {
   for (size_t i = 0; i < tables.size(); ++i) {
     if (i > 0) out += "\n";
     out += tables[i].name + " settings\n";
-    out += Wrap(tables[i].summary, 2, width);
+    out += WrapText(tables[i].summary, 2, width);
     out += "\n";
     out += RenderKeysText(tables[i].keys, 2, width);
   }
-  out += "\n" + Wrap(kSyntax, 0, width);
+  out += "\n" + WrapText(kSyntax, 0, width);
   return out;
 }
 

@@ -21,6 +21,8 @@ struct TableDoc {
   std::vector<KeyDoc> keys;
 };
 
+// The words of `text` wrapped to `width` columns, each line indented by `indent` spaces.
+std::string WrapText(std::string_view text, size_t indent, size_t width = 100);
 // One paragraph on the syntax of byte counts and durations (ends RenderText and --help texts).
 extern const char* const kSyntax;
 
