@@ -50,14 +50,9 @@ int Fail(const std::string& what) {
 
 int main(int argc, char** argv) {
   BrokerConfig config;
-  const rdmq::config::CommandSpec spec = Spec();
-  const std::vector<std::string> words(argv + 1, argv + argc);
-  auto args = spec.Parse(words);
-  if (!args.ok()) return Fail(std::string(args.status().context()));
-  if (args->help()) {
-    std::fputs(spec.HelpText().c_str(), stdout);
-    return 0;
-  }
+  int exit_code = 0;
+  const auto args = rdmq::config::ParseCommandLine(Spec(), argc, argv, &exit_code);
+  if (!args) return exit_code;
   for (const auto& [option, value] : args->values()) {
     Status s;
     if (option == "config") {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <sstream>
 
 namespace rdmq::config {
@@ -128,8 +129,11 @@ Result<ParsedArgs> CommandSpec::Parse(std::span<const std::string> args) const {
     }
     if (spec->value_name.empty()) {
       if (inline_value) {
-        if (a[1] != '-')
-          return UsageError("option " + shown + " takes no value (in '" + a + "'); " + SeeHelp());
+        if (a[1] != '-') {
+          std::string what = "option " + shown + " takes no value (in '";
+          what += a;
+          return UsageError(what + "'); " + SeeHelp());
+        }
         return UsageError("option " + shown + " takes no value; " + SeeHelp());
       }
       RDMQ_RETURN_IF_ERROR(add(*spec, ""));
@@ -193,6 +197,27 @@ std::string CommandSpec::HelpText() const {
     for (const auto& e : examples) os << "  " << e << "\n";
   }
   return os.str();
+}
+
+std::optional<ParsedArgs> ParseCommandLine(const CommandSpec& spec, std::span<const std::string> args,
+                                           int* exit_code) {
+  auto parsed = spec.Parse(args);
+  if (!parsed.ok()) {
+    std::fprintf(stderr, "%s: %s\n", spec.path.c_str(), std::string(parsed.status().context()).c_str());
+    *exit_code = 2;
+    return std::nullopt;
+  }
+  if (parsed->help()) {
+    std::fputs(spec.HelpText().c_str(), stdout);
+    *exit_code = 0;
+    return std::nullopt;
+  }
+  return std::move(*parsed);
+}
+
+std::optional<ParsedArgs> ParseCommandLine(const CommandSpec& spec, int argc, char** argv, int* exit_code) {
+  const std::vector<std::string> args(argv + std::min(argc, 1), argv + argc);
+  return ParseCommandLine(spec, args, exit_code);
 }
 
 Result<int64_t> ParseInt(std::string_view text, std::string_view what, int64_t min, int64_t max) {

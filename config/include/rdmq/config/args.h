@@ -92,6 +92,13 @@ struct CommandSpec {
   std::string SeeHelp() const;
 };
 
+// The usual start of a tool's main(): parses `args` (argv after the program name, or after a
+// subcommand). On --help prints HelpText() to stdout and sets *exit_code to 0; on a usage error
+// prints "<path>: <what>" to stderr and sets *exit_code to 2; both return nullopt.
+std::optional<ParsedArgs> ParseCommandLine(const CommandSpec& spec, std::span<const std::string> args,
+                                           int* exit_code);
+std::optional<ParsedArgs> ParseCommandLine(const CommandSpec& spec, int argc, char** argv, int* exit_code);
+
 // Strict decimal integer parsing (optional sign, no spaces, no trailing characters, in range).
 // `what` names the thing in the error ("--partitions", "offset").
 Result<int64_t> ParseInt(std::string_view text, std::string_view what, int64_t min, int64_t max);
