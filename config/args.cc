@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include "rdmq/config/render.h"
+
 namespace rdmq::config {
 
 Status UsageError(std::string what) { return Status(ConfigErrc::kUsage, std::move(what)); }
@@ -163,7 +165,7 @@ Result<ParsedArgs> CommandSpec::Parse(std::span<const std::string> args) const {
 std::string CommandSpec::HelpText() const {
   std::ostringstream os;
   os << "Usage: " << path << (usage.empty() ? "" : " ") << usage << "\n";
-  if (!summary.empty()) os << "\n" << summary << "\n";
+  if (!summary.empty()) os << "\n" << WrapText(summary, 0);
   if (!description.empty()) os << "\n" << description << (description.back() == '\n' ? "" : "\n");
   if (!subcommands.empty()) {
     size_t w = 0;
