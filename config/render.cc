@@ -1,5 +1,6 @@
 #include "rdmq/config/render.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -66,6 +67,17 @@ std::string RenderKeysText(const std::vector<KeyDoc>& keys, size_t indent, size_
            ", default " + DefaultText(k) + ", read by " + ReadBy(k) + ")\n";
     out += WrapText(k.spec.doc, indent + 4, width);
     out += WrapText("Accepts " + Accepted(k.spec) + ".", indent + 4, width);
+  }
+  return out;
+}
+
+std::string RenderKeysBrief(const std::vector<KeyDoc>& keys, size_t indent) {
+  size_t w = 0;
+  for (const KeyDoc& k : keys) w = std::max(w, k.spec.name.size());
+  std::string out;
+  for (const KeyDoc& k : keys) {
+    out += std::string(indent, ' ') + k.spec.name + std::string(w - k.spec.name.size() + 2, ' ') +
+           "default " + DefaultText(k) + "; " + Accepted(k.spec) + "\n";
   }
   return out;
 }

@@ -30,6 +30,9 @@ extern const char* const kSyntax;
 // `width` and indented by `indent`. Tables are headed by their name and summary.
 std::string RenderText(const std::vector<TableDoc>& tables, size_t width = 100);
 std::string RenderKeysText(const std::vector<KeyDoc>& keys, size_t indent, size_t width = 100);
+// One line per key: "name  default VALUE; accepts ..." (for tools whose --help points to
+// `rdmq config list` for the docs).
+std::string RenderKeysBrief(const std::vector<KeyDoc>& keys, size_t indent);
 // {"broker": [{"name":..., "type":..., "default":..., "accepted":..., "doc":..., "component":...,
 //   "min"/"max" (numbers), "choices" (enums), "unit" (durations)}, ...], ...}
 std::string RenderJson(const std::vector<TableDoc>& tables);
