@@ -127,14 +127,16 @@ Status ValidateTopicName(std::string_view name) {
 }
 
 nlohmann::json ToJson(const TopicConfig& c) {
+  // Numbers as JSON numbers, words (durability) as strings.
   nlohmann::json j = nlohmann::json::object();
-  j["partitions"] = c.partitions;
-  j["segment.bytes"] = c.segment_bytes;
-  j["retention.bytes"] = c.retention_bytes;
-  j["retention.ms"] = c.retention_ms;
-  j["index.interval.bytes"] = c.index_interval_bytes;
-  j["max.message.bytes"] = c.max_message_bytes;
-  j["durability"] = DurabilityName(c.durability);
+  for (const auto& k : TopicConfigDef().keys()) {
+    const config::Value v = k.access.get(c, k.spec);
+    if (k.spec.type == Type::kInt || k.spec.type == Type::kBytes || k.spec.type == Type::kDuration) {
+      j[k.spec.name] = v.number;
+    } else {
+      j[k.spec.name] = config::FormatValue(k.spec, v);
+    }
+  }
   return j;
 }
 
