@@ -22,12 +22,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "rdmq/common/clock.h"
 #include "rdmq/common/coding.h"
+#include "rdmq/config/args.h"
 #include "rdmq/fabric/fabric.h"
 
 using namespace rdmq;
@@ -404,29 +406,36 @@ std::string SizeName(size_t n) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const rdmq::config::CommandSpec spec{
+      .path = "rdmq-fabric-bench",
+      .usage = "[--providers shm,tcp,verbs] [--quick] [--trials N] [--json FILE]",
+      .summary = "WRITE and READ latency and bandwidth per fabric provider, next to their baselines.",
+      .options = {{"providers", 0, "LIST", "comma-separated providers (default shm,tcp)"},
+                  {"quick", 0, "", "one short trial per point"},
+                  {"trials", 0, "N", "trials per point; the median is reported (default 5)"},
+                  {"json", 0, "FILE", "write the rows as JSON to this file"}}};
+  int exit_code = 0;
+  const auto args = rdmq::config::ParseCommandLine(spec, argc, argv, &exit_code);
+  if (!args) return exit_code;
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--quick") {
-      o.quick = true;
-      o.trials = 1;
-    } else if (a == "--trials" && i + 1 < argc) {
-      o.trials = std::max(1, std::atoi(argv[++i]));
-    } else if (a == "--json" && i + 1 < argc) {
-      o.json = argv[++i];
-    } else if (a == "--providers" && i + 1 < argc) {
-      o.providers.clear();
-      std::string list = argv[++i];
-      for (size_t pos = 0; pos <= list.size();) {
-        const size_t comma = std::min(list.find(',', pos), list.size());
-        o.providers.push_back(Must(ParseProvider(list.substr(pos, comma - pos)), "--providers"));
-        pos = comma + 1;
-      }
-    } else {
-      std::fprintf(
-          stderr,
-          "usage: rdmq-fabric-bench [--providers shm,tcp,verbs] [--quick] [--trials N] [--json FILE]\n");
-      return 2;
+  auto trials =
+      args->GetInt("trials", o.trials, std::numeric_limits<int>::min(), std::numeric_limits<int>::max());
+  if (!trials.ok()) {
+    std::fprintf(stderr, "rdmq-fabric-bench: %s\n", std::string(trials.status().context()).c_str());
+    return 2;
+  }
+  o.trials = std::max(1, static_cast<int>(*trials));
+  if (args->Has("quick")) {
+    o.quick = true;
+    o.trials = 1;
+  }
+  o.json = args->GetOr("json", "");
+  if (auto list = args->Get("providers")) {
+    o.providers.clear();
+    for (size_t pos = 0; pos <= list->size();) {
+      const size_t comma = std::min(list->find(',', pos), list->size());
+      o.providers.push_back(Must(ParseProvider(list->substr(pos, comma - pos)), "--providers"));
+      pos = comma + 1;
     }
   }
   std::vector<Row> rows;

@@ -8,10 +8,11 @@
 // `run` is the default when the first argument is an option. Exit status: 0 when the run
 // completed and every count checked out, 1 when it failed, 2 for a usage error, 3 when it
 // completed but records were lost, duplicated or corrupt.
-#include <boost/program_options.hpp>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,8 +20,8 @@
 #include "rdmq/bench/limits.h"
 #include "rdmq/bench/report.h"
 #include "rdmq/bench/system.h"
+#include "rdmq/config/args.h"
 
-namespace po = boost::program_options;
 using namespace rdmq;
 using namespace rdmq::bench;
 
@@ -33,22 +34,18 @@ int Usage(const std::string& msg) {
   return kExitUsage;
 }
 
-void PrintHelp(const po::options_description& run, const po::options_description& other) {
-  std::cout
-      << "rdmq-bench: end-to-end benchmark of rdmq and peer brokers (Redis Streams, NATS JetStream)\n\n"
-         "usage: rdmq-bench [run] [options]       run one workload against one system\n"
-         "       rdmq-bench limits [--quick] [--json FILE]\n"
-         "                                        memcpy, loopback TCP bandwidth and round trip\n"
-         "       rdmq-bench table [--reference SYSTEM] [--markdown] RESULT.json...\n"
-         "                                        comparison table of earlier runs, with ratios\n"
-         "       rdmq-bench get RESULT.json dotted.key   one value of a result (for scripts)\n"
-         "       rdmq-bench systems                      the systems this build can drive\n\n"
-      << run << "\n"
-      << other
-      << "\nExit status: 0 ok, 1 run failed, 2 usage error, 3 records lost/duplicated/corrupt.\n"
-         "Systems: rdmq (its broker at --address, or started with --start-broker), redis (host:port, "
-         "default 127.0.0.1:6379), nats (URL, default nats://127.0.0.1:4222), mem (in-process reference).\n";
-}
+constexpr const char* kRunDescription =
+    "Commands:\n"
+    "  rdmq-bench [run] [options]       run one workload against one system\n"
+    "  rdmq-bench limits [--quick] [--json FILE]\n"
+    "                                   memcpy, loopback TCP bandwidth and round trip\n"
+    "  rdmq-bench table [--reference SYSTEM] [--markdown] RESULT.json...\n"
+    "                                   comparison table of earlier runs, with ratios\n"
+    "  rdmq-bench get RESULT.json dotted.key   one value of a result (for scripts)\n"
+    "  rdmq-bench systems                      the systems this build can drive\n\n"
+    "Exit status: 0 ok, 1 run failed, 2 usage error, 3 records lost/duplicated/corrupt.\n"
+    "Systems: rdmq (its broker at --address, or started with --start-broker), redis (host:port,\n"
+    "default 127.0.0.1:6379), nats (URL, default nats://127.0.0.1:4222), mem (in-process reference).";
 
 // If Ctrl-C (or SIGTERM) stopped the run, die of that signal now that the partial results are
 // written, so a calling shell sees the interruption and stops rather than going on.
@@ -65,56 +62,91 @@ int RunCommand(const std::vector<std::string>& args) {
   RunOptions ro;
   double duration_s = 0, linger_ms = 0, drain_s = 30;
   std::string json_path, plot_path, progress = "auto";
-  po::options_description run("run options");
-  run.add_options()("help,h", "this help")("system", po::value(&w.system)->default_value(w.system),
-                                           "rdmq | redis | nats | mem")(
-      "address", po::value(&w.address), "server address (rdmq bootstrap, redis host:port, nats URL)")(
-      "topic", po::value(&w.topic)->default_value(w.topic), "topic / stream name prefix (recreated per run)")(
-      "producers,p", po::value(&w.producers)->default_value(w.producers), "producers")(
-      "consumers,c", po::value(&w.consumers)->default_value(w.consumers), "consumers (0: produce only)")(
-      "procs", po::bool_switch(&w.processes), "a process per producer/consumer instead of a thread")(
-      "size,s", po::value(&w.message_size)->default_value(w.message_size), "message size in bytes (>= 16)")(
-      "count,n", po::value(&w.count), "records per producer")("duration,d", po::value(&duration_s),
-                                                              "run for this many seconds instead of --count")(
-      "batch-size", po::value(&w.batch_size)->default_value(w.batch_size),
-      "bytes a client batches before sending")(
-      "linger-ms", po::value(&linger_ms)->default_value(0),
-      "how long a client may wait to fill a batch (fractions allowed)")(
-      "acks", po::value(&w.acks)->default_value(w.acks), "0 or 1 (rdmq; the peers always acknowledge)")(
-      "partitions", po::value(&w.partitions)->default_value(w.partitions),
-      "partitions (streams for the peers)")("mode", po::value(&w.mode)->default_value(w.mode),
-                                            "rdmq producer mode: exclusive | shared")(
-      "fabric", po::value(&w.fabric)->default_value(w.fabric), "rdmq fabric: shm | tcp | verbs")(
-      "durability", po::value(&w.durability)->default_value(w.durability),
-      "rdmq topic durability: durable | visibility; for peers the class of their setting")(
-      "window,w", po::value(&w.window)->default_value(w.window),
-      "records in flight per producer (1: latency)")("rate", po::value(&w.rate)->default_value(0),
-                                                     "records/s per producer, evenly spaced (0: unlimited)")(
-      "label", po::value(&w.label), "durability setting text for tables, e.g. 'appendfsync always'")(
-      "producer-set", po::value(&w.producer_settings), "rdmq: a producer setting key=value (repeatable)")(
-      "consumer-set", po::value(&w.consumer_settings), "rdmq: a consumer setting key=value (repeatable)")(
-      "start-broker", po::bool_switch(&w.start_broker),
-      "rdmq: start rdmq-broker (beside rdmq-bench) for this run")(
-      "broker-dir", po::value(&w.broker_dir),
-      "rdmq: --start-broker's data directory (default: fresh, deleted after)")(
-      "server-pid", po::value(&ro.server_pid), "pid of the server whose CPU time to report")(
-      "drain-timeout", po::value(&drain_s)->default_value(drain_s),
-      "seconds consumers get to catch up at the end")("json", po::value(&json_path),
-                                                      "write the result as JSON to this file")(
-      "plot", po::value(&plot_path), "write a PNG plot (gnuplot) to this file")(
-      "progress", po::value(&progress)->default_value(progress), "auto | tty | plain | none");
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(run).run(), vm);
-    po::notify(vm);
-  } catch (const std::exception& e) {
-    return Usage(e.what());
-  }
-  if (vm.count("help")) {
-    po::options_description none("");
-    PrintHelp(run, none);
-    return 0;
-  }
+  const config::CommandSpec spec{
+      .path = "rdmq-bench",
+      .usage = "[run] [options]",
+      .summary = "End-to-end benchmark of rdmq and peer brokers (Redis Streams, NATS JetStream).",
+      .description = kRunDescription,
+      .options = {
+          {"system", 0, "NAME", "rdmq | redis | nats | mem (default mem)"},
+          {"address", 0, "ADDR", "server address (rdmq bootstrap, redis host:port, nats URL)"},
+          {"topic", 0, "NAME", "topic / stream name prefix, recreated per run (default bench)"},
+          {"producers", 'p', "N", "producers (default 1)"},
+          {"consumers", 'c', "N", "consumers (0: produce only; default 1)"},
+          {"procs", 0, "", "a process per producer/consumer instead of a thread"},
+          {"size", 's', "BYTES", "message size in bytes (>= 16; default 100)"},
+          {"count", 'n', "N", "records per producer (default 100000 unless --duration)"},
+          {"duration", 'd', "SECONDS", "run for this many seconds instead of --count"},
+          {"batch-size", 0, "BYTES", "bytes a client batches before sending (default 262144)"},
+          {"linger-ms", 0, "MS", "how long a client may wait to fill a batch (fractions allowed; default 0)"},
+          {"acks", 0, "N", "0 or 1 (rdmq; the peers always acknowledge; default 1)"},
+          {"partitions", 0, "N", "partitions (streams for the peers; default 1)"},
+          {"mode", 0, "MODE", "rdmq producer mode: exclusive | shared (default exclusive)"},
+          {"fabric", 0, "NAME", "rdmq fabric: shm | tcp | verbs (default shm)"},
+          {"durability", 0, "CLASS",
+           "rdmq topic durability: durable | visibility; for peers the class of their setting\n(default "
+           "durable)"},
+          {"window", 'w', "N", "records in flight per producer (1: latency; default 1024)"},
+          {"rate", 0, "N", "records/s per producer, evenly spaced (0: unlimited; default 0)"},
+          {"label", 0, "TEXT", "durability setting text for tables, e.g. 'appendfsync always'"},
+          {"producer-set", 0, "KEY=VALUE",
+           "rdmq: a producer setting (repeatable; `rdmq config list producer`)", true},
+          {"consumer-set", 0, "KEY=VALUE",
+           "rdmq: a consumer setting (repeatable; `rdmq config list consumer`)", true},
+          {"start-broker", 0, "", "rdmq: start rdmq-broker (beside rdmq-bench) for this run"},
+          {"broker-dir", 0, "DIR", "rdmq: --start-broker's data directory (default: fresh, deleted after)"},
+          {"server-pid", 0, "PID", "pid of the server whose CPU time to report"},
+          {"drain-timeout", 0, "SECONDS", "seconds consumers get to catch up at the end (default 30)"},
+          {"json", 0, "FILE", "write the result as JSON to this file"},
+          {"plot", 0, "FILE", "write a PNG plot (gnuplot) to this file"},
+          {"progress", 0, "MODE", "auto | tty | plain | none (default auto)"}}};
+  int exit = 0;
+  const auto a = config::ParseCommandLine(spec, args, &exit);
+  if (!a) return exit;
+  constexpr int64_t kIntMax = std::numeric_limits<int32_t>::max();
+  constexpr int64_t kIntMin = std::numeric_limits<int32_t>::min();
+  constexpr int64_t kU32Max = std::numeric_limits<uint32_t>::max();
+  const Status parsed = [&]() -> Status {
+    w.system = a->GetOr("system", w.system);
+    w.address = a->GetOr("address", w.address);
+    w.topic = a->GetOr("topic", w.topic);
+    RDMQ_ASSIGN_OR_RETURN(const int64_t producers, a->GetInt("producers", w.producers, kIntMin, kIntMax));
+    RDMQ_ASSIGN_OR_RETURN(const int64_t consumers, a->GetInt("consumers", w.consumers, kIntMin, kIntMax));
+    RDMQ_ASSIGN_OR_RETURN(const int64_t size, a->GetInt("size", w.message_size, 0, kU32Max));
+    RDMQ_ASSIGN_OR_RETURN(const int64_t count, a->GetInt("count", 0, 0, std::numeric_limits<int64_t>::max()));
+    RDMQ_ASSIGN_OR_RETURN(duration_s, a->GetDouble("duration", 0, 0, 1e9));
+    RDMQ_ASSIGN_OR_RETURN(const int64_t batch, a->GetInt("batch-size", w.batch_size, 0, kU32Max));
+    RDMQ_ASSIGN_OR_RETURN(linger_ms, a->GetDouble("linger-ms", 0, 0, 1e9));
+    RDMQ_ASSIGN_OR_RETURN(const int64_t acks, a->GetInt("acks", w.acks, kIntMin, kIntMax));
+    RDMQ_ASSIGN_OR_RETURN(const int64_t partitions, a->GetInt("partitions", w.partitions, kIntMin, kIntMax));
+    RDMQ_ASSIGN_OR_RETURN(const int64_t window, a->GetInt("window", w.window, 0, kU32Max));
+    RDMQ_ASSIGN_OR_RETURN(w.rate, a->GetDouble("rate", 0, 0, 1e12));
+    RDMQ_ASSIGN_OR_RETURN(const int64_t server_pid, a->GetInt("server-pid", 0, 0, kIntMax));
+    RDMQ_ASSIGN_OR_RETURN(drain_s, a->GetDouble("drain-timeout", drain_s, 0, 1e9));
+    w.producers = static_cast<int>(producers);
+    w.consumers = static_cast<int>(consumers);
+    w.processes = a->Has("procs");
+    w.message_size = static_cast<uint32_t>(size);
+    w.count = static_cast<uint64_t>(count);
+    w.batch_size = static_cast<uint32_t>(batch);
+    w.acks = static_cast<int>(acks);
+    w.partitions = static_cast<int>(partitions);
+    w.mode = a->GetOr("mode", w.mode);
+    w.fabric = a->GetOr("fabric", w.fabric);
+    w.durability = a->GetOr("durability", w.durability);
+    w.window = static_cast<uint32_t>(window);
+    w.label = a->GetOr("label", w.label);
+    w.producer_settings = a->GetAll("producer-set");
+    w.consumer_settings = a->GetAll("consumer-set");
+    w.start_broker = a->Has("start-broker");
+    w.broker_dir = a->GetOr("broker-dir", w.broker_dir);
+    ro.server_pid = static_cast<int>(server_pid);
+    json_path = a->GetOr("json", "");
+    plot_path = a->GetOr("plot", "");
+    progress = a->GetOr("progress", progress);
+    return Status::Ok();
+  }();
+  if (!parsed.ok()) return Usage(std::string(parsed.context()));
   w.duration = std::chrono::milliseconds(static_cast<int64_t>(duration_s * 1000));
   if (duration_s > 0 && w.duration.count() == 0) return Usage("--duration must be at least 0.001 s");
   w.linger = std::chrono::microseconds(static_cast<int64_t>(linger_ms * 1000));
@@ -170,20 +202,18 @@ int RunCommand(const std::vector<std::string>& args) {
 int LimitsCommand(const std::vector<std::string>& args) {
   bool quick = false;
   std::string json_path;
-  po::options_description opts("limits options");
-  opts.add_options()("help,h", "this help")("quick", po::bool_switch(&quick), "shorter measurements")(
-      "json", po::value(&json_path), "write the figures as JSON to this file");
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(opts).run(), vm);
-    po::notify(vm);
-  } catch (const std::exception& e) {
-    return Usage(e.what());
-  }
-  if (vm.count("help")) {
-    std::cout << "rdmq-bench limits: the machine's physical limits\n" << opts;
-    return 0;
-  }
+  const config::CommandSpec spec{.path = "rdmq-bench limits",
+                                 .usage = "[--quick] [--json FILE]",
+                                 .summary =
+                                     "The machine's physical limits: memcpy, loopback TCP bandwidth and "
+                                     "round trip.",
+                                 .options = {{"quick", 0, "", "shorter measurements"},
+                                             {"json", 0, "FILE", "write the figures as JSON to this file"}}};
+  int exit = 0;
+  const auto a = config::ParseCommandLine(spec, args, &exit);
+  if (!a) return exit;
+  quick = a->Has("quick");
+  json_path = a->GetOr("json", "");
   Result<Limits> l = MeasureLimits(quick);
   if (!l.ok()) {
     std::fprintf(stderr, "rdmq-bench limits: %s\n", l.status().ToString().c_str());
@@ -203,24 +233,19 @@ int TableCommand(const std::vector<std::string>& args) {
   std::string reference = "rdmq";
   bool markdown = false;
   std::vector<std::string> files;
-  po::options_description opts("table options");
-  opts.add_options()("help,h", "this help")("reference", po::value(&reference)->default_value(reference),
-                                            "system the ratios compare against")(
-      "markdown", po::bool_switch(&markdown), "print GitHub markdown")("files", po::value(&files),
-                                                                       "result files");
-  po::positional_options_description pos;
-  pos.add("files", -1);
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(opts).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const std::exception& e) {
-    return Usage(e.what());
-  }
-  if (vm.count("help")) {
-    std::cout << "rdmq-bench table: comparison of result files\n" << opts;
-    return 0;
-  }
+  const config::CommandSpec spec{
+      .path = "rdmq-bench table",
+      .usage = "[--reference SYSTEM] [--markdown] RESULT.json...",
+      .summary = "Comparison table of result files, with ratios.",
+      .options = {{"reference", 0, "SYSTEM", "system the ratios compare against (default rdmq)"},
+                  {"markdown", 0, "", "print GitHub markdown"}},
+      .max_positional = std::numeric_limits<size_t>::max()};
+  int exit = 0;
+  const auto a = config::ParseCommandLine(spec, args, &exit);
+  if (!a) return exit;
+  reference = a->GetOr("reference", reference);
+  markdown = a->Has("markdown");
+  files = a->positional();
   if (files.empty()) return Usage("table needs at least one result file");
   std::vector<TableRow> rows;
   for (const std::string& f : files) {

@@ -26,12 +26,14 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <semaphore>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "rdmq/config/args.h"
 #include "rdmq/fabric/fabric.h"
 #include "rdmq/rpc/client.h"
 #include "rdmq/rpc/server.h"
@@ -67,55 +69,68 @@ std::vector<std::string> Split(const std::string& s) {
 }
 
 [[noreturn]] void Usage(const char* why) {
-  std::fprintf(
-      stderr,
-      "rdmq-rpc-bench: %s\nusage: rdmq-rpc-bench [--fabric shm|tcp] [--threads 1,2,4,8,16,32] "
-      "[--channels 2]\n  [--modes coalescing,no-coalescing,spinlock,per-thread] [--payload 64] "
-      "[--outstanding 1]\n  [--duration-ms 1000] [--repeat 1] [--tsv FILE] [--json FILE] [--png FILE]\n",
-      why);
+  std::fprintf(stderr, "rdmq-rpc-bench: %s; see 'rdmq-rpc-bench --help'\n", why);
   std::exit(2);
 }
 
 Args Parse(int argc, char** argv) {
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    const std::string k = argv[i];
-    if (k == "--help" || k == "-h") Usage("help");
-    if (i + 1 >= argc) Usage(("missing value for " + k).c_str());
-    const std::string v = argv[++i];
-    if (k == "--fabric") {
-      auto p = fabric::ParseProvider(v);
-      if (!p.ok()) Usage(("unknown fabric " + v).c_str());
-      a.provider = *p;
-    } else if (k == "--threads") {
-      a.threads.clear();
-      for (const auto& t : Split(v)) a.threads.push_back(std::max(1, std::atoi(t.c_str())));
-    } else if (k == "--modes") {
-      a.modes = Split(v);
-    } else if (k == "--channels") {
-      a.channels = static_cast<uint32_t>(std::max(1, std::atoi(v.c_str())));
-    } else if (k == "--payload") {
-      a.payload = static_cast<size_t>(std::atoll(v.c_str()));
-    } else if (k == "--outstanding") {
-      a.outstanding = std::max(1, std::atoi(v.c_str()));
-    } else if (k == "--duration-ms") {
-      a.duration_ms = std::max(50, std::atoi(v.c_str()));
-    } else if (k == "--pin") {
-      a.pin = v == "1" || v == "yes" || v == "true";
-    } else if (k == "--quiet-wait") {
-      a.quiet_wait_s = std::max(0, std::atoi(v.c_str()));
-    } else if (k == "--repeat") {
-      a.repeat = std::max(1, std::atoi(v.c_str()));
-    } else if (k == "--tsv") {
-      a.tsv = v;
-    } else if (k == "--json") {
-      a.json = v;
-    } else if (k == "--png") {
-      a.png = v;
-    } else {
-      Usage(("unknown option " + k).c_str());
+  const rdmq::config::CommandSpec spec{
+      .path = "rdmq-rpc-bench",
+      .usage = "[options]",
+      .summary = "RPC calls/s and latency by client threads, per submission mode.",
+      .options = {
+          {"fabric", 0, "NAME", "shm | tcp (default shm)"},
+          {"threads", 0, "LIST", "client thread counts (default 1,2,4,8,16,32)"},
+          {"channels", 0, "N", "RPC channels (default 2)"},
+          {"modes", 0, "LIST",
+           "coalescing, coalescing-nowindow, no-coalescing, spinlock, per-thread\n"
+           "(default coalescing,no-coalescing,spinlock,per-thread)"},
+          {"payload", 0, "BYTES", "request payload (default 64)"},
+          {"outstanding", 0, "N", "calls in flight per thread (default 1)"},
+          {"duration-ms", 0, "MS", "time per run (at least 50; default 1000)"},
+          {"repeat", 0, "N", "runs per point; the median run is reported (default 1)"},
+          {"quiet-wait", 0, "S", "wait up to this long for an idle machine before each run (default 0)"},
+          {"pin", 0, "1|0", "server on the last CPU, client on the others (default 0)"},
+          {"tsv", 0, "FILE", "write the points as TSV"},
+          {"json", 0, "FILE", "write the points as JSON"},
+          {"png", 0, "FILE", "plot the points (gnuplot)"}}};
+  int exit_code = 0;
+  const auto args = rdmq::config::ParseCommandLine(spec, argc, argv, &exit_code);
+  if (!args) std::exit(exit_code);  // NOLINT(concurrency-mt-unsafe): before any thread
+  auto integer = [&](const char* name, int64_t fallback) {
+    auto v = args->GetInt(name, fallback, std::numeric_limits<int>::min(), std::numeric_limits<int>::max());
+    if (!v.ok()) Usage(std::string(v.status().context()).c_str());
+    return static_cast<int>(*v);
+  };
+  if (auto v = args->Get("fabric")) {
+    auto p = fabric::ParseProvider(*v);
+    if (!p.ok()) Usage(("unknown fabric " + *v).c_str());
+    a.provider = *p;
+  }
+  if (auto v = args->Get("threads")) {
+    a.threads.clear();
+    for (const auto& t : Split(*v)) {
+      auto n = rdmq::config::ParseInt(t, "--threads", 0, std::numeric_limits<int>::max());
+      if (!n.ok()) Usage(std::string(n.status().context()).c_str());
+      a.threads.push_back(std::max(1, static_cast<int>(*n)));
     }
   }
+  if (auto v = args->Get("modes")) a.modes = Split(*v);
+  a.channels = static_cast<uint32_t>(std::max(1, integer("channels", a.channels)));
+  auto payload =
+      args->GetInt("payload", static_cast<int64_t>(a.payload), 0, std::numeric_limits<int64_t>::max());
+  if (!payload.ok()) Usage(std::string(payload.status().context()).c_str());
+  a.payload = static_cast<size_t>(*payload);
+  a.outstanding = std::max(1, integer("outstanding", a.outstanding));
+  a.duration_ms = std::max(50, integer("duration-ms", a.duration_ms));
+  const std::string pin = args->GetOr("pin", "0");
+  a.pin = pin == "1" || pin == "yes" || pin == "true";
+  a.quiet_wait_s = std::max(0, integer("quiet-wait", a.quiet_wait_s));
+  a.repeat = std::max(1, integer("repeat", a.repeat));
+  a.tsv = args->GetOr("tsv", "");
+  a.json = args->GetOr("json", "");
+  a.png = args->GetOr("png", "");
   for (const auto& m : a.modes) {
     if (m != "coalescing" && m != "coalescing-nowindow" && m != "no-coalescing" && m != "spinlock" &&
         m != "per-thread") {

@@ -24,12 +24,14 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "rdmq/common/clock.h"
 #include "rdmq/common/coding.h"
 #include "rdmq/common/log.h"
+#include "rdmq/config/args.h"
 #include "rdmq/storage/log.h"
 
 using namespace rdmq;
@@ -59,48 +61,52 @@ std::vector<std::string> Split(const std::string& s) {
   return out;
 }
 
+// Parses the command line; exits on --help (0) and on a usage error (2).
 Args Parse(int argc, char** argv) {
   Args a;
-  const char* tmp = std::getenv("TMPDIR");
+  const char* tmp = std::getenv("TMPDIR");  // NOLINT(concurrency-mt-unsafe): before any thread
   a.dir = std::string(tmp && *tmp ? tmp : "/tmp") + "/rdmq-storage-bench";
-  for (int i = 1; i < argc; ++i) {
-    const std::string k = argv[i];
-    if (k == "-h" || k == "--help") {
-      std::printf(
-          "rdmq-storage-bench: append+commit throughput per persistence mode, next to memcpy.\n"
-          "  --dir DIR          where to put the logs (default $TMPDIR/rdmq-storage-bench; wiped)\n"
-          "  --seconds S        time per measurement (default 1.5)\n"
-          "  --batch-bytes N    bytes of records per batch (default 65536)\n"
-          "  --segment-mib N    segment size (default 64)\n"
-          "  --modes LIST       persistence modes (default none,msync,pmem)\n"
-          "  --sizes LIST       record value sizes in bytes (default 100,1024)\n"
-          "  --recovery-gib G   size of the log killed and recovered at the end (default 1; 0 = skip)\n");
-      std::exit(0);
-    }
-    if (i + 1 >= argc) {
-      std::fprintf(stderr, "missing value for %s (try --help)\n", k.c_str());
-      std::exit(2);
-    }
-    const std::string v = argv[++i];
-    if (k == "--dir") {
-      a.dir = v;
-    } else if (k == "--seconds") {
-      a.seconds = std::atof(v.c_str());
-    } else if (k == "--batch-bytes") {
-      a.batch_bytes = static_cast<size_t>(std::atol(v.c_str()));
-    } else if (k == "--segment-mib") {
-      a.segment_mib = static_cast<uint64_t>(std::atol(v.c_str()));
-    } else if (k == "--modes") {
-      a.modes = Split(v);
-    } else if (k == "--recovery-gib") {
-      a.recovery_gib = std::atof(v.c_str());
-    } else if (k == "--sizes") {
+  const config::CommandSpec spec{
+      .path = "rdmq-storage-bench",
+      .usage = "[options]",
+      .summary = "Append+commit throughput per persistence mode, next to memcpy.",
+      .options = {
+          {"dir", 0, "DIR", "where to put the logs (default $TMPDIR/rdmq-storage-bench; wiped)"},
+          {"seconds", 0, "S", "time per measurement (default 1.5)"},
+          {"batch-bytes", 0, "N", "bytes of records per batch (default 65536)"},
+          {"segment-mib", 0, "N", "segment size (default 64)"},
+          {"modes", 0, "LIST", "persistence modes (default none,msync,pmem)"},
+          {"sizes", 0, "LIST", "record value sizes in bytes (default 100,1024)"},
+          {"recovery-gib", 0, "G", "size of the log killed and recovered at the end (default 1; 0 = skip)"}}};
+  int exit_code = 0;
+  const auto args = config::ParseCommandLine(spec, argc, argv, &exit_code);
+  if (!args) std::exit(exit_code);  // NOLINT(concurrency-mt-unsafe): before any thread
+  const Status parsed = [&]() -> Status {
+    a.dir = args->GetOr("dir", a.dir);
+    RDMQ_ASSIGN_OR_RETURN(a.seconds, args->GetDouble("seconds", a.seconds, 0, 1e9));
+    RDMQ_ASSIGN_OR_RETURN(const int64_t batch,
+                          args->GetInt("batch-bytes", static_cast<int64_t>(a.batch_bytes), 0,
+                                       std::numeric_limits<int64_t>::max()));
+    a.batch_bytes = static_cast<size_t>(batch);
+    RDMQ_ASSIGN_OR_RETURN(const int64_t segment,
+                          args->GetInt("segment-mib", static_cast<int64_t>(a.segment_mib), 0,
+                                       std::numeric_limits<int64_t>::max()));
+    a.segment_mib = static_cast<uint64_t>(segment);
+    if (auto modes = args->Get("modes")) a.modes = Split(*modes);
+    RDMQ_ASSIGN_OR_RETURN(a.recovery_gib, args->GetDouble("recovery-gib", a.recovery_gib, 0, 1e6));
+    if (auto sizes = args->Get("sizes")) {
       a.sizes.clear();
-      for (const auto& s : Split(v)) a.sizes.push_back(static_cast<size_t>(std::atol(s.c_str())));
-    } else {
-      std::fprintf(stderr, "unknown option %s (try --help)\n", k.c_str());
-      std::exit(2);
+      for (const auto& s : Split(*sizes)) {
+        RDMQ_ASSIGN_OR_RETURN(const int64_t n,
+                              config::ParseInt(s, "--sizes", 0, std::numeric_limits<int64_t>::max()));
+        a.sizes.push_back(static_cast<size_t>(n));
+      }
     }
+    return Status::Ok();
+  }();
+  if (!parsed.ok()) {
+    std::fprintf(stderr, "rdmq-storage-bench: %s\n", std::string(parsed.context()).c_str());
+    std::exit(2);  // NOLINT(concurrency-mt-unsafe): before any thread
   }
   return a;
 }

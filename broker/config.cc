@@ -4,8 +4,7 @@
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
-
-#include "rdmq/common/log.h"
+#include <utility>
 
 namespace rdmq::broker {
 namespace {
@@ -15,29 +14,15 @@ Status Bad(std::string_view key, std::string_view value, std::string_view why) {
                 std::string(key) + "=" + std::string(value) + ": " + std::string(why));
 }
 
-Status ParseU32(std::string_view key, std::string_view value, uint32_t lo, uint32_t hi, uint32_t* out) {
-  uint64_t v = 0;
-  auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
-  if (ec != std::errc() || p != value.data() + value.size() || value.empty())
-    return Bad(key, value, "not an integer");
-  if (v < lo || v > hi) {
-    return Bad(key, value, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
-  }
-  *out = static_cast<uint32_t>(v);
-  return Status::Ok();
-}
-
-// Broker key → topic config key, for the defaults of new topics.
-std::string_view TopicKeyFor(std::string_view key) {
-  if (key == "num.partitions") return "partitions";
-  if (key == "log.segment.bytes") return "segment.bytes";
-  if (key == "log.retention.bytes") return "retention.bytes";
-  if (key == "log.retention.ms") return "retention.ms";
-  if (key == "log.index.interval.bytes") return "index.interval.bytes";
-  if (key == "message.max.bytes") return "max.message.bytes";
-  if (key == "durability") return "durability";
-  return {};
-}
+// Broker keys that set the defaults of new topics, and the topic keys they stand for.
+constexpr std::pair<const char*, const char*> kTopicKeys[] = {
+    {"num.partitions", "partitions"},
+    {"log.segment.bytes", "segment.bytes"},
+    {"log.retention.bytes", "retention.bytes"},
+    {"log.retention.ms", "retention.ms"},
+    {"log.index.interval.bytes", "index.interval.bytes"},
+    {"message.max.bytes", "max.message.bytes"},
+    {"durability", "durability"}};
 
 bool IsHostPort(std::string_view s) {
   const auto colon = s.rfind(':');
@@ -59,60 +44,115 @@ std::string BrokerConfig::DataAddress() const {
   return fabric == "shm" ? data_dir + "/rdmq-data.sock" : "0.0.0.0:9093";
 }
 
-Status ApplySetting(BrokerConfig* c, std::string_view key, std::string_view value) {
-  if (auto topic_key = TopicKeyFor(key); !topic_key.empty()) {
-    Status s = metadata::SetConfig(&c->topic_defaults, topic_key, value);
-    if (!s.ok()) return Bad(key, value, s.context());
-    return Status::Ok();
-  }
-  if (key == "data.dir") {
-    if (value.empty()) return Bad(key, value, "must not be empty");
-    c->data_dir = value;
-  } else if (key == "fabric") {
-    if (value != "shm" && value != "tcp" && value != "verbs")
-      return Bad(key, value, "must be shm, tcp or verbs");
-    c->fabric = value;
-  } else if (key == "listen.control") {
-    c->listen_control = value;
-  } else if (key == "listen.data") {
-    c->listen_data = value;
-  } else if (key == "device") {
-    c->device = value;
-  } else if (key == "broker.id") {
-    uint32_t id = 0;
-    RDMQ_RETURN_IF_ERROR(ParseU32(key, value, 0, 1u << 30, &id));
-    c->broker_id = id;
-  } else if (key == "lease.ms") {
-    return ParseU32(key, value, 100, 3'600'000, &c->lease_ms);
-  } else if (key == "rpc.workers") {
-    return ParseU32(key, value, 1, 256, &c->rpc_workers);
-  } else if (key == "log.checkpoint.interval.ms") {
-    return ParseU32(key, value, 1, 3'600'000, &c->checkpoint_interval_ms);
-  } else if (key == "log.retention.check.interval.ms") {
-    return ParseU32(key, value, 10, 3'600'000, &c->retention_check_interval_ms);
-  } else if (key == "data.spin.us") {
-    return ParseU32(key, value, 0, 1'000'000, &c->data_spin_us);
-  } else if (key == "log.level") {
-    log::Level l;
-    if (!log::ParseLevel(value, &l)) return Bad(key, value, "must be trace, debug, info, warn, error or off");
-    c->log_level = value;
-  } else if (key == "log.format") {
-    if (value != "text" && value != "json") return Bad(key, value, "must be text or json");
-    c->log_format = value;
-  } else {
-    return Status(Errc::kInvalidArgument,
-                  "unknown config key '" + std::string(key) + "' (see rdmq-broker --help for the list)");
-  }
-  return Status::Ok();
+const config::ConfigDef<BrokerConfig>& BrokerConfigDef() {
+  using config::Field;
+  using config::Type;
+  using config::Unit;
+  static const auto* def = [] {
+    auto* d = new config::ConfigDef<BrokerConfig>("broker");
+    const std::string broker = "broker";
+    d->Define({.name = "data.dir",
+               .type = Type::kString,
+               .doc = "Where the topics (topics/<topic>-<partition>/), the metadata (meta/) and the shm "
+                      "sockets live.",
+               .component = broker,
+               .non_empty = true},
+              Field(&BrokerConfig::data_dir));
+    d->Define({.name = "fabric",
+               .type = Type::kEnum,
+               .doc = "shm: processes on this host; tcp; verbs: RDMA.",
+               .component = broker,
+               .choices = {{"shm", 0}, {"tcp", 1}, {"verbs", 2}}},
+              Field(&BrokerConfig::fabric));
+    d->Define({.name = "listen.control",
+               .type = Type::kString,
+               .doc = "The RPC listener: for shm a socket path, for tcp and verbs host:port (port 0: any).",
+               .component = broker,
+               .default_text = "shm: <data.dir>/rdmq.sock; tcp, verbs: 0.0.0.0:9092"},
+              Field(&BrokerConfig::listen_control));
+    d->Define({.name = "listen.data",
+               .type = Type::kString,
+               .doc = "The data listener (one-sided WRITEs and READs): for shm a socket path, for tcp "
+                      "and verbs host:port.",
+               .component = broker,
+               .default_text = "shm: <data.dir>/rdmq-data.sock; tcp, verbs: 0.0.0.0:9093"},
+              Field(&BrokerConfig::listen_data));
+    d->Define({.name = "device",
+               .type = Type::kString,
+               .doc = "verbs: the RDMA device name (empty: the first active one).",
+               .component = broker},
+              Field(&BrokerConfig::device));
+    d->Define({.name = "broker.id",
+               .type = Type::kInt,
+               .doc = "This broker's id, reported to clients.",
+               .component = broker,
+               .min = 0,
+               .max = 1LL << 30},
+              Field(&BrokerConfig::broker_id));
+    d->Define({.name = "lease.ms",
+               .type = Type::kDuration,
+               .doc = "Producer lease length: a lease not renewed (by a commit or RenewLease) this long "
+                      "ends, and shared reservations older than this are filled.",
+               .component = broker,
+               .min = 100,
+               .max = 3'600'000},
+              Field(&BrokerConfig::lease_ms));
+    d->Define({.name = "rpc.workers",
+               .type = Type::kInt,
+               .doc = "Threads running the RPC handlers that do I/O.",
+               .component = broker,
+               .min = 1,
+               .max = 256},
+              Field(&BrokerConfig::rpc_workers));
+    d->Define({.name = "log.checkpoint.interval.ms",
+               .type = Type::kDuration,
+               .doc = "How often every partition with new commits is checkpointed.",
+               .component = broker,
+               .min = 1,
+               .max = 3'600'000},
+              Field(&BrokerConfig::checkpoint_interval_ms));
+    d->Define({.name = "log.retention.check.interval.ms",
+               .type = Type::kDuration,
+               .doc = "How often retention deletes old segments.",
+               .component = broker,
+               .min = 10,
+               .max = 3'600'000},
+              Field(&BrokerConfig::retention_check_interval_ms));
+    d->Define({.name = "data.spin.us",
+               .type = Type::kDuration,
+               .doc = "The commit poller spins this long after the last commit before it sleeps (0: "
+                      "sleep at once); waking a sleeping poller can cost ~100 us on a VM.",
+               .component = broker,
+               .min = 0,
+               .max = 1'000'000,
+               .unit = Unit::kMicros},
+              Field(&BrokerConfig::data_spin_us));
+    d->Define({.name = "log.level",
+               .type = Type::kEnum,
+               .doc = "The least severe log message written.",
+               .component = broker,
+               .choices = {{"trace", 0}, {"debug", 1}, {"info", 2}, {"warn", 3}, {"error", 4}, {"off", 5}}},
+              Field(&BrokerConfig::log_level));
+    d->Define({.name = "log.format",
+               .type = Type::kEnum,
+               .doc = "text: key=value lines; json: one object per line.",
+               .component = broker,
+               .choices = {{"text", 0}, {"json", 1}}},
+              Field(&BrokerConfig::log_format));
+    for (const auto& [broker_key, topic_key] : kTopicKeys) {
+      d->IncludeAs(metadata::TopicConfigDef(), &BrokerConfig::topic_defaults, broker_key, topic_key,
+                   "Default for new topics (topic key " + std::string(topic_key) + "). ");
+    }
+    return d;
+  }();
+  return *def;
 }
 
-Status ApplySetting(BrokerConfig* c, std::string_view kv) {
-  const auto eq = kv.find('=');
-  if (eq == std::string_view::npos || eq == 0) {
-    return Status(Errc::kInvalidArgument, "'" + std::string(kv) + "': expected key=value");
-  }
-  return ApplySetting(c, kv.substr(0, eq), kv.substr(eq + 1));
+Status ApplySetting(BrokerConfig* c, std::string_view key, std::string_view value) {
+  return BrokerConfigDef().Set(c, key, value);
 }
+
+Status ApplySetting(BrokerConfig* c, std::string_view kv) { return BrokerConfigDef().Set(c, kv); }
 
 Status ApplyJson(BrokerConfig* c, std::string_view text, std::string_view source) {
   auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
@@ -141,34 +181,10 @@ Status ApplyFile(BrokerConfig* c, const std::string& path) {
 }
 
 std::vector<std::pair<std::string, std::string>> ConfigEntries(const BrokerConfig& c) {
-  std::vector<std::pair<std::string, std::string>> out = {
-      {"data.dir", c.data_dir},
-      {"fabric", c.fabric},
-      {"listen.control", c.ControlAddress()},
-      {"listen.data", c.DataAddress()},
-      {"device", c.device},
-      {"broker.id", std::to_string(c.broker_id)},
-      {"lease.ms", std::to_string(c.lease_ms)},
-      {"rpc.workers", std::to_string(c.rpc_workers)},
-      {"log.checkpoint.interval.ms", std::to_string(c.checkpoint_interval_ms)},
-      {"log.retention.check.interval.ms", std::to_string(c.retention_check_interval_ms)},
-      {"data.spin.us", std::to_string(c.data_spin_us)},
-      {"log.level", c.log_level},
-      {"log.format", c.log_format},
-  };
-  static constexpr std::pair<const char*, const char*> kTopicKeys[] = {
-      {"num.partitions", "partitions"},
-      {"log.segment.bytes", "segment.bytes"},
-      {"log.retention.bytes", "retention.bytes"},
-      {"log.retention.ms", "retention.ms"},
-      {"log.index.interval.bytes", "index.interval.bytes"},
-      {"message.max.bytes", "max.message.bytes"},
-      {"durability", "durability"}};
-  const auto topic = metadata::ConfigEntries(c.topic_defaults);
-  for (const auto& [broker_key, topic_key] : kTopicKeys) {
-    for (const auto& [k, v] : topic) {
-      if (k == topic_key) out.emplace_back(broker_key, v);
-    }
+  auto out = BrokerConfigDef().Entries(c);
+  for (auto& [key, value] : out) {  // the listeners with their defaults filled in
+    if (key == "listen.control") value = c.ControlAddress();
+    if (key == "listen.data") value = c.DataAddress();
   }
   return out;
 }

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "config_list.h"
 #include "rdmq/cli/args.h"
 #include "rdmq/cli/inspect.h"
 #include "rdmq/cli/output.h"
@@ -509,6 +510,10 @@ std::vector<Group> Commands() {
               .min_positional = 1,
               .max_positional = 2},
           PartitionInspect}}});
+  g.push_back(Group{
+      "config",
+      "The configuration keys of every component.",
+      {Subcommand{ConfigListSpec(), [](const Subcommand&, const ParsedArgs& a) { return ConfigList(a); }}}});
   g.push_back(
       Group{"cluster",
             "Broker-wide views.",
@@ -528,7 +533,7 @@ CommandSpec TopSpec(const std::vector<Group>& groups) {
   CommandSpec s;
   s.path = "rdmq";
   s.usage = "[--broker ADDR] [--json] <command> <subcommand> [options] [arguments]";
-  s.summary = "Administer an rdmq broker: topics, partitions, cluster status.";
+  s.summary = "Administer an rdmq broker: topics, partitions, cluster status; list config keys.";
   s.description =
       "Every command takes --help. Exit status: 0 success, 1 the operation failed, 2 bad command line.\n"
       "Related tools: rdmq-produce (stdin lines to records), rdmq-consume (records to stdout), rdmq-broker.";
@@ -536,9 +541,12 @@ CommandSpec TopSpec(const std::vector<Group>& groups) {
   for (const auto& g : groups) {
     for (const auto& sc : g.subcommands) s.subcommands.emplace_back(sc.spec.path.substr(5), sc.spec.summary);
   }
-  s.examples = {"rdmq topic create orders --partitions 3", "rdmq topic list",
-                "rdmq topic describe orders --json", "rdmq cluster status",
-                "rdmq partition inspect rdmq-data/topics/orders-0"};
+  s.examples = {"rdmq topic create orders --partitions 3",
+                "rdmq topic list",
+                "rdmq topic describe orders --json",
+                "rdmq cluster status",
+                "rdmq partition inspect rdmq-data/topics/orders-0",
+                "rdmq config list producer"};
   return s;
 }
 
@@ -582,8 +590,8 @@ int Main(int argc, char** argv) {
     if (g.name == cmd) group = &g;
   }
   if (group == nullptr) {
-    return Usage(
-        UsageError("unknown command '" + cmd + "' (commands: topic, partition, cluster); " + top.SeeHelp()));
+    return Usage(UsageError("unknown command '" + cmd + "' (commands: topic, partition, config, cluster); " +
+                            top.SeeHelp()));
   }
   const CommandSpec gspec = group->Spec();
   if (at.size() < 2) {

@@ -21,6 +21,7 @@
 #include "rdmq/cli/args.h"
 #include "rdmq/cli/records.h"
 #include "rdmq/client/admin.h"
+#include "rdmq/config/render.h"
 #include "rdmq/consumer/consumer.h"
 
 namespace rdmq::cli {
@@ -53,16 +54,15 @@ CommandSpec Spec() {
       {"delimiter", 'D', "DELIM", "record delimiter instead of \\n (ignored with -f and --json)"},
       {"json", 0, "",
        "one JSON object per record: topic, partition, offset, timestamp_ms, key, value, headers"},
-      {"consumer-config", 'X', "KEY=VALUE",
-       "consumer setting: max.poll.records, fetch.max.bytes, check.crcs, client.id, ...;\n"
-       "repeatable",
-       true},
+      {"consumer-config", 'X', "KEY=VALUE", "a consumer setting (listed below); repeatable", true},
       {"verbose", 'v', "", "report on stderr when a partition's end is reached"},
   };
   s.examples = {"rdmq-consume orders", "rdmq-consume -e orders > all-values.txt",
                 "rdmq-consume -o -10 -e -f 'partition %p offset %o: %k=%s\\n' orders",
                 "rdmq-consume -K : -e orders      # pairs with: rdmq-produce -K : orders",
                 "rdmq-consume --json -c 1 -o end orders"};
+  s.settings_title = "Consumer settings (-X KEY=VALUE; what each does: rdmq config list consumer)";
+  s.settings = config::RenderKeysBrief(consumer::ConsumerConfigDef().Describe(), 2);
   s.min_positional = 1;
   s.max_positional = 1;
   return s;

@@ -18,6 +18,7 @@
 
 #include "rdmq/cli/args.h"
 #include "rdmq/cli/records.h"
+#include "rdmq/config/render.h"
 #include "rdmq/producer/producer.h"
 
 namespace rdmq::cli {
@@ -46,16 +47,15 @@ CommandSpec Spec() {
       {"acks", 'a', "ACKS", "0 (fire and forget) or 1/all (wait for the broker; default 1)"},
       {"delimiter", 'D', "DELIM", "record delimiter (default \\n)"},
       {"skip-empty", 0, "", "skip empty lines instead of producing empty values"},
-      {"producer-config", 'X', "KEY=VALUE",
-       "producer setting: batch.size, linger.ms, enable.idempotence, partition.mode,\n"
-       "buffer.memory, delivery.timeout.ms, client.id, ... (docs/cli.md); repeatable",
-       true},
+      {"producer-config", 'X', "KEY=VALUE", "a producer setting (listed below); repeatable", true},
       {"verbose", 'v', "", "print each record's partition and offset (\"line 3: partition 0 offset 41\")"},
   };
   s.examples = {"seq 1 1000000 | rdmq-produce orders",
                 "printf 'user1:login\\nuser2:logout\\n' | rdmq-produce -K : orders",
                 "rdmq-produce -p 0 -H source=cron -X linger.ms=5 logs < app.log",
                 "rdmq-produce --acks 0 -X batch.size=1048576 metrics < samples.txt"};
+  s.settings_title = "Producer settings (-X KEY=VALUE; what each does: rdmq config list producer)";
+  s.settings = config::RenderKeysBrief(producer::ProducerConfigDef().Describe(), 2);
   s.min_positional = 1;
   s.max_positional = 1;
   return s;

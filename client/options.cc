@@ -1,41 +1,51 @@
 #include "rdmq/client/options.h"
 
-#include <charconv>
 #include <cstdlib>
 
 namespace rdmq::client {
-namespace {
-
-Status Bad(std::string_view key, std::string_view value, std::string_view why) {
-  return Status(Errc::kInvalidArgument,
-                std::string(key) + "=" + std::string(value) + ": " + std::string(why));
+const config::ConfigDef<ClientOptions>& ClientConfigDef() {
+  using config::Type;
+  static const auto* def = [] {
+    auto* d = new config::ConfigDef<ClientOptions>("client");
+    const std::string client = "client";
+    // Kafka allows a list; one broker is all rdmq needs, so the first entry is taken.
+    config::Accessor<ClientOptions> bootstrap{
+        [](ClientOptions& o, const config::KeySpec&, const config::Value& v) {
+          o.bootstrap = v.text.substr(0, v.text.find(','));
+        },
+        [](const ClientOptions& o, const config::KeySpec&) { return config::Value{.text = o.bootstrap}; }};
+    d->Define({.name = "bootstrap.servers",
+               .type = Type::kString,
+               .doc = "The broker's control address: unix:/path/rdmq.sock (shm), tcp:host:port or "
+                      "verbs:host:port. A comma-separated list is accepted; its first entry is used.",
+               .component = client,
+               .non_empty = true,
+               .default_text = "$RDMQ_BROKER, else unix:./rdmq-data/rdmq.sock"},
+              bootstrap);
+    d->Define({.name = "client.id",
+               .type = Type::kString,
+               .doc = "This client's name in logs and broker diagnostics.",
+               .component = client},
+              config::Field(&ClientOptions::client_name));
+    d->Define({.name = "request.timeout.ms",
+               .type = Type::kDuration,
+               .doc = "How long a request to the broker may take before it fails with a timeout.",
+               .component = client,
+               .min = 1,
+               .max = 86'400'000},
+              config::Field(&ClientOptions::request_timeout));
+    d->Define({.name = "rdma.device",
+               .type = Type::kString,
+               .doc = "verbs: the RDMA device to use (empty: the first active one).",
+               .component = client},
+              config::Field(&ClientOptions::device));
+    return d;
+  }();
+  return *def;
 }
 
-}  // namespace
-
 Status ClientOptions::Set(std::string_view key, std::string_view value) {
-  if (key == "bootstrap.servers") {
-    if (value.empty()) return Bad(key, value, "must not be empty");
-    // Kafka allows a list; one broker is all rdmq needs, so take the first entry.
-    const auto comma = value.find(',');
-    bootstrap = std::string(value.substr(0, comma));
-  } else if (key == "client.id") {
-    client_name = value;
-  } else if (key == "request.timeout.ms") {
-    int64_t ms = 0;
-    auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), ms);
-    if (ec != std::errc() || p != value.data() + value.size() || ms <= 0 || ms > 86'400'000) {
-      return Bad(key, value, "must be an integer in [1, 86400000]");
-    }
-    request_timeout = std::chrono::milliseconds(ms);
-  } else if (key == "rdma.device") {
-    device = value;
-  } else {
-    return Status(Errc::kInvalidArgument,
-                  "unknown client config key '" + std::string(key) +
-                      "' (known: bootstrap.servers, client.id, request.timeout.ms, rdma.device)");
-  }
-  return Status::Ok();
+  return ClientConfigDef().Set(this, key, value);
 }
 
 std::string ClientOptions::ResolvedBootstrap() const {

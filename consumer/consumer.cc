@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <charconv>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -36,11 +35,6 @@ inline void CpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
 #endif
-}
-
-Status Bad(std::string_view key, std::string_view value, std::string_view why) {
-  return Status(Errc::kInvalidArgument,
-                std::string(key) + "=" + std::string(value) + ": " + std::string(why));
 }
 
 constexpr uint32_t kNotifyRecvs = 64;
@@ -632,50 +626,6 @@ Result<std::unique_ptr<Consumer>> Consumer::Create(const ConsumerConfig& config)
   auto c = std::make_unique<ConsumerImpl>(config);
   RDMQ_RETURN_IF_ERROR(c->Init());
   return std::unique_ptr<Consumer>(std::move(c));
-}
-
-Status ConsumerConfig::Set(std::string_view key, std::string_view value) {
-  auto u32 = [&](uint32_t lo, uint32_t hi, uint32_t* out) -> Status {
-    uint64_t v = 0;
-    auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
-    if (ec != std::errc() || p != value.data() + value.size() || value.empty())
-      return Bad(key, value, "not an integer");
-    if (v < lo || v > hi)
-      return Bad(key, value, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
-    *out = static_cast<uint32_t>(v);
-    return Status::Ok();
-  };
-  if (key == "max.poll.records") return u32(1, 1'000'000, &max_poll_records);
-  if (key == "fetch.max.bytes") return u32(1024, 1u << 30, &fetch_max_bytes);
-  if (key == "auto.offset.reset") {
-    if (value == "earliest") {
-      auto_offset_reset = OffsetReset::kEarliest;
-    } else if (value == "latest") {
-      auto_offset_reset = OffsetReset::kLatest;
-    } else if (value == "none") {
-      auto_offset_reset = OffsetReset::kNone;
-    } else {
-      return Bad(key, value, "must be earliest, latest or none");
-    }
-    return Status::Ok();
-  }
-  if (key == "check.crcs") {
-    if (value != "true" && value != "false") return Bad(key, value, "must be true or false");
-    check_crcs = value == "true";
-    return Status::Ok();
-  }
-  if (key == "rdmq.idle.spin.us") {
-    uint32_t us = 0;
-    RDMQ_RETURN_IF_ERROR(u32(0, 10'000'000, &us));
-    spin = std::chrono::microseconds(us);
-    return Status::Ok();
-  }
-  Status s = client.Set(key, value);
-  if (s.ok()) return s;
-  return Status(Errc::kInvalidArgument,
-                "unknown consumer config key '" + std::string(key) +
-                    "' (known: max.poll.records, fetch.max.bytes, auto.offset.reset, check.crcs, "
-                    "rdmq.idle.spin.us, bootstrap.servers, client.id, request.timeout.ms, rdma.device)");
 }
 
 }  // namespace rdmq::consumer

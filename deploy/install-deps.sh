@@ -26,8 +26,8 @@ pkgs=(
   rdma-core libibverbs-dev librdmacm-dev ibverbs-providers ibverbs-utils rdmacm-utils perftest
   # persistent memory and checksums
   libpmem-dev libisal-dev
-  # Boost.Asio/Beast (headers), program_options for the command-line tools
-  libboost-dev libboost-program-options-dev
+  # Boost.Asio (headers) for the fabric
+  libboost-dev
   nlohmann-json3-dev catch2
   # Soft-RoCE VM for the verbs tests (tests/verbs/softroce-vm.sh)
   qemu-system-x86 busybox-static cpio kmod iproute2 xz-utils zstd

@@ -1,38 +1,22 @@
 #include "rdmq/metadata/topic.h"
 
-#include <charconv>
 #include <limits>
 #include <nlohmann/json.hpp>
 
 namespace rdmq::metadata {
 namespace {
 
-template <class T>
-Status ParseInt(std::string_view key, std::string_view value, T lo, T hi, T* out) {
-  T v{};
-  const char* end = value.data() + value.size();
-  auto [p, ec] = std::from_chars(value.data(), end, v);
-  if (ec != std::errc() || p != end || value.empty()) {
-    return Status(MetadataErrc::kBadConfig, std::string(key) + "=" + std::string(value) + ": not an integer");
-  }
-  if (v < lo || v > hi) {
-    return Status(MetadataErrc::kBadConfig, std::string(key) + "=" + std::string(value) + ": must be in [" +
-                                                std::to_string(lo) + ", " + std::to_string(hi) + "]");
-  }
-  *out = v;
-  return Status::Ok();
-}
+using config::Field;
+using config::Type;
 
-// Retention values: -1 (no limit) or a positive amount.
-Status ParseRetention(std::string_view key, std::string_view value, int64_t* out) {
-  int64_t v = 0;
-  RDMQ_RETURN_IF_ERROR(ParseInt<int64_t>(key, value, -1, std::numeric_limits<int64_t>::max(), &v));
-  if (v == 0) {
-    return Status(MetadataErrc::kBadConfig,
-                  std::string(key) + "=0: use -1 for no limit, or a positive value");
-  }
-  *out = v;
-  return Status::Ok();
+constexpr int64_t kNoLimit = -1;
+
+// The table's errors as the metadata module's codes (the context stays the table's).
+Status AsMetadataError(const Status& s) {
+  if (s.ok()) return s;
+  if (s.is(config::ConfigErrc::kUnknownKey))
+    return Status(MetadataErrc::kUnknownConfig, std::string(s.context()));
+  return Status(MetadataErrc::kBadConfig, std::string(s.context()));
 }
 
 }  // namespace
@@ -41,44 +25,75 @@ std::string_view DurabilityName(Durability d) noexcept {
   return d == Durability::kDurable ? "durable" : "visibility";
 }
 
+const config::ConfigDef<TopicConfig>& TopicConfigDef() {
+  static const auto* def = [] {
+    auto* d = new config::ConfigDef<TopicConfig>("topic");
+    const std::string topic = "topic";
+    d->Define({.name = "partitions",
+               .type = Type::kInt,
+               .doc = "Number of partitions of the topic. Set at creation.",
+               .component = topic,
+               .min = 1,
+               .max = 4096},
+              Field(&TopicConfig::partitions));
+    d->Define({.name = "segment.bytes",
+               .type = Type::kBytes,
+               .doc = "Size of each segment file of a partition log, its 4 KiB header included; a full "
+                      "segment rolls over to a new one.",
+               .component = topic,
+               .min = 64LL << 10,
+               .max = 64LL << 30},
+              Field(&TopicConfig::segment_bytes));
+    d->Define({.name = "retention.bytes",
+               .type = Type::kBytes,
+               .doc = "Per partition: the oldest segments are deleted while the log is larger than this.",
+               .component = topic,
+               .min = 1,
+               .max = std::numeric_limits<int64_t>::max(),
+               .specials = {{kNoLimit, "no limit"}}},
+              Field(&TopicConfig::retention_bytes));
+    d->Define({.name = "retention.ms",
+               .type = Type::kDuration,
+               .doc = "Segments whose newest record is older than this are deleted.",
+               .component = topic,
+               .min = 1,
+               .max = std::numeric_limits<int64_t>::max(),
+               .specials = {{kNoLimit, "no limit"}},
+               .unit = config::Unit::kMillis},
+              Field(&TopicConfig::retention_ms));
+    d->Define({.name = "index.interval.bytes",
+               .type = Type::kBytes,
+               .doc = "Log bytes between two entries of a segment's offset index.",
+               .component = topic,
+               .min = 64,
+               .max = 64LL << 20},
+              Field(&TopicConfig::index_interval_bytes));
+    d->Define({.name = "max.message.bytes",
+               .type = Type::kBytes,
+               .doc = "Largest record batch a producer may append; must fit in a segment with its header.",
+               .component = topic,
+               .min = 128,
+               .max = 64LL << 20},
+              Field(&TopicConfig::max_message_bytes));
+    d->Define({.name = "durability",
+               .type = Type::kEnum,
+               .doc = "durable: a commit is persisted (pmem flush or msync) before it is acknowledged; "
+                      "visibility: published in memory, so it survives a process crash but not power loss.",
+               .component = topic,
+               .choices = {{"durable", static_cast<int64_t>(Durability::kDurable)},
+                           {"visibility", static_cast<int64_t>(Durability::kVisibility)}}},
+              Field(&TopicConfig::durability));
+    return d;
+  }();
+  return *def;
+}
+
 Status SetConfig(TopicConfig* c, std::string_view key, std::string_view value) {
-  if (key == "partitions") return ParseInt<int32_t>(key, value, 1, 4096, &c->partitions);
-  if (key == "segment.bytes")
-    return ParseInt<uint64_t>(key, value, 64ull << 10, 64ull << 30, &c->segment_bytes);
-  if (key == "retention.bytes") return ParseRetention(key, value, &c->retention_bytes);
-  if (key == "retention.ms") return ParseRetention(key, value, &c->retention_ms);
-  if (key == "index.interval.bytes") {
-    return ParseInt<uint32_t>(key, value, 64, 64u << 20, &c->index_interval_bytes);
-  }
-  if (key == "max.message.bytes")
-    return ParseInt<uint32_t>(key, value, 128, 64u << 20, &c->max_message_bytes);
-  if (key == "durability") {
-    if (value == "durable") {
-      c->durability = Durability::kDurable;
-    } else if (value == "visibility") {
-      c->durability = Durability::kVisibility;
-    } else {
-      return Status(MetadataErrc::kBadConfig,
-                    "durability=" + std::string(value) + ": must be 'durable' or 'visibility'");
-    }
-    return Status::Ok();
-  }
-  return Status(MetadataErrc::kUnknownConfig,
-                std::string(key) +
-                    " (known: partitions, segment.bytes, retention.bytes, retention.ms, "
-                    "index.interval.bytes, max.message.bytes, durability)");
+  return AsMetadataError(TopicConfigDef().Set(c, key, value));
 }
 
 std::vector<std::pair<std::string, std::string>> ConfigEntries(const TopicConfig& c) {
-  return {
-      {"partitions", std::to_string(c.partitions)},
-      {"segment.bytes", std::to_string(c.segment_bytes)},
-      {"retention.bytes", std::to_string(c.retention_bytes)},
-      {"retention.ms", std::to_string(c.retention_ms)},
-      {"index.interval.bytes", std::to_string(c.index_interval_bytes)},
-      {"max.message.bytes", std::to_string(c.max_message_bytes)},
-      {"durability", std::string(DurabilityName(c.durability))},
-  };
+  return TopicConfigDef().Entries(c);
 }
 
 Status ValidateConfig(const TopicConfig& c) {
@@ -112,14 +127,16 @@ Status ValidateTopicName(std::string_view name) {
 }
 
 nlohmann::json ToJson(const TopicConfig& c) {
+  // Numbers as JSON numbers, words (durability) as strings.
   nlohmann::json j = nlohmann::json::object();
-  j["partitions"] = c.partitions;
-  j["segment.bytes"] = c.segment_bytes;
-  j["retention.bytes"] = c.retention_bytes;
-  j["retention.ms"] = c.retention_ms;
-  j["index.interval.bytes"] = c.index_interval_bytes;
-  j["max.message.bytes"] = c.max_message_bytes;
-  j["durability"] = DurabilityName(c.durability);
+  for (const auto& k : TopicConfigDef().keys()) {
+    const config::Value v = k.access.get(c, k.spec);
+    if (k.spec.type == Type::kInt || k.spec.type == Type::kBytes || k.spec.type == Type::kDuration) {
+      j[k.spec.name] = v.number;
+    } else {
+      j[k.spec.name] = config::FormatValue(k.spec, v);
+    }
+  }
   return j;
 }
 

@@ -1,99 +1,102 @@
-// ProducerConfig::Set (producer.h): the Kafka-named producer keys, then the client's.
-#include <charconv>
+// The producer's key table (ProducerConfigDef, producer.h): the Kafka-named producer keys, then
+// the client's. ProducerConfig::Set is a lookup in it.
 #include <string>
 
 #include "rdmq/producer/producer.h"
 
 namespace rdmq::producer {
-namespace {
 
-Status Bad(std::string_view key, std::string_view value, std::string_view why) {
-  return Status(Errc::kInvalidArgument,
-                std::string(key) + "=" + std::string(value) + ": " + std::string(why));
+const config::ConfigDef<ProducerConfig>& ProducerConfigDef() {
+  using config::Field;
+  using config::Type;
+  using config::Unit;
+  static const auto* def = [] {
+    auto* d = new config::ConfigDef<ProducerConfig>("producer");
+    const std::string producer = "producer";
+    d->Define({.name = "batch.size",
+               .type = Type::kBytes,
+               .doc = "Bytes of records a partition's batch collects before it is sent.",
+               .component = producer,
+               .min = 128,
+               .max = 64LL << 20},
+              Field(&ProducerConfig::batch_size));
+    d->Define({.name = "linger.ms",
+               .type = Type::kDuration,
+               .doc = "How long a batch may wait after its first record for more before it is sent "
+                      "(0: send as soon as the I/O thread is free).",
+               .component = producer,
+               .min = 0,
+               .max = 3'600'000,
+               .unit = Unit::kMillis,
+               .fractions = true},
+              Field(&ProducerConfig::linger));
+    d->Define({.name = "acks",
+               .type = Type::kEnum,
+               .doc = "0: a send completes when written; 1: when the broker committed it; all (-1): "
+                      "the same as 1 on one node.",
+               .component = producer,
+               .choices = {{"0", 0}, {"1", 1}, {"all", -1}, {"-1", -1}}},
+              Field(&ProducerConfig::acks));
+    d->Define({.name = "enable.idempotence",
+               .type = Type::kBool,
+               .doc = "Batches carry the producer id and sequence numbers, so the broker drops a "
+                      "batch sent twice.",
+               .component = producer},
+              Field(&ProducerConfig::enable_idempotence));
+    d->Define({.name = "partition.mode",
+               .type = Type::kEnum,
+               .doc = "exclusive: one producer per partition assigns offsets itself (fastest); shared: "
+                      "several producers reserve space and the broker assigns offsets.",
+               .component = producer,
+               .choices = {{"exclusive", static_cast<int64_t>(PartitionMode::kExclusive)},
+                           {"shared", static_cast<int64_t>(PartitionMode::kShared)}}},
+              Field(&ProducerConfig::mode));
+    d->Define({.name = "max.in.flight.requests.per.connection",
+               .type = Type::kInt,
+               .doc = "Batches per partition sent and not yet acknowledged.",
+               .component = producer,
+               .min = 1,
+               .max = 1024},
+              Field(&ProducerConfig::max_in_flight));
+    d->Define({.name = "buffer.memory",
+               .type = Type::kBytes,
+               .doc = "Bytes of records buffered and not yet acknowledged; Send waits (max.block.ms) "
+                      "when they are all in use.",
+               .component = producer,
+               .min = 1LL << 20,
+               .max = 1LL << 40},
+              Field(&ProducerConfig::buffer_memory));
+    d->Define({.name = "max.block.ms",
+               .type = Type::kDuration,
+               .doc = "How long Send waits for buffer memory before it fails with a timeout.",
+               .component = producer,
+               .min = 0,
+               .max = 86'400'000},
+              Field(&ProducerConfig::max_block));
+    d->Define({.name = "delivery.timeout.ms",
+               .type = Type::kDuration,
+               .doc = "A record not acknowledged this long after Send fails with a timeout.",
+               .component = producer,
+               .min = 1,
+               .max = 86'400'000},
+              Field(&ProducerConfig::delivery_timeout));
+    d->Define({.name = "rdmq.wait.spin.us",
+               .type = Type::kDuration,
+               .doc = "A thread waiting for an ack (SendFuture::get, Flush) polls for it this long "
+                      "before it sleeps.",
+               .component = producer,
+               .min = 0,
+               .max = 10'000'000,
+               .unit = Unit::kMicros},
+              Field(&ProducerConfig::spin));
+    d->Include(client::ClientConfigDef(), &ProducerConfig::client);
+    return d;
+  }();
+  return *def;
 }
-
-template <class T>
-Status ParseInt(std::string_view key, std::string_view value, T lo, T hi, T* out) {
-  T v{};
-  auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
-  if (ec != std::errc() || p != value.data() + value.size() || value.empty())
-    return Bad(key, value, "not an integer");
-  if (v < lo || v > hi)
-    return Bad(key, value, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
-  *out = v;
-  return Status::Ok();
-}
-
-}  // namespace
 
 Status ProducerConfig::Set(std::string_view key, std::string_view value) {
-  if (key == "batch.size") return ParseInt<uint32_t>(key, value, 128, 64u << 20, &batch_size);
-  if (key == "linger.ms") {
-    double ms = 0;
-    auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), ms);
-    if (ec != std::errc() || p != value.data() + value.size() || ms < 0 || ms > 3'600'000) {
-      return Bad(key, value, "must be a number of milliseconds in [0, 3600000] (fractions allowed)");
-    }
-    linger = std::chrono::microseconds(static_cast<int64_t>(ms * 1000));
-    return Status::Ok();
-  }
-  if (key == "acks") {
-    if (value == "all" || value == "-1") {
-      acks = -1;
-      return Status::Ok();
-    }
-    return ParseInt<int>(key, value, 0, 1, &acks);
-  }
-  if (key == "enable.idempotence") {
-    if (value == "true") {
-      enable_idempotence = true;
-    } else if (value == "false") {
-      enable_idempotence = false;
-    } else {
-      return Bad(key, value, "must be true or false");
-    }
-    return Status::Ok();
-  }
-  if (key == "partition.mode") {
-    if (value == "exclusive") {
-      mode = PartitionMode::kExclusive;
-    } else if (value == "shared") {
-      mode = PartitionMode::kShared;
-    } else {
-      return Bad(key, value, "must be exclusive or shared");
-    }
-    return Status::Ok();
-  }
-  if (key == "max.in.flight.requests.per.connection")
-    return ParseInt<uint32_t>(key, value, 1, 1024, &max_in_flight);
-  if (key == "buffer.memory")
-    return ParseInt<uint64_t>(key, value, 1u << 20, uint64_t{1} << 40, &buffer_memory);
-  if (key == "max.block.ms") {
-    int64_t ms = 0;
-    RDMQ_RETURN_IF_ERROR(ParseInt<int64_t>(key, value, 0, 86'400'000, &ms));
-    max_block = std::chrono::milliseconds(ms);
-    return Status::Ok();
-  }
-  if (key == "rdmq.wait.spin.us") {
-    int64_t us = 0;
-    RDMQ_RETURN_IF_ERROR(ParseInt<int64_t>(key, value, 0, 10'000'000, &us));
-    spin = std::chrono::microseconds(us);
-    return Status::Ok();
-  }
-  if (key == "delivery.timeout.ms") {
-    int64_t ms = 0;
-    RDMQ_RETURN_IF_ERROR(ParseInt<int64_t>(key, value, 1, 86'400'000, &ms));
-    delivery_timeout = std::chrono::milliseconds(ms);
-    return Status::Ok();
-  }
-  Status s = client.Set(key, value);
-  if (s.ok()) return s;
-  return Status(
-      Errc::kInvalidArgument,
-      "unknown producer config key '" + std::string(key) +
-          "' (known: batch.size, linger.ms, acks, enable.idempotence, partition.mode, "
-          "max.in.flight.requests.per.connection, buffer.memory, max.block.ms, delivery.timeout.ms, "
-          "rdmq.wait.spin.us, bootstrap.servers, client.id, request.timeout.ms, rdma.device)");
+  return ProducerConfigDef().Set(this, key, value);
 }
 
 }  // namespace rdmq::producer

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "rdmq/client/admin.h"
+#include "rdmq/config/args.h"
 #include "rdmq/consumer/consumer.h"
 #include "rdmq/producer/producer.h"
 
@@ -16,9 +17,21 @@ int main(int argc, char** argv) {
   using namespace rdmq;
   const std::string topic = "example-01";
 
+  // 0. The command line, with the parser every rdmq tool uses.
+  const config::CommandSpec spec{
+      .path = "example-01-produce-consume",
+      .usage = "[BROKER]",
+      .summary =
+          "Creates a topic, produces ten keyed records and reads them back. BROKER is the "
+          "broker's control address (default: $RDMQ_BROKER, else unix:./rdmq-data/rdmq.sock).",
+      .max_positional = 1};
+  int exit_code = 0;
+  const auto args = config::ParseCommandLine(spec, argc, argv, &exit_code);
+  if (!args) return exit_code;
+
   // 1. Where the broker is. Every client object takes the same ClientOptions.
   client::ClientOptions options;
-  if (argc > 1) options.bootstrap = argv[1];
+  if (!args->positional().empty()) options.bootstrap = args->positional()[0];
 
   // 2. Create the topic (two partitions); it may exist from an earlier run.
   auto admin = client::AdminClient::Connect(options);

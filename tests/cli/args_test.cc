@@ -79,7 +79,7 @@ TEST_CASE("usage errors name the option and point to --help", "[cli][args]") {
     auto a = Parse(c.words);
     INFO(c.expect);
     REQUIRE_FALSE(a.ok());
-    CHECK(a.status().is(CliErrc::kUsage));
+    CHECK(a.status().is(config::ConfigErrc::kUsage));
     CHECK(a.status().is(Errc::kInvalidArgument));
     const std::string msg = FormatError(a.status());
     CHECK(msg.find(c.expect) != std::string::npos);

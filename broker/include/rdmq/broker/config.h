@@ -8,7 +8,9 @@
 //     "log.retention.ms": 604800000
 //   }
 //
-// Unknown keys and bad values are errors naming the key, the value and what is accepted.
+// The keys are defined once, in BrokerConfigDef() (a config::ConfigDef; `rdmq config list broker`
+// and `rdmq-broker --help` list them). Unknown keys and bad values are errors naming the key, the
+// value and what is accepted.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +19,7 @@
 #include <vector>
 
 #include "rdmq/common/status.h"
+#include "rdmq/config/config_def.h"
 #include "rdmq/metadata/topic.h"
 
 namespace rdmq::broker {
@@ -46,6 +49,9 @@ struct BrokerConfig {
   std::string DataAddress() const;
 };
 
+// Every broker key: its own, then the topic defaults ("num.partitions" sets topic_defaults'
+// "partitions").
+const config::ConfigDef<BrokerConfig>& BrokerConfigDef();
 // Applies one "key=value" (or key, value) setting. Errors name the key and the accepted values.
 Status ApplySetting(BrokerConfig* config, std::string_view key, std::string_view value);
 Status ApplySetting(BrokerConfig* config, std::string_view key_equals_value);

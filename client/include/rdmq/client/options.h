@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "rdmq/common/status.h"
+#include "rdmq/config/config_def.h"
 
 namespace rdmq::client {
 
@@ -21,11 +22,14 @@ struct ClientOptions {
   std::string device;                                // verbs: RDMA device (empty: the first active one)
 
   // Applies a Kafka-style key ("bootstrap.servers", "client.id", "request.timeout.ms",
-  // "rdma.device"); kInvalidArgument naming the key otherwise.
+  // "rdma.device"): a lookup in ClientConfigDef(). kInvalidArgument naming the key otherwise.
   Status Set(std::string_view key, std::string_view value);
   // The bootstrap address with the default applied.
   std::string ResolvedBootstrap() const;
 };
+
+// The keys of ClientOptions (`rdmq config list client`); producer and consumer tables include them.
+const config::ConfigDef<ClientOptions>& ClientConfigDef();
 
 struct TopicPartition {
   std::string topic;

@@ -41,8 +41,13 @@ struct ConsumerConfig {
   bool check_crcs = true;                                  // "check.crcs"
   std::chrono::microseconds spin{50};                      // "rdmq.idle.spin.us": poll before sleeping
 
+  // The keys above plus the ClientOptions keys: a lookup in ConsumerConfigDef().
+  // kInvalidArgument names the key.
   Status Set(std::string_view key, std::string_view value);
 };
+
+// Every consumer key with its type, range, default and doc (`rdmq config list consumer`).
+const config::ConfigDef<ConsumerConfig>& ConsumerConfigDef();
 
 struct RecordHeader {
   std::string_view key;

@@ -2,8 +2,9 @@
 //
 // Config keys are Kafka's where the meaning is the same (segment.bytes, retention.ms, ...), so
 // `rdmq topic create --config retention.ms=3600000` reads like kafka-topics. Values arrive as
-// strings (CLI, JSON), are validated here, and out-of-range or unknown keys are errors that name
-// the key and the accepted range.
+// strings (CLI, JSON) and are checked by the topic key table (TopicConfigDef, a config::ConfigDef):
+// out-of-range values (kBadConfig) and unknown keys (kUnknownConfig) are errors that name the key
+// and what is accepted.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,7 @@
 #include "rdmq/common/errors.h"
 #include "rdmq/common/status.h"
 #include "rdmq/common/types.h"
+#include "rdmq/config/config_def.h"
 
 #define RDMQ_METADATA_ERRORS(X)                                    \
   X(kBadTopicName, kInvalidArgument, "invalid topic name")         \
@@ -47,6 +49,8 @@ struct TopicConfig {
   bool operator==(const TopicConfig&) const = default;
 };
 
+// The topic config keys (`rdmq config list topic`): type, range, default and documentation.
+const config::ConfigDef<TopicConfig>& TopicConfigDef();
 // Sets one key from its string form ("retention.ms", "3600000"). Errors name key and range.
 Status SetConfig(TopicConfig* config, std::string_view key, std::string_view value);
 // The config keys and their current values as strings, in a stable order.

@@ -59,9 +59,13 @@ struct ProducerConfig {
   // this long before it sleeps.
   std::chrono::microseconds spin{200};
 
-  // Kafka-named keys (above) plus the ClientOptions keys. kInvalidArgument names the key.
+  // Kafka-named keys (above) plus the ClientOptions keys: a lookup in ProducerConfigDef().
+  // kInvalidArgument names the key.
   Status Set(std::string_view key, std::string_view value);
 };
+
+// Every producer key with its type, range, default and doc (`rdmq config list producer`).
+const config::ConfigDef<ProducerConfig>& ProducerConfigDef();
 
 struct ProducerRecord {  // every field has a default: designated initializers may name any subset
   std::string_view topic = {};

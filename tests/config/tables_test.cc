@@ -1,0 +1,102 @@
+// The components' key tables: every default is valid and reads back; the keys set the fields
+// they did before the tables (names, ranges and defaults unchanged).
+#include <catch2/catch.hpp>
+
+#include "rdmq/broker/config.h"
+#include "rdmq/client/options.h"
+#include "rdmq/consumer/consumer.h"
+#include "rdmq/metadata/topic.h"
+#include "rdmq/producer/producer.h"
+#include "support/test_util.h"
+
+namespace rdmq {
+namespace {
+
+template <class T>
+void CheckTable(const config::ConfigDef<T>& def) {
+  INFO("table " << def.name());
+  CHECK(!def.keys().empty());
+  T target{};
+  for (const config::KeyDoc& k : def.Describe()) {
+    INFO("key " << k.spec.name);
+    CHECK(!k.spec.doc.empty());
+    CHECK(!k.spec.component.empty());
+    if (!k.spec.default_text.empty()) continue;  // a derived default ("" means: derive it)
+    REQUIRE_OK(def.Set(&target, k.spec.name, k.default_value));
+    CHECK(def.Get(target, *def.Find(k.spec.name)) == k.default_value);
+  }
+  Status s = def.Set(&target, "no.such.key", "1");
+  CHECK(s.is(Errc::kInvalidArgument));
+  CHECK(s.ToString().find("unknown config key 'no.such.key' for the " + def.name()) != std::string::npos);
+}
+
+TEST_CASE("every table's defaults are valid values of their keys", "[config]") {
+  CheckTable(broker::BrokerConfigDef());
+  CheckTable(metadata::TopicConfigDef());
+  CheckTable(producer::ProducerConfigDef());
+  CheckTable(consumer::ConsumerConfigDef());
+  CheckTable(client::ClientConfigDef());
+}
+
+TEST_CASE("producer keys set the producer's fields, client keys its client options", "[config]") {
+  producer::ProducerConfig c;
+  REQUIRE_OK(c.Set("acks", "all"));
+  CHECK(c.acks == -1);
+  REQUIRE_OK(c.Set("acks", "0"));
+  CHECK(c.acks == 0);
+  REQUIRE_OK(c.Set("linger.ms", "0.05"));
+  CHECK(c.linger == std::chrono::microseconds(50));
+  REQUIRE_OK(c.Set("batch.size", "64KiB"));
+  CHECK(c.batch_size == 65536);
+  REQUIRE_OK(c.Set("partition.mode", "shared"));
+  CHECK(c.mode == producer::PartitionMode::kShared);
+  REQUIRE_OK(c.Set("max.block.ms", "2s"));
+  CHECK(c.max_block == std::chrono::milliseconds(2000));
+  REQUIRE_OK(c.Set("bootstrap.servers", "tcp:a:1,tcp:b:2"));
+  CHECK(c.client.bootstrap == "tcp:a:1");
+  REQUIRE_OK(c.Set("request.timeout.ms", "5000"));
+  CHECK(c.client.request_timeout == std::chrono::milliseconds(5000));
+  Status s = c.Set("batch.size", "100");
+  CHECK(s.is(Errc::kInvalidArgument));
+  CHECK(s.ToString().find("batch.size=100: must be a byte count in [128, 64 MiB]") != std::string::npos);
+  CHECK(c.Set("bootstrap.servers", "").is(Errc::kInvalidArgument));
+  CHECK(c.Set("linger.ms", "-1").is(Errc::kInvalidArgument));
+  CHECK(c.Set("batch.sise", "1").ToString().find("did you mean 'batch.size'?") != std::string::npos);
+}
+
+TEST_CASE("consumer keys set the consumer's fields", "[config]") {
+  consumer::ConsumerConfig c;
+  REQUIRE_OK(c.Set("auto.offset.reset", "none"));
+  CHECK(c.auto_offset_reset == consumer::OffsetReset::kNone);
+  REQUIRE_OK(c.Set("check.crcs", "false"));
+  CHECK(!c.check_crcs);
+  REQUIRE_OK(c.Set("rdmq.idle.spin.us", "0"));
+  CHECK(c.spin.count() == 0);
+  REQUIRE_OK(c.Set("client.id", "me"));
+  CHECK(c.client.client_name == "me");
+  CHECK(c.Set("max.poll.records", "0").is(Errc::kInvalidArgument));
+  CHECK(c.Set("auto.offset.reset", "smallest").ToString().find("must be earliest, latest or none") !=
+        std::string::npos);
+}
+
+TEST_CASE("broker keys include the topic defaults under Kafka's broker names", "[config]") {
+  broker::BrokerConfig c;
+  REQUIRE_OK(broker::ApplySetting(&c, "log.segment.bytes", "1GiB"));
+  CHECK(c.topic_defaults.segment_bytes == 1ull << 30);
+  REQUIRE_OK(broker::ApplySetting(&c, "log.retention.ms=-1"));
+  CHECK(c.topic_defaults.retention_ms == -1);
+  REQUIRE_OK(broker::ApplySetting(&c, "data.spin.us=0"));
+  CHECK(c.data_spin_us == 0);
+  REQUIRE_OK(broker::ApplySetting(&c, "log.level=debug"));
+  CHECK(c.log_level == "debug");
+  CHECK(broker::ApplySetting(&c, "log.level=verbose").is(Errc::kInvalidArgument));
+  CHECK(broker::ApplySetting(&c, "partitions=3").ToString().find("did you mean 'num.partitions'?") !=
+        std::string::npos);
+  const auto docs = broker::BrokerConfigDef().Describe();
+  REQUIRE(docs.size() == 20);
+  CHECK(docs.back().spec.name == "durability");
+  CHECK(docs.back().spec.component == "broker");
+}
+
+}  // namespace
+}  // namespace rdmq
