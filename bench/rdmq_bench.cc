@@ -20,6 +20,7 @@
 #include "rdmq/bench/limits.h"
 #include "rdmq/bench/report.h"
 #include "rdmq/bench/system.h"
+#include "rdmq/common/main.h"
 #include "rdmq/config/args.h"
 
 using namespace rdmq;
@@ -273,7 +274,7 @@ int GetCommand(const std::vector<std::string>& args) {
     return kExitFailed;
   }
   const nlohmann::json* at = &*j;
-  std::string path = args[1];
+  const std::string& path = args[1];
   size_t start = 0;
   while (start <= path.size()) {
     const size_t dot = path.find('.', start);
@@ -296,7 +297,7 @@ int GetCommand(const std::vector<std::string>& args) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int Main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   std::string command = "run";
   if (!args.empty() && !args[0].empty() && args[0][0] != '-') {
@@ -315,4 +316,8 @@ int main(int argc, char** argv) {
     return RunCommand({"--help"});
   }
   return Usage("unknown command '" + command + "' (run, limits, table, get, systems)");
+}
+
+int main(int argc, char** argv) {
+  return rdmq::RunMain("rdmq-bench", [&] { return Main(argc, argv); });
 }

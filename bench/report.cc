@@ -50,7 +50,7 @@ std::string WorkloadName(const Workload& w) {
   if (w.count != 0) {
     os << " x " << Human(static_cast<double>(w.count) * w.producers);
   } else {
-    os << " for " << w.duration.count() / 1000.0 << " s";
+    os << " for " << static_cast<double>(w.duration.count()) / 1000.0 << " s";
   }
   os << ", " << w.producers << "P/" << w.consumers << "C, " << w.partitions << " part, window " << w.window;
   if (w.rate > 0) os << ", " << Human(w.rate) << "/s";
@@ -223,7 +223,10 @@ Status WritePlot(const Report& r, const std::string& png_path) {
     std::ofstream out(lat, std::ios::trunc);
     if (!out) return Status::FromErrno(errno, "open " + lat);
     out << "# percentile inverse_tail ack_us e2e_us\n";
-    for (double p = 0; p < 99.9999; p = 100 - (100 - p) / 1.2) {
+    // Each point's tail is the previous one's divided by 1.2: p_k = 100 - 100 / 1.2^k.
+    double tail = 100;
+    for (int k = 0; k < 200 && 100 - tail < 99.9999; ++k, tail /= 1.2) {
+      const double p = 100 - tail;
       out << p << " " << 100 / (100 - p) << " "
           << (r.ack_latency.count() ? Us(r.ack_latency.Percentile(p)) : NAN) << " "
           << (r.e2e_latency.count() ? Us(r.e2e_latency.Percentile(p)) : NAN) << "\n";

@@ -33,6 +33,7 @@
 #include <thread>
 #include <vector>
 
+#include "rdmq/common/main.h"
 #include "rdmq/config/args.h"
 #include "rdmq/fabric/fabric.h"
 #include "rdmq/rpc/client.h"
@@ -267,6 +268,7 @@ Row RunOne(fabric::Fabric& fab, const std::string& address, const Args& a, const
   std::vector<std::vector<uint32_t>> lat(static_cast<size_t>(nthreads));
   std::vector<uint64_t> counts(static_cast<size_t>(nthreads), 0);
   std::vector<std::thread> ts;
+  ts.reserve(static_cast<size_t>(nthreads));
   for (int t = 0; t < nthreads; ++t) {
     ts.emplace_back([&, t] {
       auto& mine = lat[static_cast<size_t>(t)];
@@ -300,7 +302,7 @@ Row RunOne(fabric::Fabric& fab, const std::string& address, const Args& a, const
           const auto t0 = Clock::now();
           const bool measured = phase.load(std::memory_order_relaxed) == 1;
           Status st = client->CallAsync(
-              kEcho, req, std::chrono::seconds(10), [&, t0, measured](Result<std::string> r) {
+              kEcho, req, std::chrono::seconds(10), [&, t0, measured](const Result<std::string>& r) {
                 if (!r.ok()) {
                   errors.fetch_add(1);
                 } else if (measured) {
@@ -415,7 +417,7 @@ void WritePlot(const Args& a, const std::vector<Row>& rows) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int Main(int argc, char** argv) {
   const Args a = Parse(argc, argv);
   char tmpl[] = "/tmp/rdmq-rpc-bench-XXXXXX";
   if (::mkdtemp(tmpl) == nullptr) {
@@ -534,4 +536,8 @@ int main(int argc, char** argv) {
   if (!a.png.empty()) WritePlot(a, rows);
   cleanup();
   return 0;
+}
+
+int main(int argc, char** argv) {
+  return rdmq::RunMain("rdmq-rpc-bench", [&] { return Main(argc, argv); });
 }

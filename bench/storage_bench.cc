@@ -31,6 +31,7 @@
 #include "rdmq/common/clock.h"
 #include "rdmq/common/coding.h"
 #include "rdmq/common/log.h"
+#include "rdmq/common/main.h"
 #include "rdmq/config/args.h"
 #include "rdmq/storage/log.h"
 
@@ -335,7 +336,7 @@ std::string Si(double v) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int Main(int argc, char** argv) {
   const Args a = Parse(argc, argv);
   log::SetLevel(log::Level::kWarn);
   std::filesystem::remove_all(a.dir);
@@ -386,4 +387,8 @@ int main(int argc, char** argv) {
   }
   std::filesystem::remove_all(a.dir);
   return 0;
+}
+
+int main(int argc, char** argv) {
+  return rdmq::RunMain("rdmq-storage-bench", [&] { return Main(argc, argv); });
 }

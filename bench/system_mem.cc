@@ -205,7 +205,7 @@ class MemSystem final : public System {
 };
 
 Status MemProducer::Send(int partition, std::span<const std::byte> payload, uint64_t tag) {
-  const Status s = sys_.Append(partition, payload);
+  Status s = sys_.Append(partition, payload);
   if (s.is(Errc::kInvalidArgument)) return s;
   sink_->OnAck(tag, s);
   return Status::Ok();

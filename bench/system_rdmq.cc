@@ -119,6 +119,7 @@ class RdmqConsumer final : public ConsumerClient {
               const std::vector<int>& partitions) {
     RDMQ_ASSIGN_OR_RETURN(consumer_, consumer::Consumer::Create(cfg));
     std::vector<client::TopicPartition> tps;
+    tps.reserve(partitions.size());
     for (int p : partitions) tps.push_back({topic, p});
     RDMQ_RETURN_IF_ERROR(consumer_->Assign(tps));
     return consumer_->SeekToBeginning(tps);
@@ -265,6 +266,7 @@ class RdmqSystem final : public System {
       FILE* f = std::freopen(log.c_str(), "w", stdout);
       if (f != nullptr) dup2(fileno(stdout), STDERR_FILENO);
       std::vector<char*> argv;
+      argv.reserve(args.size() + 1);
       for (auto& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);
       execv(argv[0], argv.data());

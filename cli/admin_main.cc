@@ -18,6 +18,7 @@
 #include "rdmq/cli/output.h"
 #include "rdmq/client/admin.h"
 #include "rdmq/client/options.h"
+#include "rdmq/common/main.h"
 
 namespace rdmq::cli {
 namespace {
@@ -608,8 +609,9 @@ int Main(int argc, char** argv) {
   }
   const std::string& sub = words[at[1]];
   const Subcommand* sc = nullptr;
+  const std::string path = "rdmq " + cmd + " " + sub;
   for (const auto& s : group->subcommands) {
-    if (s.spec.path == "rdmq " + cmd + " " + sub) sc = &s;
+    if (s.spec.path == path) sc = &s;
   }
   if (sc == nullptr) {
     std::string known;
@@ -634,4 +636,6 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace rdmq::cli
 
-int main(int argc, char** argv) { return rdmq::cli::Main(argc, argv); }
+int main(int argc, char** argv) {
+  return rdmq::RunMain("rdmq", [&] { return rdmq::cli::Main(argc, argv); });
+}

@@ -61,7 +61,7 @@ Result<std::string> Unescape(std::string_view text, std::string_view what) {
 
 std::string FormatError(const Status& status) {
   if (status.ok()) return "OK";
-  const std::string message = status.code().message();
+  std::string message = status.code().message();
   const std::string_view context = status.context();
   const std::string_view category = status.code().category().name();
   if (category == "cli" || category == "config") return context.empty() ? message : std::string(context);

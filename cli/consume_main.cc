@@ -21,6 +21,7 @@
 #include "rdmq/cli/args.h"
 #include "rdmq/cli/records.h"
 #include "rdmq/client/admin.h"
+#include "rdmq/common/main.h"
 #include "rdmq/config/render.h"
 #include "rdmq/consumer/consumer.h"
 
@@ -299,4 +300,6 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace rdmq::cli
 
-int main(int argc, char** argv) { return rdmq::cli::Main(argc, argv); }
+int main(int argc, char** argv) {
+  return rdmq::RunMain("rdmq-consume", [&] { return rdmq::cli::Main(argc, argv); });
+}

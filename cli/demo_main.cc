@@ -33,6 +33,7 @@
 #include "rdmq/common/clock.h"
 #include "rdmq/common/coding.h"
 #include "rdmq/common/crc32c.h"
+#include "rdmq/common/main.h"
 #include "rdmq/consumer/consumer.h"
 #include "rdmq/producer/producer.h"
 
@@ -529,4 +530,6 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace rdmq::cli
 
-int main(int argc, char** argv) { return rdmq::cli::Main(argc, argv); }
+int main(int argc, char** argv) {
+  return rdmq::RunMain("rdmq-demo", [&] { return rdmq::cli::Main(argc, argv); });
+}

@@ -18,6 +18,7 @@
 
 #include "rdmq/cli/args.h"
 #include "rdmq/cli/records.h"
+#include "rdmq/common/main.h"
 #include "rdmq/config/render.h"
 #include "rdmq/producer/producer.h"
 
@@ -218,4 +219,6 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace rdmq::cli
 
-int main(int argc, char** argv) { return rdmq::cli::Main(argc, argv); }
+int main(int argc, char** argv) {
+  return rdmq::RunMain("rdmq-produce", [&] { return rdmq::cli::Main(argc, argv); });
+}

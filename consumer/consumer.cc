@@ -78,9 +78,10 @@ class ConsumerImpl final : public Consumer {
   Status Init() {
     RDMQ_ASSIGN_OR_RETURN(conn_, client::Connection::Open(cfg_.client));
     shm_ = conn_->provider() == fabric::Provider::kShm;
-    RDMQ_ASSIGN_OR_RETURN(notify_, conn_->fabric().Allocate(kNotifyRecvs * 64, fabric::kLocalWrite));
+    RDMQ_ASSIGN_OR_RETURN(notify_, conn_->fabric().Allocate(size_t{kNotifyRecvs} * 64, fabric::kLocalWrite));
     std::vector<fabric::RecvRequest> rr(kNotifyRecvs);
-    for (uint32_t i = 0; i < kNotifyRecvs; ++i) rr[i] = {i, {notify_->data() + i * 64, 64, notify_.get()}};
+    for (uint32_t i = 0; i < kNotifyRecvs; ++i)
+      rr[i] = {i, {notify_->data() + size_t{i} * 64, 64, notify_.get()}};
     return conn_->data()->PostRecv(rr);
   }
 
@@ -389,9 +390,10 @@ class ConsumerImpl final : public Consumer {
       Seg& s = **sr;
       const bool active = p.cur_seg == slot.active_segment.value();
       uint64_t end;
-      if (active && (slot.flags & format::kSlotSealed) == 0) {
-        end = slot.committed_position.value();
-      } else if (active && p.cur_pos < slot.committed_position.value()) {
+      // The active segment ends at the committed position while it is open, and also once sealed
+      // while we have not read up to it yet.
+      if (active &&
+          ((slot.flags & format::kSlotSealed) == 0 || p.cur_pos < slot.committed_position.value())) {
         end = slot.committed_position.value();
       } else {
         if (!s.seal_known) RDMQ_RETURN_IF_ERROR(ReadSeal(p, s));
@@ -592,13 +594,13 @@ class ConsumerImpl final : public Consumer {
           const uint32_t k = static_cast<uint32_t>(wc[i].tag);
           protocol::Notification note;
           if (k < kNotifyRecvs &&
-              protocol::DecodeNotification(notify_->data() + k * 64, wc[i].byte_len, &note)) {
+              protocol::DecodeNotification(notify_->data() + size_t{k} * 64, wc[i].byte_len, &note)) {
             for (auto& p : parts_) {
               if (p->topic_id == note.topic_id && p->tp.partition == note.partition) p->watching = false;
             }
             any = true;
           }
-          if (k < kNotifyRecvs) again.push_back({k, {notify_->data() + k * 64, 64, notify_.get()}});
+          if (k < kNotifyRecvs) again.push_back({k, {notify_->data() + size_t{k} * 64, 64, notify_.get()}});
         }
         (void)conn_->data()->PostRecv(again);
         if (any) return Status::Ok();

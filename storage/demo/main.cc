@@ -6,6 +6,8 @@
 //
 // Exit status 0 when every acknowledged record was recovered with its exact bytes and nothing
 // invalid is readable, 1 otherwise, 2 on bad arguments.
+#include "rdmq/common/main.h"
+
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -142,7 +144,7 @@ LogOptions Options(const Args& a) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int Main(int argc, char** argv) {
   const Args a = Parse(argc, argv);
   log::SetLevel(log::Level::kWarn);
   std::error_code ec;
@@ -272,4 +274,8 @@ int main(int argc, char** argv) {
   std::printf("5. the log accepts appends again (next offset %lld)\n",
               static_cast<long long>(more->base_offset.value()));
   return (*log)->Close().ok() ? 0 : 1;
+}
+
+int main(int argc, char** argv) {
+  return rdmq::RunMain("rdmq-storage-demo", [&] { return Main(argc, argv); });
 }
