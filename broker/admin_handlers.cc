@@ -27,8 +27,8 @@ Status FromMeta(const Status& s) {
 protocol::TopicInfo ToWire(const metadata::TopicInfo& t) {
   protocol::TopicInfo w;
   w.name = t.name;
-  w.id = t.id.value();
-  w.created_ms = t.created_ms;
+  w.id = t.id;
+  w.created_ms = TimestampMs(t.created_ms);
   for (auto& [k, v] : metadata::ConfigEntries(t.config)) w.configs.push_back({k, v});
   return w;
 }
@@ -148,10 +148,10 @@ Result<protocol::DescribeTopicResponse> AdminHandlers::DescribeTopic(const proto
     MutexLock lock(p.mu);
     if (p.deleted()) continue;
     protocol::PartitionInfo pi;
-    pi.partition = p.index().value();
-    pi.log_start_offset = p.log().LogStartOffset().value();
-    pi.high_watermark = p.active().high_watermark.value();
-    pi.active_segment_base = p.active().base.value();
+    pi.partition = p.index();
+    pi.log_start_offset = p.log().LogStartOffset();
+    pi.high_watermark = p.active().high_watermark;
+    pi.active_segment_base = p.active().base;
     pi.exclusive_lease = p.exclusive() ? 1 : 0;
     for (const auto& s : p.log().Segments()) {
       ++pi.segments;
@@ -190,7 +190,7 @@ Result<protocol::TopicResponse> AdminHandlers::AlterTopic(const protocol::AlterT
 Result<protocol::InitProducerIdResponse> AdminHandlers::InitProducerId() {
   auto id = meta_.AllocateProducerId();
   if (!id.ok()) return Status(WireError::kStorageError, id.status().ToString());
-  return protocol::InitProducerIdResponse{id->value(), 0};
+  return protocol::InitProducerIdResponse{*id, 0};
 }
 
 }  // namespace rdmq::broker::internal

@@ -10,25 +10,25 @@ using protocol::WireError;
 namespace {
 
 // Where offset `offset` of `p` starts: its segment and byte position.
-Status Locate(Partition& p, int64_t offset, protocol::ListOffsetsResponse* r) REQUIRES(p.mu) {
+Status Locate(Partition& p, Offset offset, protocol::ListOffsetsResponse* r) REQUIRES(p.mu) {
   r->offset = offset;
-  if (offset == p.active().high_watermark.value()) {
-    r->segment_base = p.active().base.value();
-    r->position = p.active().committed.value();
+  if (offset == p.active().high_watermark) {
+    r->segment_base = p.active().base;
+    r->position = p.active().committed;
     return Status::Ok();
   }
-  auto rr = p.log().Read(Offset(offset), 1);
+  auto rr = p.log().Read(offset, 1);
   if (!rr.ok()) {
     if (rr.status().is(Errc::kOutOfRange)) {
       return Status(WireError::kOffsetOutOfRange,
-                    "offset " + std::to_string(offset) + " of " + p.where() + " is outside [" +
+                    "offset " + std::to_string(offset.value()) + " of " + p.where() + " is outside [" +
                         std::to_string(p.log().LogStartOffset().value()) + ", " +
                         std::to_string(p.active().high_watermark.value()) + "]");
     }
     return rr.status();
   }
-  r->segment_base = rr->segment.value();
-  r->position = rr->position.value();
+  r->segment_base = rr->segment;
+  r->position = rr->position;
   return Status::Ok();
 }
 
@@ -56,8 +56,8 @@ Result<protocol::OpenConsumeResponse> ConsumeHandlers::OpenConsume(const protoco
   if (Status done = topics_.WithPartition(req.topic, req.partition,
                                           [&](Partition& p) REQUIRES(p.mu) {
                                             r.slot.bytes = p.slot_descriptor();
-                                            r.log_start_offset = p.log().LogStartOffset().value();
-                                            r.high_watermark = p.active().high_watermark.value();
+                                            r.log_start_offset = p.log().LogStartOffset();
+                                            r.high_watermark = p.active().high_watermark;
                                             r.segments = p.ReadLocations();
                                             return Status::Ok();
                                           });
@@ -71,12 +71,12 @@ Result<protocol::GetSegmentResponse> ConsumeHandlers::GetSegment(const protocol:
   if (Status done = topics_.WithPartition(
           req.topic, req.partition,
           [&](Partition& p) REQUIRES(p.mu) {
-            const Offset base(req.base_offset);
+            const Offset base = req.base_offset;
             const SegmentReg* seg = p.FindSegment(base);
             if (seg == nullptr) {
               return Status(WireError::kStaleLocation,
-                            "no segment with base offset " + std::to_string(req.base_offset) + " in " +
-                                p.where() + " (log start " +
+                            "no segment with base offset " + std::to_string(req.base_offset.value()) +
+                                " in " + p.where() + " (log start " +
                                 std::to_string(p.log().LogStartOffset().value()) + ")");
             }
             r.segment = ReadLocation(base, *seg);
@@ -92,15 +92,15 @@ Result<protocol::ListOffsetsResponse> ConsumeHandlers::ListOffsets(const protoco
   if (Status done = topics_.WithPartition(
           req.topic, req.partition,
           [&](Partition& p) REQUIRES(p.mu) {
-            r.high_watermark = p.active().high_watermark.value();
-            if (req.spec == protocol::kListEarliest) return Locate(p, p.log().LogStartOffset().value(), &r);
+            r.high_watermark = p.active().high_watermark;
+            if (req.spec == protocol::kListEarliest) return Locate(p, p.log().LogStartOffset(), &r);
             if (req.spec == protocol::kListLatest) return Locate(p, r.high_watermark, &r);
             if (req.spec == protocol::kListOffset) return Locate(p, req.offset, &r);
             if (req.spec >= 0) {
               RDMQ_ASSIGN_OR_RETURN(Offset o, p.log().OffsetForTimestamp(TimestampMs(req.spec)));
-              if (o != kNoOffset) return Locate(p, o.value(), &r);
+              if (o != kNoOffset) return Locate(p, o, &r);
               RDMQ_RETURN_IF_ERROR(Locate(p, r.high_watermark, &r));
-              r.offset = -1;
+              r.offset = kNoOffset;
               return Status::Ok();
             }
             return Status(WireError::kInvalidRequest,

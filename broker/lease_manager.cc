@@ -134,24 +134,24 @@ Status LeaseManager::Grant(Partition& p, Lease& l) {
 protocol::LeaseResponse LeaseManager::Describe(const Partition& p, const Lease& l) const {
   protocol::LeaseResponse out;
   const ActiveSegment& a = p.active();
-  out.lease_id = l.id.value();
+  out.lease_id = l.id;
   out.lease_index = l.index;
   out.lease_ms = lease_ms_;
-  out.segment.base_offset = l.segment_base.value();
+  out.segment.base_offset = l.segment_base;
   out.segment.region.bytes = l.grant->descriptor().Encode();
   out.segment.capacity = a.capacity;
   if (l.shared()) {
     out.segment.data_offset = storage::format::kSegmentHeaderSize;
     out.segment.reservation_offset = storage::format::kReservationWord;
-    out.segment.region_position = 0;
+    out.segment.region_position = Position(0);
   } else {
     out.segment.data_offset = 0;
     out.segment.reservation_offset = 0;
-    out.segment.region_position = l.grant_position.value();
+    out.segment.region_position = l.grant_position;
   }
-  out.write_position = a.committed.value();
-  out.credit_end = a.capacity;
-  out.next_offset = a.high_watermark.value();
+  out.write_position = a.committed;
+  out.credit_end = Position(a.capacity);
+  out.next_offset = a.high_watermark;
   out.last_sequence =
       l.producer_id.value() >= 0 ? p.producers().LastSequence(l.producer_id, l.producer_epoch) : -1;
   out.slot.bytes = p.slot_descriptor();
@@ -162,10 +162,10 @@ void LeaseManager::WriteAck(const Partition& p, Lease& l, uint16_t error, uint16
   if (!l.ack) return;
   protocol::AckBlock a;
   a.generation = ++l.ack_generation;
-  a.acked_position = l.acked_position.value();
-  a.next_offset = l.acked_next_offset.value();
-  a.segment_base = l.acked_segment.value();
-  a.credit_end = p.active().capacity;
+  a.acked_position = l.acked_position;
+  a.next_offset = l.acked_next_offset;
+  a.segment_base = l.acked_segment;
+  a.credit_end = Position(p.active().capacity);
   a.error = error;
   a.flags = flags;
   protocol::EncodeAckBlock(a, l.ack_buf);

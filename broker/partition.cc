@@ -55,7 +55,7 @@ WritableAlias::~WritableAlias() { ::munmap(data_, size_); }
 
 protocol::SegmentLocation ReadLocation(Offset base, const SegmentReg& reg) {
   protocol::SegmentLocation loc;
-  loc.base_offset = base.value();
+  loc.base_offset = base;
   loc.region.bytes = reg.read_descriptor;
   loc.data_offset = storage::format::kSegmentHeaderSize;
   loc.capacity = reg.info.capacity;

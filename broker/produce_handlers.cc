@@ -44,7 +44,7 @@ Result<protocol::LeaseResponse> ProduceHandlers::OpenProduce(const rpc::RequestC
   if (ack->length < protocol::kAckBlockSize || (ack->access & fabric::kRemoteWrite) == 0) {
     return Status(WireError::kInvalidRequest, "ack_region must be a writable region of at least 64 bytes");
   }
-  const LeaseRequest lr{req.mode, ProducerId(req.producer_id), req.producer_epoch};
+  const LeaseRequest lr{req.mode, req.producer_id, req.producer_epoch};
   protocol::LeaseResponse r;
   if (Status done = topics_.WithPartition(req.topic, req.partition,
                                           [&](Partition& p) REQUIRES(p.mu) {
@@ -70,7 +70,7 @@ Result<protocol::LeaseResponse> ProduceHandlers::RenewLease(const rpc::RequestCo
                                                             const protocol::LeaseRequest& req) {
   protocol::LeaseResponse r;
   if (Status done = leases_.WithLease(
-          LeaseId(req.lease_id), ctx.client_id,
+          req.lease_id, ctx.client_id,
           [&](Partition& p, const std::shared_ptr<Lease>& l) REQUIRES(p.mu) -> Status {
             leases_.Extend(*l);
             if (!l->shared() && (req.flags & protocol::kRenewRoll) != 0 &&
@@ -92,7 +92,7 @@ Result<protocol::LeaseResponse> ProduceHandlers::RenewLease(const rpc::RequestCo
 
 Result<protocol::Empty> ProduceHandlers::ReleaseLease(const rpc::RequestContext& ctx,
                                                       const protocol::LeaseRequest& req) {
-  RDMQ_ASSIGN_OR_RETURN(std::shared_ptr<Lease> l, leases_.Find(LeaseId(req.lease_id), ctx.client_id));
+  RDMQ_ASSIGN_OR_RETURN(std::shared_ptr<Lease> l, leases_.Find(req.lease_id, ctx.client_id));
   leases_.End(l, WireError::kLeaseExpired, false);
   return protocol::Empty{};
 }
@@ -100,7 +100,7 @@ Result<protocol::Empty> ProduceHandlers::ReleaseLease(const rpc::RequestContext&
 Result<protocol::CommitResponse> ProduceHandlers::Commit(const rpc::RequestContext& ctx,
                                                          const protocol::CommitRequest& req) {
   protocol::CommitResponse r;
-  if (Status done = leases_.WithLease(LeaseId(req.lease_id), ctx.client_id,
+  if (Status done = leases_.WithLease(req.lease_id, ctx.client_id,
                                       [&](Partition& p, const std::shared_ptr<Lease>& l)
                                           REQUIRES(p.mu) { return CommitLocked(p, l, req, &r); });
       !done.ok())
@@ -110,8 +110,8 @@ Result<protocol::CommitResponse> ProduceHandlers::Commit(const rpc::RequestConte
 
 Status ProduceHandlers::CommitLocked(Partition& p, const std::shared_ptr<Lease>& l,
                                      const protocol::CommitRequest& req, protocol::CommitResponse* r) {
-  const Offset segment(req.segment_base);
-  const Position position(req.position);
+  const Offset segment = req.segment_base;
+  const Position position = req.position;
   const SegmentReg* seg = p.FindSegment(segment);
   const bool writable = seg != nullptr && !seg->info.sealed;
   const uint64_t capacity = writable ? seg->info.capacity : 0;
@@ -122,7 +122,7 @@ Status ProduceHandlers::CommitLocked(Partition& p, const std::shared_ptr<Lease>&
                         v.CheckRequest(who, writable, segment, position, req.length, capacity, p.active()));
   BatchCheck check;
   if (inside) {
-    check = v.CheckBatches(who, {seg->info.data() + req.position, req.length});
+    check = v.CheckBatches(who, {seg->info.data() + position.value(), req.length});
     if (check.duplicates != 0) Counters::Add(n_.duplicates, check.duplicates);
     if (!check.status.ok()) {
       Counters::Add(n_.commit_errors);
@@ -136,7 +136,7 @@ Status ProduceHandlers::CommitLocked(Partition& p, const std::shared_ptr<Lease>&
   cr.segment = segment;
   cr.position = position;
   cr.length = req.length;
-  cr.expected_next_offset = shared ? kNoOffset : Offset(req.next_offset);
+  cr.expected_next_offset = shared ? kNoOffset : req.next_offset;
   leases_.Extend(*l);
   auto out = p.log().Commit(cr);
   if (!out.ok()) {
@@ -145,10 +145,10 @@ Status ProduceHandlers::CommitLocked(Partition& p, const std::shared_ptr<Lease>&
       // is committed. The producer renews for the next segment and retries.
       (void)p.SyncSegments();
       publisher_.Publish(p);
-      r->base_offset = -1;
-      r->committed_position = p.active().committed.value();
-      r->high_watermark = p.active().high_watermark.value();
-      r->credit_end = capacity;
+      r->base_offset = kNoOffset;
+      r->committed_position = p.active().committed;
+      r->high_watermark = p.active().high_watermark;
+      r->credit_end = Position(capacity);
       r->flags = protocol::kCommitFlagSegmentFull;
       return Status::Ok();
     }
@@ -167,7 +167,7 @@ Status ProduceHandlers::CommitLocked(Partition& p, const std::shared_ptr<Lease>&
   p.MarkDirty();
   if (shared && !out->complete)
     p.AddPending(segment, position, PendingRange{l->id, l->producer_id, check.first_sequence});
-  r->base_offset = out->complete ? out->base_offset.value() : -1;
+  r->base_offset = out->complete ? out->base_offset : kNoOffset;
   std::vector<storage::CompletedRange> completed(out->completed.begin(), out->completed.end());
   std::vector<storage::CompletedRange> dropped(out->dropped.begin(), out->dropped.end());
   (void)p.SyncSegments();
@@ -183,9 +183,9 @@ Status ProduceHandlers::CommitLocked(Partition& p, const std::shared_ptr<Lease>&
     l->acked_next_offset = p.active().high_watermark;
   }
   if (!completed.empty()) publisher_.Publish(p);
-  r->committed_position = out->committed.value();
-  r->high_watermark = out->high_watermark.value();
-  r->credit_end = capacity;
+  r->committed_position = out->committed;
+  r->high_watermark = out->high_watermark;
+  r->credit_end = Position(capacity);
   return Status::Ok();
 }
 

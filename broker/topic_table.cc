@@ -65,17 +65,17 @@ size_t TopicTable::partition_count() const {
   return n;
 }
 
-Result<std::shared_ptr<Partition>> TopicTable::Find(const std::string& topic, int32_t partition) const {
+Result<std::shared_ptr<Partition>> TopicTable::Find(const std::string& topic, PartitionId partition) const {
   MutexLock lock(mu_);
   auto it = topics_.find(topic);
   if (it == topics_.end()) return Status(WireError::kUnknownTopic, "unknown topic '" + topic + "'");
   const auto& parts = it->second.partitions;
-  if (partition < 0 || static_cast<size_t>(partition) >= parts.size()) {
+  if (partition.value() < 0 || static_cast<size_t>(partition.value()) >= parts.size()) {
     return Status(WireError::kUnknownPartition, "topic '" + topic + "' has " + std::to_string(parts.size()) +
                                                     " partitions; there is no partition " +
-                                                    std::to_string(partition));
+                                                    std::to_string(partition.value()));
   }
-  return parts[static_cast<size_t>(partition)];
+  return parts[static_cast<size_t>(partition.value())];
 }
 
 void TopicTable::Close(Partition& p, bool remove_files) {

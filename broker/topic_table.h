@@ -55,12 +55,13 @@ class TopicTable {
   size_t partition_count() const EXCLUDES(mu_);
 
   // The partition named by topic and index (kUnknownTopic, kUnknownPartition).
-  Result<std::shared_ptr<Partition>> Find(const std::string& topic, int32_t partition) const EXCLUDES(mu_);
+  Result<std::shared_ptr<Partition>> Find(const std::string& topic, PartitionId partition) const
+      EXCLUDES(mu_);
 
   // The start of every request about a partition named by topic and index: the partition found,
   // locked, a deleted one refused (kUnknownTopic); then act(partition) under its lock.
   template <class Act>
-  Status WithPartition(const std::string& topic, int32_t partition, Act&& act) EXCLUDES(mu_) {
+  Status WithPartition(const std::string& topic, PartitionId partition, Act&& act) EXCLUDES(mu_) {
     RDMQ_ASSIGN_OR_RETURN(std::shared_ptr<Partition> pp, Find(topic, partition));
     Partition& p = *pp;
     MutexLock lock(p.mu);

@@ -20,8 +20,8 @@ std::vector<protocol::ConfigEntry> ToEntries(
 TopicDescription FromInfo(const protocol::TopicInfo& t) {
   TopicDescription d;
   d.name = t.name;
-  d.id = t.id;
-  d.created_ms = t.created_ms;
+  d.id = t.id.value();
+  d.created_ms = t.created_ms.value();
   for (const auto& e : t.configs) d.configs.emplace_back(e.key, e.value);
   return d;
 }
@@ -47,12 +47,12 @@ class AdminClientImpl final : public AdminClient {
     TopicDescription d = FromInfo(resp.topic);
     for (const auto& p : resp.partitions) {
       PartitionDescription pd;
-      pd.partition = p.partition;
-      pd.log_start_offset = p.log_start_offset;
-      pd.high_watermark = p.high_watermark;
+      pd.partition = p.partition.value();
+      pd.log_start_offset = p.log_start_offset.value();
+      pd.high_watermark = p.high_watermark.value();
       pd.segments = p.segments;
       pd.bytes = p.bytes;
-      pd.active_segment_base = p.active_segment_base;
+      pd.active_segment_base = p.active_segment_base.value();
       pd.exclusive_lease = p.exclusive_lease != 0;
       d.partitions.push_back(pd);
     }

@@ -51,7 +51,7 @@ struct Seg {
 
 struct Part {
   TopicPartition tp;
-  uint64_t topic_id = 0;
+  TopicId topic_id{0};
   bool opened = false;
   std::unique_ptr<fabric::RemoteRegion> slot;
   const std::byte* slot_mapped = nullptr;
@@ -171,9 +171,9 @@ class ConsumerImpl final : public Consumer {
   Result<int64_t> OffsetForTime(const TopicPartition& tp, int64_t timestamp_ms) override {
     RDMQ_RETURN_IF_ERROR(CheckOpen());
     if (timestamp_ms < 0) return Status(Errc::kInvalidArgument, "OffsetForTime with a negative timestamp");
-    protocol::ListOffsetsRequest req{tp.topic, tp.partition, timestamp_ms, 0};
+    protocol::ListOffsetsRequest req{tp.topic, PartitionId(tp.partition), timestamp_ms, Offset(0)};
     RDMQ_ASSIGN_OR_RETURN(auto r, (conn_->Call<protocol::ListOffsetsResponse>(Api::kListOffsets, req)));
-    return r.offset;
+    return r.offset.value();
   }
   void Wakeup() override {
     wakeup_.store(true, std::memory_order_release);
@@ -216,13 +216,13 @@ class ConsumerImpl final : public Consumer {
     p.slot.reset();
     p.slot_mapped = nullptr;
     p.watching = false;
-    if (p.topic_id == 0) {
+    if (p.topic_id == TopicId(0)) {
       auto d = conn_->Call<protocol::DescribeTopicResponse>(Api::kDescribeTopic,
                                                             protocol::TopicNameRequest{p.tp.topic});
       if (!d.ok()) return d.status();
       p.topic_id = d->topic.id;
     }
-    protocol::PartitionRequest req{p.tp.topic, p.tp.partition};
+    protocol::PartitionRequest req{p.tp.topic, PartitionId(p.tp.partition)};
     RDMQ_ASSIGN_OR_RETURN(auto r, (conn_->Call<protocol::OpenConsumeResponse>(Api::kOpenConsume, req)));
     RDMQ_ASSIGN_OR_RETURN(auto sd, fabric::RegionDescriptor::Decode(std::as_bytes(std::span(r.slot.bytes))));
     RDMQ_ASSIGN_OR_RETURN(p.slot, conn_->data()->Attach(sd));
@@ -244,7 +244,7 @@ class ConsumerImpl final : public Consumer {
     Seg s;
     RDMQ_ASSIGN_OR_RETURN(s.remote, conn_->data()->Attach(d));
     s.mapped = s.remote->mapped();
-    const int64_t base = loc.base_offset;
+    const int64_t base = loc.base_offset.value();
     s.loc = std::move(loc);
     p.segs[base] = std::move(s);
     return Status::Ok();
@@ -253,7 +253,7 @@ class ConsumerImpl final : public Consumer {
   Result<Seg*> Segment(Part& p, int64_t base) {
     auto it = p.segs.find(base);
     if (it != p.segs.end()) return &it->second;
-    protocol::GetSegmentRequest req{p.tp.topic, p.tp.partition, base};
+    protocol::GetSegmentRequest req{p.tp.topic, PartitionId(p.tp.partition), Offset(base)};
     RDMQ_ASSIGN_OR_RETURN(auto r, (conn_->Call<protocol::GetSegmentResponse>(Api::kGetSegment, req)));
     RDMQ_RETURN_IF_ERROR(AddSegment(p, std::move(r.segment)));
     return &p.segs[base];
@@ -314,7 +314,8 @@ class ConsumerImpl final : public Consumer {
 
   // Resolves a pending reset/seek into a position and a cursor.
   Status Locate(Part& p) {
-    protocol::ListOffsetsRequest req{p.tp.topic, p.tp.partition, protocol::kListOffset, p.position};
+    protocol::ListOffsetsRequest req{p.tp.topic, PartitionId(p.tp.partition), protocol::kListOffset,
+                                     Offset(p.position)};
     if (p.need == Part::Need::kEarliest) req.spec = protocol::kListEarliest;
     if (p.need == Part::Need::kLatest) req.spec = protocol::kListLatest;
     auto r = conn_->Call<protocol::ListOffsetsResponse>(Api::kListOffsets, req);
@@ -322,9 +323,9 @@ class ConsumerImpl final : public Consumer {
       if (r.status().is(WireError::kOffsetOutOfRange)) return OutOfRange(p, r.status());
       return r.status();
     }
-    p.position = r->offset;
-    p.cur_seg = r->segment_base;
-    p.cur_pos = r->position;
+    p.position = r->offset.value();
+    p.cur_seg = r->segment_base.value();
+    p.cur_pos = r->position.value();
     p.cursor = true;
     p.need = Part::Need::kNone;
     return Status::Ok();
@@ -437,7 +438,7 @@ class ConsumerImpl final : public Consumer {
     const std::byte* data;
     auto fetch = [&](size_t n) -> Status {
       if (s.mapped != nullptr) {
-        data = s.mapped + s.loc.RemoteOffset(p.cur_pos);
+        data = s.mapped + s.loc.RemoteOffset(rdmq::Position(p.cur_pos));
         return Status::Ok();
       }
       if (64 + n > p.buf_cap) {
@@ -445,7 +446,7 @@ class ConsumerImpl final : public Consumer {
         p.buf_cap = 64 + n;
         RDMQ_ASSIGN_OR_RETURN(p.buf, conn_->fabric().Allocate(p.buf_cap, fabric::kLocalWrite));
       }
-      Status st = Read(p, *s.remote, s.loc.RemoteOffset(p.cur_pos), n, 64);
+      Status st = Read(p, *s.remote, s.loc.RemoteOffset(rdmq::Position(p.cur_pos)), n, 64);
       if (!st.ok()) {
         // The segment went away (retention) or the broker restarted: start over from the slot.
         p.opened = false;
@@ -574,7 +575,7 @@ class ConsumerImpl final : public Consumer {
     for (auto& pp : parts_) {
       Part& p = *pp;
       if (!p.opened || p.watching) continue;
-      protocol::WatchRequest req{p.tp.topic, p.tp.partition, p.gen};
+      protocol::WatchRequest req{p.tp.topic, PartitionId(p.tp.partition), p.gen};
       auto r = conn_->Call<protocol::WatchResponse>(Api::kWatch, req);
       if (!r.ok()) return r.status().is(Errc::kUnavailable) ? Status::Ok() : r.status();
       if (r->generation != p.gen) return Status::Ok();  // something changed meanwhile
@@ -596,7 +597,8 @@ class ConsumerImpl final : public Consumer {
           if (k < kNotifyRecvs &&
               protocol::DecodeNotification(notify_->data() + size_t{k} * 64, wc[i].byte_len, &note)) {
             for (auto& p : parts_) {
-              if (p->topic_id == note.topic_id && p->tp.partition == note.partition) p->watching = false;
+              if (p->topic_id == note.topic_id && p->tp.partition == note.partition.value())
+                p->watching = false;
             }
             any = true;
           }

@@ -22,8 +22,8 @@ void AckTracker::FailAll(const Status& s) {
 }
 
 AckVerdict AckTracker::OnAck(const protocol::AckBlock& a, Status* why) {
-  ack_segment_base_ = Offset(a.segment_base);
-  acked_position_ = Position(a.acked_position);
+  ack_segment_base_ = a.segment_base;
+  acked_position_ = a.acked_position;
   have_ack_ = true;
   if (a.error == 0 && (a.flags & protocol::kAckLeaseRevoked) == 0) return AckVerdict::kConfirmed;
   // What the ack covers is committed; the rest is resent on a new lease.
@@ -89,8 +89,8 @@ CommitVerdict AckTracker::OnCommit(TrackedBatch* b, uint64_t post_id,
     return CommitVerdict::kFailed;
   }
   b->committed = true;
-  if (r->base_offset >= 0) {  // completes in order, by CompleteCovered
-    b->base_offset = Offset(r->base_offset);
+  if (r->base_offset != kNoOffset) {  // completes in order, by CompleteCovered
+    b->base_offset = r->base_offset;
     b->offset_known = true;
   }
   return CommitVerdict::kCommitted;

@@ -102,7 +102,7 @@ void Core::Settle(PState& ps, std::vector<Completion>& done) {
   }
   if (cfg_.mode == PartitionMode::kShared) {
     // Forget read attachments of segments no batch waits for any more.
-    const Offset oldest = ps.tracker.OldestSegment(Offset(ps.lease.seg.base_offset));
+    const Offset oldest = ps.tracker.OldestSegment(ps.lease.seg.base_offset);
     while (!ps.read_segs.empty() && ps.read_segs.begin()->first < oldest) {
       MutexLock lock(data_.post_mu());
       ps.read_segs.erase(ps.read_segs.begin());
@@ -151,7 +151,7 @@ Offset Core::ReadBaseOffset(PState& ps, const Batch& b) {
 Result<const fabric::RemoteRegion*> Core::ReadSegment(PState& ps, Offset base) {
   auto it = ps.read_segs.find(base);
   if (it != ps.read_segs.end()) return it->second.get();
-  protocol::GetSegmentRequest req{ps.topic->name, ps.partition.value(), base.value()};
+  protocol::GetSegmentRequest req{ps.topic->name, ps.partition, base};
   RDMQ_ASSIGN_OR_RETURN(auto r, (conn_->Call<protocol::GetSegmentResponse>(Api::kGetSegment, req)));
   RDMQ_ASSIGN_OR_RETURN(auto d,
                         fabric::RegionDescriptor::Decode(std::as_bytes(std::span(r.segment.region.bytes))));

@@ -89,7 +89,7 @@ Status Core::Close(std::chrono::milliseconds timeout) {
   for (PState* ps : parts) {
     PLock lock(this, *ps);
     if (ps->lease.open) {
-      (void)conn_->Call<protocol::Empty>(Api::kReleaseLease, protocol::LeaseRequest{ps->lease.id.value(), 0});
+      (void)conn_->Call<protocol::Empty>(Api::kReleaseLease, protocol::LeaseRequest{ps->lease.id, 0});
       ps->lease.open = false;
     }
     FailAll(*ps, Status(Errc::kCancelled, "the producer closed before the record was acknowledged"));

@@ -44,20 +44,20 @@ Status Core::OpenLease(PState& ps) {
   }
   protocol::OpenProduceRequest req;
   req.topic = ps.topic->name;
-  req.partition = ps.partition.value();
+  req.partition = ps.partition;
   req.mode = cfg_.mode == PartitionMode::kExclusive ? protocol::ProduceMode::kExclusive
                                                     : protocol::ProduceMode::kShared;
-  req.producer_id = producer_id_.value();
+  req.producer_id = producer_id_;
   req.producer_epoch = producer_epoch_;
   req.ack_region.bytes = l.ack_grant->descriptor().Encode();
   RDMQ_ASSIGN_OR_RETURN(auto resp, (conn_->Call<protocol::LeaseResponse>(Api::kOpenProduce, req)));
   RDMQ_RETURN_IF_ERROR(AttachSegment(ps, std::move(resp.segment)));
   l.open = true;
-  l.id = LeaseId(resp.lease_id);
+  l.id = resp.lease_id;
   l.index = resp.lease_index;
   l.ms = resp.lease_ms;
-  l.write_pos = Position(resp.write_position);
-  l.next_offset = Offset(resp.next_offset);
+  l.write_pos = resp.write_position;
+  l.next_offset = resp.next_offset;
   l.prefault_to = l.write_pos;
   l.last_confirmed_ns = MonoNanos();
   l.need_roll = false;
@@ -110,12 +110,12 @@ void Core::LeaseLost(PState& ps, const Status& why) {
 
 Status Core::Roll(PState& ps) {
   Lease& l = ps.lease;
-  protocol::LeaseRequest req{l.id.value(), protocol::kRenewRoll};
+  protocol::LeaseRequest req{l.id, protocol::kRenewRoll};
   auto resp = conn_->Call<protocol::LeaseResponse>(Api::kRenewLease, req);
   if (!resp.ok()) return resp.status();
   RDMQ_RETURN_IF_ERROR(AttachSegment(ps, std::move(resp->segment)));
-  l.write_pos = Position(resp->write_position);
-  l.next_offset = Offset(resp->next_offset);
+  l.write_pos = resp->write_position;
+  l.next_offset = resp->next_offset;
   l.prefault_to = l.write_pos;
   l.need_roll = false;
   return Status::Ok();
@@ -123,10 +123,10 @@ Status Core::Roll(PState& ps) {
 
 Status Core::AwaitSharedRoll(PState& ps) {
   Lease& l = ps.lease;
-  const int64_t old_base = l.seg.base_offset;
+  const Offset old_base = l.seg.base_offset;
   const auto deadline = MonoNanos() + 4 * uint64_t{l.ms} * 1'000'000;
   while (true) {
-    protocol::LeaseRequest lr{l.id.value(), 0};
+    protocol::LeaseRequest lr{l.id, 0};
     auto resp = conn_->Call<protocol::LeaseResponse>(Api::kRenewLease, lr);
     if (!resp.ok()) return resp.status();
     if (resp->segment.base_offset != old_base) return AttachSegment(ps, std::move(resp->segment));
@@ -138,7 +138,7 @@ Status Core::AwaitSharedRoll(PState& ps) {
 void Core::RenewIfIdle(PState& ps, uint64_t now) {
   Lease& l = ps.lease;
   if (!l.open || l.ms == 0 || now - l.last_confirmed_ns <= uint64_t{l.ms} * 1'000'000 / 3) return;
-  auto r = conn_->Call<protocol::LeaseResponse>(Api::kRenewLease, protocol::LeaseRequest{l.id.value(), 0});
+  auto r = conn_->Call<protocol::LeaseResponse>(Api::kRenewLease, protocol::LeaseRequest{l.id, 0});
   l.last_confirmed_ns = now;
   if (!r.ok()) LeaseLost(ps, r.status());
 }

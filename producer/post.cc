@@ -84,14 +84,14 @@ Status Core::PostExclusive(PState& ps, Batch& b, Placement* at) {
     RDMQ_RETURN_IF_ERROR(Roll(ps));
   }
   storage::PatchBaseOffset(b.buf, l.next_offset);
-  *at = Placement{Offset(l.seg.base_offset), l.write_pos, l.next_offset, 0};
+  *at = Placement{l.seg.base_offset, l.write_pos, l.next_offset, 0};
   fabric::WorkRequest wr;
   wr.opcode = fabric::Opcode::kWriteImm;
   wr.tag = (kTagWrite << kTagKindShift) | ps.id;
   wr.signaled = false;
   wr.local = {b.buf, b.size, arena_.region()};
   wr.remote = l.remote.get();
-  wr.remote_offset = l.seg.RemoteOffset(l.write_pos.value());
+  wr.remote_offset = l.seg.RemoteOffset(l.write_pos);
   wr.imm = l.index;
   RDMQ_RETURN_IF_ERROR(data_.Post({&wr, 1}));
   l.write_pos += b.size;
@@ -117,17 +117,18 @@ Status Core::PostShared(PState& ps, Batch& b, Placement* at) {
       w.opcode = fabric::Opcode::kWrite;
       w.local = {b.buf, b.size, arena_.region()};
       w.remote = l.remote.get();
-      w.remote_offset = l.seg.RemoteOffset(r);
+      w.remote_offset = l.seg.RemoteOffset(Position(r));
       // The Commit RPC travels on another connection: the bytes must be in place first.
       RDMQ_RETURN_IF_ERROR(data_.PostAndWait(w));
-      protocol::CommitRequest req{l.id.value(), l.seg.base_offset, r, static_cast<uint32_t>(b.size), -1};
+      protocol::CommitRequest req{l.id, l.seg.base_offset, Position(r), static_cast<uint32_t>(b.size),
+                                  kNoOffset};
       const std::string bytes = protocol::Encode(req);
       uint64_t post_id;
       {
         MutexLock lock(commits_mu_);
         post_id = next_post_id_++;
       }
-      *at = Placement{Offset(l.seg.base_offset), Position(r), kNoOffset, post_id};
+      *at = Placement{l.seg.base_offset, Position(r), kNoOffset, post_id};
       PState* pp = &ps;
       Batch* bp = &b;
       // The response is handled by whoever drives progress next (never inside this call, which
@@ -143,7 +144,8 @@ Status Core::PostShared(PState& ps, Batch& b, Placement* at) {
     }
     // The reservation crossed the segment end: report it, then move to the next segment.
     if (b.size > l.seg.capacity) return TooLargeForSegment(b.size, l.seg.capacity);
-    protocol::CommitRequest req{l.id.value(), l.seg.base_offset, r, static_cast<uint32_t>(b.size), -1};
+    protocol::CommitRequest req{l.id, l.seg.base_offset, Position(r), static_cast<uint32_t>(b.size),
+                                kNoOffset};
     auto cr = conn_->Call<protocol::CommitResponse>(Api::kCommit, req);
     if (!cr.ok() && !Retriable(cr.status())) return cr.status();
     RDMQ_RETURN_IF_ERROR(AwaitSharedRoll(ps));

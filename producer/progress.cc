@@ -80,8 +80,8 @@ void Core::Prefault() {
         // Claimed now; a roll meanwhile resets it (and the range may then be unmapped: madvise
         // on it fails harmlessly or populates the new mapping).
         l.prefault_to = last;
-        from = l.seg.RemoteOffset(first.value());
-        to = l.seg.RemoteOffset(last.value());
+        from = l.seg.RemoteOffset(first);
+        to = l.seg.RemoteOffset(last);
       }
       // Whole pages: both ends rounded down to a page boundary.
       constexpr uintptr_t kPage = 4096;

@@ -45,10 +45,11 @@ class RawClient {
   client::Connection& conn() { return *conn_; }
 
   Result<protocol::LeaseResponse> Open(const std::string& topic, int32_t partition,
-                                       protocol::ProduceMode mode, int64_t pid = -1, int16_t epoch = 0) {
+                                       protocol::ProduceMode mode, ProducerId pid = kNoProducerId,
+                                       int16_t epoch = 0) {
     protocol::OpenProduceRequest req;
     req.topic = topic;
-    req.partition = partition;
+    req.partition = PartitionId(partition);
     req.mode = mode;
     req.producer_id = pid;
     req.producer_epoch = epoch;
@@ -68,7 +69,8 @@ class RawClient {
 
   // Copies `bytes` to local memory and WRITEs them at data-area position `pos` of the leased
   // segment (with the lease's immediate when `imm`). Returns the completion's status.
-  Status Write(uint64_t pos, std::string_view bytes, bool imm) {
+  Status Write(uint64_t pos, std::string_view bytes, bool imm) { return Write(Position(pos), bytes, imm); }
+  Status Write(Position pos, std::string_view bytes, bool imm) {
     std::memcpy(mem_->data() + 4096, bytes.data(), bytes.size());
     fabric::WorkRequest wr;
     wr.opcode = imm ? fabric::Opcode::kWriteImm : fabric::Opcode::kWrite;
@@ -132,10 +134,10 @@ class RawClient {
   protocol::LeaseResponse lease_;
 };
 
-std::string Batch(int64_t base, int n, int64_t pid = -1, int16_t epoch = -1, int32_t seq = -1) {
+std::string Batch(Offset base, int n, ProducerId pid = kNoProducerId, int16_t epoch = -1, int32_t seq = -1) {
   storage::BatchOptions o;
-  o.base_offset = Offset(base);
-  o.producer_id = ProducerId(pid);
+  o.base_offset = base;
+  o.producer_id = pid;
   o.producer_epoch = epoch;
   o.base_sequence = seq;
   std::vector<std::string> values;
@@ -243,7 +245,7 @@ E2E_BOTH(UnknownNames, "unknown topics and partitions get UNKNOWN_TOPIC / UNKNOW
   CHECK(raw.Open("nope", 0, protocol::ProduceMode::kExclusive).status().is(WireError::kUnknownTopic));
   CHECK(raw.Open("t", -1, protocol::ProduceMode::kExclusive).status().is(WireError::kUnknownPartition));
   auto lo = raw.conn().Call<protocol::ListOffsetsResponse>(
-      Api::kListOffsets, protocol::ListOffsetsRequest{"t", 0, protocol::kListOffset, 5});
+      Api::kListOffsets, protocol::ListOffsetsRequest{"t", PartitionId(0), protocol::kListOffset, Offset(5)});
   CHECK(lo.status().is(WireError::kOffsetOutOfRange));
   StillServes(broker, "t");
 }
@@ -364,7 +366,7 @@ E2E_BOTH(StaleLocation, "stale segments and leases get STALE_LOCATION / LEASE_EX
   RawClient raw(broker.Options());
   auto lease = raw.Open("t", 0, protocol::ProduceMode::kExclusive);
   REQUIRE_OK(lease);
-  const int64_t first_segment = lease->segment.base_offset;
+  const Offset first_segment = lease->segment.base_offset;
   REQUIRE_OK(raw.Write(lease->write_position, Batch(lease->next_offset, 3), true));
   auto ack = raw.NextAck();
   REQUIRE_OK(ack);
@@ -373,14 +375,14 @@ E2E_BOTH(StaleLocation, "stale segments and leases get STALE_LOCATION / LEASE_EX
   auto renewed = raw.conn().Call<protocol::LeaseResponse>(
       Api::kRenewLease, protocol::LeaseRequest{lease->lease_id, protocol::kRenewRoll});
   REQUIRE_OK(renewed);
-  CHECK(renewed->segment.base_offset == 3);
+  CHECK(renewed->segment.base_offset == Offset(3));
   // A commit naming the old segment.
   auto c = raw.conn().Call<protocol::CommitResponse>(
-      Api::kCommit, protocol::CommitRequest{lease->lease_id, first_segment, 4096, 10, -1});
+      Api::kCommit, protocol::CommitRequest{lease->lease_id, first_segment, Position(4096), 10, kNoOffset});
   CHECK(c.status().is(WireError::kStaleLocation));
   // A segment that does not exist.
-  auto g = raw.conn().Call<protocol::GetSegmentResponse>(Api::kGetSegment,
-                                                         protocol::GetSegmentRequest{"t", 0, 12345});
+  auto g = raw.conn().Call<protocol::GetSegmentResponse>(
+      Api::kGetSegment, protocol::GetSegmentRequest{"t", PartitionId(0), Offset(12345)});
   CHECK(g.status().is(WireError::kStaleLocation));
   CHECK(g.status().ToString().find("12345") != std::string::npos);
   // A lease that was released.
@@ -439,15 +441,15 @@ E2E_BOTH(CorruptAndDuplicate, "corrupt batches are refused; duplicate sequences 
   REQUIRE_OK(lease);
   CHECK(lease->last_sequence == -1);
   // Sequences 0..9, acknowledged.
-  const std::string b0 = Batch(0, 10, pid->producer_id, pid->producer_epoch, 0);
+  const std::string b0 = Batch(Offset(0), 10, pid->producer_id, pid->producer_epoch, 0);
   REQUIRE_OK(raw.Write(0, b0, true));
   auto ack = raw.NextAck();
   REQUIRE_OK(ack);
   CHECK(ack->error == 0);
-  CHECK(ack->next_offset == 10);
+  CHECK(ack->next_offset == Offset(10));
   const std::string before = Committed(broker, "t", 0);
   // The same sequences again (a resend after a lost ack): refused, nothing stored.
-  REQUIRE_OK(raw.Write(b0.size(), Batch(10, 10, pid->producer_id, pid->producer_epoch, 0), true));
+  REQUIRE_OK(raw.Write(b0.size(), Batch(Offset(10), 10, pid->producer_id, pid->producer_epoch, 0), true));
   ack = raw.NextAck();
   REQUIRE_OK(ack);
   CHECK(ack->error == static_cast<uint16_t>(WireError::kDuplicateSequence));
@@ -456,16 +458,17 @@ E2E_BOTH(CorruptAndDuplicate, "corrupt batches are refused; duplicate sequences 
   lease = raw.Open("t", 0, protocol::ProduceMode::kExclusive, pid->producer_id, pid->producer_epoch);
   REQUIRE_OK(lease);
   CHECK(lease->last_sequence == 9);
-  CHECK(lease->next_offset == 10);
+  CHECK(lease->next_offset == Offset(10));
   // A gap in the sequences.
-  REQUIRE_OK(raw.Write(lease->write_position, Batch(10, 1, pid->producer_id, pid->producer_epoch, 15), true));
+  REQUIRE_OK(raw.Write(lease->write_position, Batch(Offset(10), 1, pid->producer_id, pid->producer_epoch, 15),
+                       true));
   ack = raw.NextAck();
   REQUIRE_OK(ack);
   CHECK(ack->error == static_cast<uint16_t>(WireError::kOutOfOrderSequence));
   // A corrupt batch (one flipped byte after the CRC was computed).
   lease = raw.Open("t", 0, protocol::ProduceMode::kExclusive, pid->producer_id, pid->producer_epoch);
   REQUIRE_OK(lease);
-  std::string bad = Batch(10, 3, pid->producer_id, pid->producer_epoch, 10);
+  std::string bad = Batch(Offset(10), 3, pid->producer_id, pid->producer_epoch, 10);
   bad[bad.size() - 3] ^= 0x40;
   REQUIRE_OK(raw.Write(lease->write_position, bad, true));
   ack = raw.NextAck();
@@ -481,19 +484,19 @@ E2E_BOTH(CorruptAndDuplicate, "corrupt batches are refused; duplicate sequences 
     REQUIRE_OK(pos);
     REQUIRE_OK(raw.Write(*pos, bytes, false));
     return raw.conn().Call<protocol::CommitResponse>(
-        Api::kCommit, protocol::CommitRequest{sl->lease_id, sl->segment.base_offset, *pos,
-                                              static_cast<uint32_t>(bytes.size()), -1});
+        Api::kCommit, protocol::CommitRequest{sl->lease_id, sl->segment.base_offset, Position(*pos),
+                                              static_cast<uint32_t>(bytes.size()), kNoOffset});
   };
-  const std::string s0 = Batch(-1, 5, pid->producer_id, pid->producer_epoch, 0);
+  const std::string s0 = Batch(Offset(-1), 5, pid->producer_id, pid->producer_epoch, 0);
   auto c0 = produce(s0);
   REQUIRE_OK(c0);
-  CHECK(c0->base_offset == 0);
+  CHECK(c0->base_offset == Offset(0));
   auto c1 = produce(s0);  // the same sequences again
   REQUIRE_OK(c1);
-  CHECK(c1->base_offset == 5);  // a filler takes the place
-  auto c2 = produce(Batch(-1, 3, pid->producer_id, pid->producer_epoch, 5));
+  CHECK(c1->base_offset == Offset(5));  // a filler takes the place
+  auto c2 = produce(Batch(Offset(-1), 3, pid->producer_id, pid->producer_epoch, 5));
   REQUIRE_OK(c2);
-  CHECK(c2->base_offset > 5);
+  CHECK(c2->base_offset > Offset(5));
   consumer::ConsumerConfig cc;
   cc.client = broker.Options();
   auto c = consumer::Consumer::Create(cc);
@@ -529,12 +532,12 @@ E2E_BOTH(RefusedNotRecovered, "a refused batch never comes back after a restart"
     REQUIRE_OK(pid);
     auto lease = raw.Open("t", 0, protocol::ProduceMode::kExclusive, pid->producer_id, pid->producer_epoch);
     REQUIRE_OK(lease);
-    const std::string b0 = Batch(0, 10, pid->producer_id, pid->producer_epoch, 0);
+    const std::string b0 = Batch(Offset(0), 10, pid->producer_id, pid->producer_epoch, 0);
     REQUIRE_OK(raw.Write(0, b0, true));
     REQUIRE_OK(raw.NextAck());
     before = Committed(broker, "t", 0);
     // A duplicate (valid CRC, offsets that continue the log), refused at commit.
-    REQUIRE_OK(raw.Write(b0.size(), Batch(10, 10, pid->producer_id, pid->producer_epoch, 0), true));
+    REQUIRE_OK(raw.Write(b0.size(), Batch(Offset(10), 10, pid->producer_id, pid->producer_epoch, 0), true));
     auto ack = raw.NextAck();
     REQUIRE_OK(ack);
     CHECK(ack->error == static_cast<uint16_t>(WireError::kDuplicateSequence));
@@ -561,13 +564,13 @@ E2E_BOTH(EpochFencing, "a newer epoch of the same producer id fences the holder;
   RawClient a(broker.Options()), b(broker.Options());
   auto pid = a.conn().Call<protocol::InitProducerIdResponse>(Api::kInitProducerId, protocol::Empty{});
   REQUIRE_OK(pid);
-  const int64_t id = pid->producer_id;
+  const ProducerId id = pid->producer_id;
   auto la = a.Open("t", 0, protocol::ProduceMode::kExclusive, id, 0);
   REQUIRE_OK(la);
-  REQUIRE_OK(a.Write(0, Batch(0, 2, id, 0, 0), true));
+  REQUIRE_OK(a.Write(0, Batch(Offset(0), 2, id, 0, 0), true));
   REQUIRE_OK(a.NextAck());
   // Another client with a different id is turned away; the same id with a newer epoch wins.
-  auto other = b.Open("t", 0, protocol::ProduceMode::kExclusive, id + 1000, 0);
+  auto other = b.Open("t", 0, protocol::ProduceMode::kExclusive, ProducerId(id.value() + 1000), 0);
   CHECK(other.status().is(WireError::kPartitionBusy));
   auto lb = b.Open("t", 0, protocol::ProduceMode::kExclusive, id, 1);
   REQUIRE_OK(lb);

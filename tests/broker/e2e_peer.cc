@@ -122,7 +122,7 @@ int Reserve(int argc, char** argv) {
   if (!grant.ok()) return 1;
   protocol::OpenProduceRequest req;
   req.topic = argv[3];
-  req.partition = std::atoi(argv[4]);
+  req.partition = PartitionId(std::atoi(argv[4]));
   req.mode = protocol::ProduceMode::kShared;
   req.ack_region.bytes = (*grant)->descriptor().Encode();
   auto lease = c.Call<protocol::LeaseResponse>(protocol::Api::kOpenProduce, req);

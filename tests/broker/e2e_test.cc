@@ -644,7 +644,7 @@ E2E_BOTH(IdempotenceAcrossRestart, "an idempotent producer's last sequence survi
   REQUIRE_OK(grant);
   protocol::OpenProduceRequest req;
   req.topic = "i";
-  req.partition = 0;
+  req.partition = PartitionId(0);
   {
     // The producer's id, from the first batch header in the segment file (bytes 43..50, BE).
     std::ifstream seg(dir / "data" / "topics" / "i-0" / "00000000000000000000.seg", std::ios::binary);
@@ -653,15 +653,15 @@ E2E_BOTH(IdempotenceAcrossRestart, "an idempotent producer's last sequence survi
     seg.read(reinterpret_cast<char*>(b), 8);
     int64_t id = 0;
     for (unsigned char x : b) id = (id << 8) | x;
-    req.producer_id = id;
+    req.producer_id = ProducerId(id);
   }
-  REQUIRE(req.producer_id >= 0);
+  REQUIRE(req.producer_id.value() >= 0);
   req.producer_epoch = 0;
   req.ack_region.bytes = (*grant)->descriptor().Encode();
   auto lease = (*conn)->Call<protocol::LeaseResponse>(protocol::Api::kOpenProduce, req);
   REQUIRE_OK(lease);
   CHECK(lease->last_sequence == 299);
-  CHECK(lease->next_offset == 300);
+  CHECK(lease->next_offset == Offset(300));
   CHECK(again.Stop() == 0);
 }
 

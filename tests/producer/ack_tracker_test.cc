@@ -65,8 +65,8 @@ struct Harness {
                  Offset segment_base = Offset(0)) {
     protocol::AckBlock a;
     a.generation = ++generation;
-    a.acked_position = acked_position;
-    a.segment_base = segment_base.value();
+    a.acked_position = Position(acked_position);
+    a.segment_base = segment_base;
     a.error = error;
     a.flags = flags;
     Status why;
@@ -77,7 +77,7 @@ struct Harness {
   }
   CommitVerdict Commit(TrackedBatch* b, int64_t base_offset, uint32_t flags = 0) {
     protocol::CommitResponse r;
-    r.base_offset = base_offset;
+    r.base_offset = Offset(base_offset);
     r.flags = flags;
     return Commit(b, b->post_id, r);
   }
@@ -366,7 +366,7 @@ TEST_CASE("shared: stale or repeated Commit responses are ignored", "[producer][
   h.Post();
   CHECK(a->post_id != first_post);
   protocol::CommitResponse r;
-  r.base_offset = 7;
+  r.base_offset = Offset(7);
   CHECK(h.Commit(a, first_post, r) == CommitVerdict::kStale);
   CHECK_FALSE(a->committed);
   TrackedBatch stranger;

@@ -12,7 +12,7 @@ namespace {
 protocol::AckBlock Ack(uint64_t generation, uint64_t acked_position) {
   protocol::AckBlock a;
   a.generation = generation;
-  a.acked_position = acked_position;
+  a.acked_position = Position(acked_position);
   return a;
 }
 
@@ -34,7 +34,7 @@ TEST_CASE("the ack watch reports each new generation once, and no torn block", "
   CHECK(w.Pending());
   REQUIRE(w.Next(&a));
   CHECK(a.generation == 42);
-  CHECK(a.acked_position == 8192);
+  CHECK(a.acked_position == Position(8192));
   CHECK_FALSE(w.Pending());
   CHECK_FALSE(w.Next(&a));
 
@@ -45,7 +45,7 @@ TEST_CASE("the ack watch reports each new generation once, and no torn block", "
   CHECK_FALSE(w.Next(&a));
   block[8] ^= std::byte{1};
   REQUIRE(w.Next(&a));
-  CHECK(a.acked_position == 12288);
+  CHECK(a.acked_position == Position(12288));
 }
 
 TEST_CASE("a chunk is free once its partition left it and its batches are done", "[producer][arena]") {

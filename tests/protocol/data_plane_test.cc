@@ -12,10 +12,10 @@ namespace {
 TEST_CASE("ack blocks round-trip and a torn or flipped block is detected", "[data-plane]") {
   AckBlock a;
   a.generation = 7;
-  a.acked_position = 123456;
-  a.next_offset = 99;
-  a.segment_base = 40;
-  a.credit_end = 67104768;
+  a.acked_position = Position(123456);
+  a.next_offset = Offset(99);
+  a.segment_base = Offset(40);
+  a.credit_end = Position(67104768);
   a.error = 12;
   a.flags = kAckLeaseRevoked;
   std::byte buf[kAckBlockSize];
@@ -23,10 +23,10 @@ TEST_CASE("ack blocks round-trip and a torn or flipped block is detected", "[dat
   AckBlock b;
   REQUIRE(DecodeAckBlock(buf, &b));
   CHECK(b.generation == 7);
-  CHECK(b.acked_position == 123456);
-  CHECK(b.next_offset == 99);
-  CHECK(b.segment_base == 40);
-  CHECK(b.credit_end == 67104768);
+  CHECK(b.acked_position == Position(123456));
+  CHECK(b.next_offset == Offset(99));
+  CHECK(b.segment_base == Offset(40));
+  CHECK(b.credit_end == Position(67104768));
   CHECK(b.error == 12);
   CHECK(b.flags == kAckLeaseRevoked);
   // Every single-bit flip anywhere in the block is caught by the CRC.
@@ -41,7 +41,7 @@ TEST_CASE("ack blocks round-trip and a torn or flipped block is detected", "[dat
   // A block half old, half new (a torn write) does not validate either.
   AckBlock newer = a;
   newer.generation = 8;
-  newer.acked_position = 999999;
+  newer.acked_position = Position(999999);
   std::byte n[kAckBlockSize];
   EncodeAckBlock(newer, n);
   std::byte torn[kAckBlockSize];
@@ -55,11 +55,11 @@ TEST_CASE("ack blocks round-trip and a torn or flipped block is detected", "[dat
 
 TEST_CASE("notifications are exactly 24 bytes", "[data-plane]") {
   std::byte buf[kNotificationSize];
-  EncodeNotification({42, 3, 1000}, buf);
+  EncodeNotification({TopicId(42), PartitionId(3), 1000}, buf);
   Notification n;
   REQUIRE(DecodeNotification(buf, kNotificationSize, &n));
-  CHECK(n.topic_id == 42);
-  CHECK(n.partition == 3);
+  CHECK(n.topic_id == TopicId(42));
+  CHECK(n.partition == PartitionId(3));
   CHECK(n.generation == 1000);
   CHECK_FALSE(DecodeNotification(buf, kNotificationSize - 1, &n));
   CHECK_FALSE(DecodeNotification(buf, kNotificationSize + 1, &n));

@@ -68,7 +68,7 @@ TEST_CASE("every message round-trips and rejects truncation and trailing bytes",
 }
 
 TEST_CASE("the encoding is the documented one", "[protocol]") {
-  GetSegmentRequest r{"ab", 7, -2};
+  GetSegmentRequest r{"ab", PartitionId(7), Offset(-2)};
   const std::string b = Encode(r);
   // u32 len "ab" | i32 7 | i64 -2
   REQUIRE(b.size() == 4 + 2 + 4 + 8);

@@ -12,6 +12,7 @@
 
 #include "rdmq/common/coding.h"
 #include "rdmq/common/crc32c.h"
+#include "rdmq/common/types.h"
 
 namespace rdmq::protocol {
 
@@ -26,10 +27,10 @@ inline constexpr uint16_t kAckLeaseRevoked = 1u << 1;  // the lease ended; reope
 
 struct AckBlock {
   uint64_t generation = 0;
-  uint64_t acked_position = 0;
-  int64_t next_offset = 0;
-  int64_t segment_base = 0;
-  uint64_t credit_end = 0;
+  Position acked_position{0};
+  Offset next_offset{0};
+  Offset segment_base{0};
+  Position credit_end{0};
   uint16_t error = 0;
   uint16_t flags = 0;
 };
@@ -37,10 +38,10 @@ struct AckBlock {
 inline void EncodeAckBlock(const AckBlock& a, std::byte* out) {
   std::memset(out, 0, kAckBlockSize);
   coding::StoreLE<uint64_t>(out + 0, a.generation);
-  coding::StoreLE<uint64_t>(out + 8, a.acked_position);
-  coding::StoreLE<int64_t>(out + 16, a.next_offset);
-  coding::StoreLE<int64_t>(out + 24, a.segment_base);
-  coding::StoreLE<uint64_t>(out + 32, a.credit_end);
+  coding::StoreLE<uint64_t>(out + 8, a.acked_position.value());
+  coding::StoreLE<int64_t>(out + 16, a.next_offset.value());
+  coding::StoreLE<int64_t>(out + 24, a.segment_base.value());
+  coding::StoreLE<uint64_t>(out + 32, a.credit_end.value());
   coding::StoreLE<uint16_t>(out + 40, a.error);
   coding::StoreLE<uint16_t>(out + 42, a.flags);
   coding::StoreLE<uint32_t>(out + 60, crc32c::Value(out, 60));
@@ -52,10 +53,10 @@ inline bool DecodeAckBlock(const std::byte* in, AckBlock* a) {
   std::memcpy(copy, in, kAckBlockSize);
   if (coding::LoadLE<uint32_t>(copy + 60) != crc32c::Value(copy, 60)) return false;
   a->generation = coding::LoadLE<uint64_t>(copy + 0);
-  a->acked_position = coding::LoadLE<uint64_t>(copy + 8);
-  a->next_offset = coding::LoadLE<int64_t>(copy + 16);
-  a->segment_base = coding::LoadLE<int64_t>(copy + 24);
-  a->credit_end = coding::LoadLE<uint64_t>(copy + 32);
+  a->acked_position = Position(coding::LoadLE<uint64_t>(copy + 8));
+  a->next_offset = Offset(coding::LoadLE<int64_t>(copy + 16));
+  a->segment_base = Offset(coding::LoadLE<int64_t>(copy + 24));
+  a->credit_end = Position(coding::LoadLE<uint64_t>(copy + 32));
   a->error = coding::LoadLE<uint16_t>(copy + 40);
   a->flags = coding::LoadLE<uint16_t>(copy + 42);
   return true;
@@ -74,20 +75,20 @@ inline constexpr uint32_t LeaseSlot(uint32_t lease_index) { return lease_index &
 //   0 u64 topic id   8 i32 partition   12 u32 zero   16 u64 slot generation
 inline constexpr size_t kNotificationSize = 24;
 struct Notification {
-  uint64_t topic_id = 0;
-  int32_t partition = 0;
+  TopicId topic_id{0};
+  PartitionId partition{0};
   uint64_t generation = 0;
 };
 inline void EncodeNotification(const Notification& n, std::byte* out) {
   std::memset(out, 0, kNotificationSize);
-  coding::StoreLE<uint64_t>(out + 0, n.topic_id);
-  coding::StoreLE<int32_t>(out + 8, n.partition);
+  coding::StoreLE<uint64_t>(out + 0, n.topic_id.value());
+  coding::StoreLE<int32_t>(out + 8, n.partition.value());
   coding::StoreLE<uint64_t>(out + 16, n.generation);
 }
 inline bool DecodeNotification(const std::byte* in, size_t len, Notification* n) {
   if (len != kNotificationSize) return false;
-  n->topic_id = coding::LoadLE<uint64_t>(in + 0);
-  n->partition = coding::LoadLE<int32_t>(in + 8);
+  n->topic_id = TopicId(coding::LoadLE<uint64_t>(in + 0));
+  n->partition = PartitionId(coding::LoadLE<int32_t>(in + 8));
   n->generation = coding::LoadLE<uint64_t>(in + 16);
   return true;
 }

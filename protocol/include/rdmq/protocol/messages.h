@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "rdmq/common/errors.h"
+#include "rdmq/common/types.h"
 #include "rdmq/protocol/codec.h"
 
 // Wire error codes: the enum values are the codes on the wire (docs/protocol.md, section 2).
@@ -117,8 +118,8 @@ struct HelloResponse {
 // --- Topics --------------------------------------------------------------------------------
 struct TopicInfo {
   std::string name;
-  uint64_t id = 0;
-  int64_t created_ms = 0;
+  TopicId id{0};
+  TimestampMs created_ms{0};
   std::vector<ConfigEntry> configs;
   template <class V>
   void Visit(V& v) {
@@ -129,12 +130,12 @@ struct TopicInfo {
   }
 };
 struct PartitionInfo {
-  int32_t partition = 0;
-  int64_t log_start_offset = 0;
-  int64_t high_watermark = 0;
+  PartitionId partition{0};
+  Offset log_start_offset{0};
+  Offset high_watermark{0};
   uint32_t segments = 0;
   uint64_t bytes = 0;
-  int64_t active_segment_base = 0;
+  Offset active_segment_base{0};
   uint8_t exclusive_lease = 0;
   template <class V>
   void Visit(V& v) {
@@ -190,7 +191,7 @@ struct ListTopicsResponse {
 
 // --- Producing -----------------------------------------------------------------------------
 struct InitProducerIdResponse {
-  int64_t producer_id = -1;
+  ProducerId producer_id = kNoProducerId;
   int16_t producer_epoch = 0;
   template <class V>
   void Visit(V& v) {
@@ -202,16 +203,16 @@ struct InitProducerIdResponse {
 enum class ProduceMode : uint8_t { kExclusive = 1, kShared = 2 };
 
 struct SegmentLocation {
-  int64_t base_offset = 0;
+  Offset base_offset{0};
   // Encoded fabric::RegionDescriptor: the whole segment file (consumers, shared producers), or
   // for an exclusive producer a window of the data area starting at `region_position`.
   Blob region;
   uint64_t data_offset = 0;         // region offset of data-area position `region_position`
   uint64_t capacity = 0;            // data-area bytes
   uint64_t reservation_offset = 0;  // region offset of the reservation word (whole-file regions)
-  uint64_t region_position = 0;     // data-area position the region's data starts at (0: all)
+  Position region_position{0};      // data-area position the region's data starts at (0: all)
   // The region offset of data-area position p (p >= region_position).
-  uint64_t RemoteOffset(uint64_t p) const { return data_offset + (p - region_position); }
+  uint64_t RemoteOffset(Position p) const { return data_offset + (p - region_position); }
   template <class V>
   void Visit(V& v) {
     v(base_offset);
@@ -225,9 +226,9 @@ struct SegmentLocation {
 
 struct OpenProduceRequest {
   std::string topic;
-  int32_t partition = 0;
+  PartitionId partition{0};
   ProduceMode mode = ProduceMode::kExclusive;
-  int64_t producer_id = -1;
+  ProducerId producer_id = kNoProducerId;
   int16_t producer_epoch = 0;
   Blob ack_region;
   template <class V>
@@ -241,13 +242,13 @@ struct OpenProduceRequest {
   }
 };
 struct LeaseResponse {  // OpenProduce, RenewLease
-  uint64_t lease_id = 0;
+  LeaseId lease_id{0};
   uint32_t lease_index = 0;
   uint32_t lease_ms = 0;
   SegmentLocation segment;
-  uint64_t write_position = 0;
-  uint64_t credit_end = 0;
-  int64_t next_offset = 0;
+  Position write_position{0};
+  Position credit_end{0};
+  Offset next_offset{0};
   int32_t last_sequence = -1;
   Blob slot;
   template <class V>
@@ -267,7 +268,7 @@ struct LeaseResponse {  // OpenProduce, RenewLease
 // committed end and move the lease to a new segment.
 inline constexpr uint32_t kRenewRoll = 1u << 0;
 struct LeaseRequest {  // RenewLease, ReleaseLease
-  uint64_t lease_id = 0;
+  LeaseId lease_id{0};
   uint32_t flags = 0;
   template <class V>
   void Visit(V& v) {
@@ -276,11 +277,11 @@ struct LeaseRequest {  // RenewLease, ReleaseLease
   }
 };
 struct CommitRequest {
-  uint64_t lease_id = 0;
-  int64_t segment_base = 0;
-  uint64_t position = 0;
+  LeaseId lease_id{0};
+  Offset segment_base{0};
+  Position position{0};
   uint32_t length = 0;
-  int64_t next_offset = -1;
+  Offset next_offset = kNoOffset;
   template <class V>
   void Visit(V& v) {
     v(lease_id);
@@ -292,10 +293,10 @@ struct CommitRequest {
 };
 inline constexpr uint32_t kCommitFlagSegmentFull = 1u << 0;
 struct CommitResponse {
-  int64_t base_offset = -1;
-  uint64_t committed_position = 0;
-  int64_t high_watermark = 0;
-  uint64_t credit_end = 0;
+  Offset base_offset = kNoOffset;
+  Position committed_position{0};
+  Offset high_watermark{0};
+  Position credit_end{0};
   uint32_t flags = 0;
   template <class V>
   void Visit(V& v) {
@@ -310,7 +311,7 @@ struct CommitResponse {
 // --- Consuming -----------------------------------------------------------------------------
 struct PartitionRequest {  // OpenConsume
   std::string topic;
-  int32_t partition = 0;
+  PartitionId partition{0};
   template <class V>
   void Visit(V& v) {
     v(topic);
@@ -319,8 +320,8 @@ struct PartitionRequest {  // OpenConsume
 };
 struct OpenConsumeResponse {
   Blob slot;
-  int64_t log_start_offset = 0;
-  int64_t high_watermark = 0;
+  Offset log_start_offset{0};
+  Offset high_watermark{0};
   std::vector<SegmentLocation> segments;
   template <class V>
   void Visit(V& v) {
@@ -332,8 +333,8 @@ struct OpenConsumeResponse {
 };
 struct GetSegmentRequest {
   std::string topic;
-  int32_t partition = 0;
-  int64_t base_offset = 0;
+  PartitionId partition{0};
+  Offset base_offset{0};
   template <class V>
   void Visit(V& v) {
     v(topic);
@@ -353,9 +354,9 @@ inline constexpr int64_t kListLatest = -1;
 inline constexpr int64_t kListOffset = -3;
 struct ListOffsetsRequest {
   std::string topic;
-  int32_t partition = 0;
+  PartitionId partition{0};
   int64_t spec = kListEarliest;
-  int64_t offset = 0;
+  Offset offset{0};
   template <class V>
   void Visit(V& v) {
     v(topic);
@@ -365,10 +366,10 @@ struct ListOffsetsRequest {
   }
 };
 struct ListOffsetsResponse {
-  int64_t offset = 0;
-  int64_t segment_base = 0;
-  uint64_t position = 0;
-  int64_t high_watermark = 0;
+  Offset offset{0};
+  Offset segment_base{0};
+  Position position{0};
+  Offset high_watermark{0};
   template <class V>
   void Visit(V& v) {
     v(offset);
@@ -379,7 +380,7 @@ struct ListOffsetsResponse {
 };
 struct WatchRequest {
   std::string topic;
-  int32_t partition = 0;
+  PartitionId partition{0};
   uint64_t generation = 0;
   template <class V>
   void Visit(V& v) {
