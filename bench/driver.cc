@@ -103,6 +103,19 @@ bool AwaitPhase(const Shared& sh, int phase) {
   return !StopRequested(sh);
 }
 
+// A worker waits for `phase`; when the run is called off first it marks its slot done.
+bool EnterPhase(const Shared& sh, WorkerSlot& slot, int phase) {
+  if (AwaitPhase(sh, phase)) return true;
+  slot.state.store(kDone);
+  return false;
+}
+
+// A worker that could not open its client records why and gives up.
+void OpenFailed(WorkerSlot& slot, const std::string& what, const Status& why) {
+  SetError(slot, what, why);
+  slot.state.store(kFailed, std::memory_order_release);
+}
+
 // ----------------------------------------------------------------------------- producers
 
 class ProducerAcks final : public AckSink {
@@ -126,26 +139,16 @@ class ProducerAcks final : public AckSink {
 
 void RunProducer(const Workload& w, System& system, Shared& sh, int index) {
   WorkerSlot& slot = sh.producers[index];
-  if (!AwaitPhase(sh, kPhaseOpen)) {
-    slot.state.store(kDone);
-    return;
-  }
+  if (!EnterPhase(sh, slot, kPhaseOpen)) return;
   ProducerAcks acks(slot);
   auto client = system.OpenProducer(index, &acks);
-  if (!client.ok()) {
-    SetError(slot, "open producer " + std::to_string(index), client.status());
-    slot.state.store(kFailed, std::memory_order_release);
-    return;
-  }
+  if (!client.ok()) return OpenFailed(slot, "open producer " + std::to_string(index), client.status());
   const std::vector<int> parts = ProducerPartitions(w, index);
   std::vector<uint64_t> per_partition(parts.size(), 0);
   std::vector<std::byte> payload(w.message_size);
   for (size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<std::byte>('a' + i % 26);
   slot.state.store(kReady, std::memory_order_release);
-  if (!AwaitPhase(sh, kPhaseRun)) {
-    slot.state.store(kDone);
-    return;
-  }
+  if (!EnterPhase(sh, slot, kPhaseRun)) return;
 
   const WorkerClock clock;
   Status failure;
@@ -280,23 +283,13 @@ class ConsumerRecords final : public RecordSink {
 
 void RunConsumer(const Workload& w, System& system, Shared& sh, int index) {
   WorkerSlot& slot = sh.consumers[index];
-  if (!AwaitPhase(sh, kPhaseOpen)) {
-    slot.state.store(kDone);
-    return;
-  }
+  if (!EnterPhase(sh, slot, kPhaseOpen)) return;
   const std::vector<int> parts = ConsumerPartitions(w, index);
   ConsumerRecords sink(w, slot);
   auto client = system.OpenConsumer(index, parts, &sink);
-  if (!client.ok()) {
-    SetError(slot, "open consumer " + std::to_string(index), client.status());
-    slot.state.store(kFailed, std::memory_order_release);
-    return;
-  }
+  if (!client.ok()) return OpenFailed(slot, "open consumer " + std::to_string(index), client.status());
   slot.state.store(kReady, std::memory_order_release);
-  if (!AwaitPhase(sh, kPhaseRun)) {
-    slot.state.store(kDone);
-    return;
-  }
+  if (!EnterPhase(sh, slot, kPhaseRun)) return;
   const WorkerClock clock;
   Status failure;
   while (!StopRequested(sh)) {

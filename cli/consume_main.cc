@@ -102,14 +102,9 @@ bool StdoutReaderGone() {
 }
 
 int Main(int argc, char** argv) {
-  const CommandSpec spec = Spec();
-  const std::vector<std::string> words(argv + 1, argv + argc);
-  auto a = spec.Parse(words);
-  if (!a.ok()) return Usage(a.status());
-  if (a->help()) {
-    std::cout << spec.HelpText();
-    return kExitOk;
-  }
+  int exit_code = kExitOk;
+  const auto a = config::ParseCommandLine(Spec(), argc, argv, &exit_code);
+  if (!a) return exit_code;
   const std::string topic = a->positional()[0];
 
   consumer::ConsumerConfig cfg;

@@ -10,15 +10,11 @@
 #include <cstdint>
 #include <thread>
 
+#include "rdmq/common/cpu.h"
+
 namespace rdmq::rpc {
 
-inline void CpuRelax() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield" ::: "memory");
-#endif
-}
+using rdmq::CpuRelax;
 
 // The spin -> yield -> sleep ladder of a thread that waits for something it cannot sleep on
 // (a peer's progress it can only poll for): round r < spin_rounds pauses the CPU, r < yield_rounds
