@@ -20,7 +20,7 @@ namespace rdmq::protocol {
 // Ack block: 64 bytes in the producer's memory, written by the node with WRITE_WITH_IMM.
 //   0 u64 generation   8 u64 acked_position   16 i64 next_offset   24 i64 segment_base
 //   32 u64 credit_end  40 u16 error           42 u16 flags         44..59 zero
-//   60 u32 CRC-32C of bytes 0..59
+//   60 u32 CRC-32C of bytes 0..59 (the 60 bytes before it)
 inline constexpr size_t kAckBlockSize = 64;
 inline constexpr uint16_t kAckSegmentFull = 1u << 0;   // renew for a new segment
 inline constexpr uint16_t kAckLeaseRevoked = 1u << 1;  // the lease ended; reopen to go on
@@ -35,30 +35,49 @@ struct AckBlock {
   uint16_t flags = 0;
 };
 
+// Field offsets, as docs/protocol.md section 5 gives them; each field ends where the next begins.
+namespace ack_layout {
+inline constexpr size_t kGeneration = 0;
+inline constexpr size_t kAckedPosition = 8;
+inline constexpr size_t kNextOffset = 16;
+inline constexpr size_t kSegmentBase = 24;
+inline constexpr size_t kCreditEnd = 32;
+inline constexpr size_t kError = 40;
+inline constexpr size_t kFlags = 42;
+inline constexpr size_t kReserved = 44;  // 16 bytes, zero
+inline constexpr size_t kCrc = 60;       // CRC-32C of bytes [0, 60)
+static_assert(kAckedPosition == kGeneration + 8 && kNextOffset == kAckedPosition + 8 &&
+              kSegmentBase == kNextOffset + 8 && kCreditEnd == kSegmentBase + 8 && kError == kCreditEnd + 8 &&
+              kFlags == kError + 2 && kReserved == kFlags + 2 && kCrc == kReserved + 16 &&
+              kCrc + 4 == kAckBlockSize);
+}  // namespace ack_layout
+
 inline void EncodeAckBlock(const AckBlock& a, std::byte* out) {
+  using namespace ack_layout;
   std::memset(out, 0, kAckBlockSize);
-  coding::StoreLE<uint64_t>(out + 0, a.generation);
-  coding::StoreLE<uint64_t>(out + 8, a.acked_position.value());
-  coding::StoreLE<int64_t>(out + 16, a.next_offset.value());
-  coding::StoreLE<int64_t>(out + 24, a.segment_base.value());
-  coding::StoreLE<uint64_t>(out + 32, a.credit_end.value());
-  coding::StoreLE<uint16_t>(out + 40, a.error);
-  coding::StoreLE<uint16_t>(out + 42, a.flags);
-  coding::StoreLE<uint32_t>(out + 60, crc32c::Value(out, 60));
+  coding::StoreLE<uint64_t>(out + kGeneration, a.generation);
+  coding::StoreLE<uint64_t>(out + kAckedPosition, a.acked_position.value());
+  coding::StoreLE<int64_t>(out + kNextOffset, a.next_offset.value());
+  coding::StoreLE<int64_t>(out + kSegmentBase, a.segment_base.value());
+  coding::StoreLE<uint64_t>(out + kCreditEnd, a.credit_end.value());
+  coding::StoreLE<uint16_t>(out + kError, a.error);
+  coding::StoreLE<uint16_t>(out + kFlags, a.flags);
+  coding::StoreLE<uint32_t>(out + kCrc, crc32c::Value(out, kCrc));
 }
 
 // False when the CRC does not match (the block is being written: read it again).
 inline bool DecodeAckBlock(const std::byte* in, AckBlock* a) {
+  using namespace ack_layout;
   std::byte copy[kAckBlockSize];
   std::memcpy(copy, in, kAckBlockSize);
-  if (coding::LoadLE<uint32_t>(copy + 60) != crc32c::Value(copy, 60)) return false;
-  a->generation = coding::LoadLE<uint64_t>(copy + 0);
-  a->acked_position = Position(coding::LoadLE<uint64_t>(copy + 8));
-  a->next_offset = Offset(coding::LoadLE<int64_t>(copy + 16));
-  a->segment_base = Offset(coding::LoadLE<int64_t>(copy + 24));
-  a->credit_end = Position(coding::LoadLE<uint64_t>(copy + 32));
-  a->error = coding::LoadLE<uint16_t>(copy + 40);
-  a->flags = coding::LoadLE<uint16_t>(copy + 42);
+  if (coding::LoadLE<uint32_t>(copy + kCrc) != crc32c::Value(copy, kCrc)) return false;
+  a->generation = coding::LoadLE<uint64_t>(copy + kGeneration);
+  a->acked_position = Position(coding::LoadLE<uint64_t>(copy + kAckedPosition));
+  a->next_offset = Offset(coding::LoadLE<int64_t>(copy + kNextOffset));
+  a->segment_base = Offset(coding::LoadLE<int64_t>(copy + kSegmentBase));
+  a->credit_end = Position(coding::LoadLE<uint64_t>(copy + kCreditEnd));
+  a->error = coding::LoadLE<uint16_t>(copy + kError);
+  a->flags = coding::LoadLE<uint16_t>(copy + kFlags);
   return true;
 }
 
@@ -79,17 +98,28 @@ struct Notification {
   PartitionId partition{0};
   uint64_t generation = 0;
 };
+namespace notification_layout {  // docs/protocol.md section 6
+inline constexpr size_t kTopicId = 0;
+inline constexpr size_t kPartition = 8;
+inline constexpr size_t kReserved = 12;  // 4 bytes, zero
+inline constexpr size_t kGeneration = 16;
+static_assert(kPartition == kTopicId + 8 && kReserved == kPartition + 4 && kGeneration == kReserved + 4 &&
+              kGeneration + 8 == kNotificationSize);
+}  // namespace notification_layout
+
 inline void EncodeNotification(const Notification& n, std::byte* out) {
+  using namespace notification_layout;
   std::memset(out, 0, kNotificationSize);
-  coding::StoreLE<uint64_t>(out + 0, n.topic_id.value());
-  coding::StoreLE<int32_t>(out + 8, n.partition.value());
-  coding::StoreLE<uint64_t>(out + 16, n.generation);
+  coding::StoreLE<uint64_t>(out + kTopicId, n.topic_id.value());
+  coding::StoreLE<int32_t>(out + kPartition, n.partition.value());
+  coding::StoreLE<uint64_t>(out + kGeneration, n.generation);
 }
 inline bool DecodeNotification(const std::byte* in, size_t len, Notification* n) {
+  using namespace notification_layout;
   if (len != kNotificationSize) return false;
-  n->topic_id = TopicId(coding::LoadLE<uint64_t>(in + 0));
-  n->partition = PartitionId(coding::LoadLE<int32_t>(in + 8));
-  n->generation = coding::LoadLE<uint64_t>(in + 16);
+  n->topic_id = TopicId(coding::LoadLE<uint64_t>(in + kTopicId));
+  n->partition = PartitionId(coding::LoadLE<int32_t>(in + kPartition));
+  n->generation = coding::LoadLE<uint64_t>(in + kGeneration);
   return true;
 }
 
