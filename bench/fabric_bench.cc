@@ -43,7 +43,7 @@ constexpr uint32_t kAll = kLocalWrite | kRemoteRead | kRemoteWrite | kRemoteAtom
 
 [[noreturn]] void Die(const std::string& what, const Status& s) {
   std::fprintf(stderr, "rdmq-fabric-bench: %s: %s\n", what.c_str(), s.ToString().c_str());
-  std::exit(1);
+  std::exit(1);  // NOLINT(concurrency-mt-unsafe): the tool ends here, on its main thread
 }
 template <class T>
 T Must(Result<T> r, const std::string& what) {

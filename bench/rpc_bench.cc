@@ -71,7 +71,7 @@ std::vector<std::string> Split(const std::string& s) {
 
 [[noreturn]] void Usage(const char* why) {
   std::fprintf(stderr, "rdmq-rpc-bench: %s; see 'rdmq-rpc-bench --help'\n", why);
-  std::exit(2);
+  std::exit(2);  // NOLINT(concurrency-mt-unsafe): a usage error, before any thread starts
 }
 
 Args Parse(int argc, char** argv) {

@@ -66,9 +66,6 @@ endfunction()
 # A test that needs missing hardware calls RDMQ_SKIP(), which exits with code 77 under CTest
 # so that CTest reports it as skipped with the reason on its output.
 function(rdmq_test name)
-  if(RDMQ_FUZZ)
-    return()  # the fuzz build makes only fuzz targets
-  endif()
   cmake_parse_arguments(A "" "TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
   if(NOT A_TIMEOUT)
     set(A_TIMEOUT 300)
@@ -90,8 +87,10 @@ function(rdmq_test name)
 endfunction()
 
 # rdmq_fuzz(<name> SOURCES <src>... DEPS <deps>... [SEEDS <dir>])
-# With RDMQ_FUZZ (clang): a libFuzzer binary. Otherwise: the same entry point linked with a small
-# driver that replays the seed corpus, registered as a unit test, so every build exercises it.
+# With RDMQ_FUZZ (clang): a libFuzzer binary, whose seed corpus CTest replays (-runs=0) and which
+# the fuzz stage of tests/run-all.sh runs. Otherwise: the same entry point linked with a small
+# driver that replays the seed corpus plus deterministic mutations of it, registered as a unit
+# test, so every build exercises it.
 function(rdmq_fuzz name)
   cmake_parse_arguments(A "" "SEEDS" "SOURCES;DEPS" ${ARGN})
   add_executable(${name} ${A_SOURCES})
@@ -102,6 +101,8 @@ function(rdmq_fuzz name)
     target_compile_options(${name} PRIVATE -fsanitize=fuzzer)
     target_link_options(${name} PRIVATE -fsanitize=fuzzer)
     add_dependencies(fuzz_targets ${name})
+    add_test(NAME ${name}.replay COMMAND ${name} -runs=0 ${A_SEEDS})
+    set_tests_properties(${name}.replay PROPERTIES LABELS "unit;fuzz-replay" TIMEOUT 120)
   else()
     target_link_libraries(${name} PRIVATE rdmq_fuzz_replay)
     if(A_SEEDS)

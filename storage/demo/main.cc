@@ -48,7 +48,7 @@ struct Args {
                "usage: rdmq-storage-demo [--dir DIR] [--mode msync|none|pmem] [--kill-after-ms MS]\n"
                "                         [--record-bytes N] [--batch-records N] [--segment-mib N]\n",
                why);
-  std::exit(2);
+  std::exit(2);  // NOLINT(concurrency-mt-unsafe): a usage error, before any thread starts
 }
 
 Args Parse(int argc, char** argv) {
@@ -66,7 +66,7 @@ Args Parse(int argc, char** argv) {
           "  --record-bytes N     value size (default 100)\n"
           "  --batch-records N    records per batch (default 1000)\n"
           "  --segment-mib N      segment size (default 16)\n");
-      std::exit(0);
+      std::exit(0);  // NOLINT(concurrency-mt-unsafe): --help, before any thread starts
     }
     if (i + 1 >= argc) Usage(("missing value for " + k).c_str());
     const std::string v = argv[++i];
