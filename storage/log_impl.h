@@ -1,0 +1,113 @@
+// Internal: PartitionLog::Impl, shared by the log_*.cc files that implement PartitionLog
+// (public contract: rdmq/storage/log.h). One file per concern:
+//   log_open.cc      Open: read-only validation of the directory, then recovery and repair; Close
+//   log_segments.cc  the segment chain: creating and rolling segments, the partition slot,
+//                    checkpoints, retention, SegmentInfo/SlotInfo
+//   log_append.cc    exclusive writes: Append, AppendBatch, exclusive commits, batch validation
+//   log_shared.cc    shared producers: Reserve, shared commits, offset assignment in position
+//                    order, fillers for expired reservations
+//   log_read.cc      Read by offset, OffsetForTimestamp, the watermarks
+// Threading: every member below is guarded by mu_ except the constants set at construction and
+// stats_, which Open writes before the log is shared; the segments' state is guarded by mu_ too.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "rdmq/common/log.h"
+#include "rdmq/storage/log.h"
+#include "segment.h"
+
+namespace rdmq::storage {
+
+namespace internal {
+
+inline constexpr const char* kSlotName = "partition.slot";
+
+inline std::string Num(uint64_t v) { return std::to_string(v); }
+inline std::string Num(int64_t v) { return std::to_string(v); }
+
+}  // namespace internal
+
+class PartitionLog::Impl {
+ public:
+  using Segment = internal::Segment;
+
+  Impl(Env* env, std::string dir, const LogOptions& options)
+      : env_(env), dir_(std::move(dir)), opt_(options) {}
+
+  // --- open and recovery (log_open.cc) ---
+  Status OpenLocked();
+  struct DirScan;
+  Status ValidateDirectory(DirScan* scan);
+  Status LoadSegments(DirScan& scan, std::shared_ptr<Segment>* last_rw, uint64_t* scan_start);
+  // Opens the partition slot, or creates it (under a temporary name, then renamed).
+  Status OpenSlot(const DirScan& scan);
+
+  // --- helpers (mu_ held) ---
+  Status CheckWritable() const {
+    if (closed_) return Status(Errc::kFailedPrecondition, "log " + dir_ + " is closed");
+    if (!failed_.ok()) return Status(StorageErrc::kLogFailed, "log " + dir_ + ": " + failed_.ToString());
+    return Status::Ok();
+  }
+  Status CheckOpen() const {
+    if (closed_) return Status(Errc::kFailedPrecondition, "log " + dir_ + " is closed");
+    return Status::Ok();
+  }
+  Status Fail(const Status& s) {
+    if (failed_.ok()) {
+      failed_ = s;
+      RDMQ_LOG(kError, "storage", "log stops accepting writes").kv("dir", dir_).kv("error", s);
+    }
+    return s;
+  }
+  Offset LogStart() const { return Offset(segments_.begin()->first); }
+  Offset Hwm() const { return active_->next_offset; }
+
+  void Publish();
+  Status MaybeCheckpoint(Segment& seg);
+  Result<std::shared_ptr<Segment>> CreateSegment(Offset base);
+  // kSegmentTooLarge / kNoSpace when a new segment would not fit the device.
+  Status CheckSpace(Offset base);
+  Status EnsureActive();
+  Status RollLocked();
+  void Drop(const Segment& seg, uint64_t pos, uint64_t len) {
+    dropped_.push_back(CompletedRange{seg.base(), Position(pos), len, kNoOffset, kNoOffset, false});
+  }
+  void ClearOutcome() {
+    completed_.clear();
+    dropped_.clear();
+  }
+  Result<std::shared_ptr<Segment>> SegmentForCommit(Offset base);
+  // Commit's two modes, after the common checks; `seg` is the active segment.
+  Result<Offset> CommitExclusive(Segment& seg, uint64_t pos, uint64_t len, Offset expected_next);
+  Status CommitShared(Segment& seg, uint64_t pos, uint64_t len, CommitOutcome* out);
+  // Exclusive: validates batches in [pos, pos+len) of the active segment, persists, publishes.
+  Status CommitExclusiveLocked(uint64_t pos, uint64_t len, Offset expected_next, bool validated);
+  // Shared: assigns offsets to pending ranges that now start at the committed prefix.
+  Status AdvancePrefix(Segment& seg, bool fresh_position_valid, uint64_t fresh_position);
+  Status FillGap(Segment& seg, uint64_t from, uint64_t to, uint64_t* fillers, uint64_t* bytes);
+  Status MaybeRollAtCrossing(Segment& seg, bool* rolled);
+  SegmentInfo Info(const std::shared_ptr<Segment>& s) const;
+  Status Validate(Segment& seg, uint64_t pos, uint64_t len, CommitMode mode, Offset* next, int64_t* offsets);
+
+  Env* env_;
+  std::string dir_;
+  LogOptions opt_;
+  mutable std::mutex mu_;
+  std::map<int64_t, std::shared_ptr<Segment>> segments_;
+  std::shared_ptr<Segment> active_;
+  std::shared_ptr<MappedFile> slot_file_;
+  format::PartitionSlot slot_;
+  RecoveryStats stats_;
+  Status failed_;
+  bool closed_ = false;
+  std::vector<CompletedRange> completed_;
+  std::vector<CompletedRange> dropped_;
+};
+
+}  // namespace rdmq::storage

@@ -1,0 +1,220 @@
+// PartitionLog: the segment chain (creating and rolling segments), the partition slot,
+// checkpoints, retention and the descriptions handed to fabrics. See log_impl.h.
+#include "log_impl.h"
+#include "rdmq/common/clock.h"
+
+namespace rdmq::storage {
+
+using internal::kNoPosition;
+using internal::kNoTimestamp;
+using internal::kSlotName;
+using internal::Num;
+using internal::PendingRange;
+using internal::Segment;
+
+namespace {
+
+std::string ParentDir(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+}  // namespace
+
+Status PartitionLog::Impl::CheckSpace(Offset base) {
+  // Check the device before creating anything (the directory may not exist yet: ask its parent).
+  auto space = env_->Space(dir_);
+  if (!space.ok()) space = env_->Space(ParentDir(dir_));
+  if (!space.ok()) {
+    RDMQ_RETURN_IF_ERROR(env_->CreateDir(dir_));
+    space = env_->Space(dir_);
+    if (!space.ok()) return space.status();
+  }
+  const std::string name = format::SegmentFileName(base);
+  if (opt_.segment_bytes > space->capacity_bytes) {
+    return Status(StorageErrc::kSegmentTooLarge,
+                  dir_ + "/" + name + ": a segment of " + Num(opt_.segment_bytes) +
+                      " bytes is larger than the device (" + Num(space->capacity_bytes) + " bytes)");
+  }
+  if (opt_.segment_bytes > space->free_bytes) {
+    return Status(StorageErrc::kNoSpace, dir_ + "/" + name + ": a segment needs " + Num(opt_.segment_bytes) +
+                                             " bytes, the device has " + Num(space->free_bytes) + " free");
+  }
+  return Status::Ok();
+}
+
+Result<std::shared_ptr<Segment>> PartitionLog::Impl::CreateSegment(Offset base) {
+  if (segments_.count(base.value())) {
+    return Status(Errc::kInternal,
+                  "segment with base offset " + Num(base.value()) + " already exists in " + dir_);
+  }
+  RDMQ_RETURN_IF_ERROR(CheckSpace(base));
+  RDMQ_RETURN_IF_ERROR(env_->CreateDir(dir_));
+  format::SegmentHeader h;
+  h.topic = opt_.topic;
+  h.partition = opt_.partition;
+  h.base_offset = base;
+  h.capacity = opt_.segment_bytes - format::kSegmentHeaderSize;
+  h.created = WallMillis();
+  RDMQ_ASSIGN_OR_RETURN(auto seg, Segment::Create(env_, dir_, h, opt_.persist, opt_.index_interval_bytes));
+  if (opt_.persist == PersistMode::kPmem && !seg->file().is_pmem()) {
+    const std::string path = seg->path();
+    seg.reset();
+    (void)env_->DeleteFile(path);
+    return Status(
+        StorageErrc::kNotPmem,
+        path + " is not on persistent memory (not a DAX mapping); use persistence mode msync or none");
+  }
+  seg->last_checkpoint_ns = MonoNanos();
+  return std::shared_ptr<Segment>(std::move(seg));
+}
+
+Status PartitionLog::Impl::EnsureActive() {
+  if (!active_->sealed) return Status::Ok();
+  RDMQ_ASSIGN_OR_RETURN(auto seg, CreateSegment(active_->next_offset));
+  segments_[seg->base().value()] = seg;
+  active_ = seg;
+  Publish();
+  return Status::Ok();
+}
+
+void PartitionLog::Impl::Publish() {
+  ++slot_.generation;
+  slot_.flags = static_cast<uint16_t>((active_->sealed ? format::kSlotSealed : 0) |
+                                      (closed_ ? format::kSlotClosed : 0));
+  slot_.active_segment = active_->base();
+  slot_.committed_position = Position(active_->committed);
+  slot_.high_watermark = active_->next_offset;
+  slot_.log_start_offset = LogStart();
+  slot_.active_capacity = active_->capacity();
+  format::StorePartitionSlot(slot_file_->data(), slot_);
+}
+
+Status PartitionLog::Impl::MaybeCheckpoint(Segment& seg) {
+  ++seg.commits_since_checkpoint;
+  const uint64_t now = MonoNanos();
+  if (seg.commits_since_checkpoint >= opt_.checkpoint_every_commits ||
+      now - seg.last_checkpoint_ns >= uint64_t{opt_.checkpoint_interval_ms} * 1'000'000) {
+    if (Status s = seg.WriteCheckpoint(); !s.ok()) return Fail(s);
+    seg.last_checkpoint_ns = now;
+  }
+  return Status::Ok();
+}
+
+Status PartitionLog::Impl::RollLocked() {
+  Segment& seg = *active_;
+  if (!seg.sealed) {
+    if (seg.committed == 0) {
+      if (seg.reservation().load(std::memory_order_acquire) == 0)
+        return Status::Ok();  // empty: nothing to do
+      return Status(StorageErrc::kReservationConflict,
+                    "cannot seal the empty " + seg.Where(0) + " while reservations are outstanding");
+    }
+    // Make sure the next segment fits before sealing this one: a full device then leaves the
+    // log exactly as it was (and writable for what still fits).
+    RDMQ_RETURN_IF_ERROR(CheckSpace(seg.next_offset));
+    for (const auto& [p, r] : seg.pending) Drop(seg, p, r.length);
+    if (Status s = seg.Seal(); !s.ok()) return Fail(s);
+    Publish();
+    RDMQ_LOG(kDebug, "storage", "segment sealed").kv("segment", seg.path()).kv("end", seg.committed);
+  }
+  return EnsureActive();
+}
+
+SegmentInfo PartitionLog::Impl::Info(const std::shared_ptr<Segment>& s) const {
+  SegmentInfo i;
+  i.base_offset = s->base();
+  i.path = s->path();
+  i.mapping = s->file_bytes();
+  i.mapping_size = s->file().size();
+  i.fd = s->file().fd();
+  i.file_offset = s->file().file_offset();
+  i.capacity = s->capacity();
+  i.sealed = s->sealed;
+  i.committed = Position(s->committed);
+  i.next_offset = s->next_offset;
+  i.pin = s;
+  return i;
+}
+
+Status PartitionLog::Roll() {
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mu_);
+  m.ClearOutcome();
+  RDMQ_RETURN_IF_ERROR(m.CheckWritable());
+  return m.RollLocked();
+}
+
+Result<RetentionOutcome> PartitionLog::ApplyRetention(TimestampMs now) {
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mu_);
+  RDMQ_RETURN_IF_ERROR(m.CheckWritable());
+  RetentionOutcome out;
+  uint64_t total = 0;
+  for (const auto& [b, s] : m.segments_) total += s->file().size();
+  while (m.segments_.size() > 1) {
+    const auto& oldest = m.segments_.begin()->second;
+    if (!oldest->sealed) break;
+    const bool by_size = m.opt_.retention_bytes > 0 && total > m.opt_.retention_bytes;
+    const bool by_age = m.opt_.retention_ms > 0 && oldest->max_ts < now.value() - m.opt_.retention_ms;
+    if (!by_size && !by_age) break;
+    const std::string path = oldest->path();
+    const uint64_t size = oldest->file().size();
+    m.segments_.erase(m.segments_.begin());
+    m.Publish();  // consumers see the new log start before the file goes
+    RDMQ_RETURN_IF_ERROR(m.env_->DeleteFile(path));
+    total -= size;
+    ++out.segments_deleted;
+    out.bytes_deleted += size;
+    RDMQ_LOG(kInfo, "storage", "retention deleted a segment")
+        .kv("segment", path)
+        .kv("reason", by_size ? "size" : "age")
+        .kv("log_start", m.LogStart().value());
+  }
+  if (out.segments_deleted > 0) RDMQ_RETURN_IF_ERROR(m.env_->SyncDir(m.dir_));
+  out.log_start = m.LogStart();
+  return out;
+}
+
+Status PartitionLog::Checkpoint() {
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mu_);
+  RDMQ_RETURN_IF_ERROR(m.CheckWritable());
+  if (m.active_->sealed) return Status::Ok();
+  if (Status s = m.active_->WriteCheckpoint(); !s.ok()) return m.Fail(s);
+  m.active_->last_checkpoint_ns = MonoNanos();
+  return Status::Ok();
+}
+
+SegmentInfo PartitionLog::ActiveSegment() const {
+  std::lock_guard lock(impl_->mu_);
+  if (impl_->closed_) return {};
+  return impl_->Info(impl_->active_);
+}
+
+std::vector<SegmentInfo> PartitionLog::Segments() const {
+  std::lock_guard lock(impl_->mu_);
+  std::vector<SegmentInfo> out;
+  for (const auto& [b, s] : impl_->segments_) out.push_back(impl_->Info(s));
+  return out;
+}
+
+SlotInfo PartitionLog::Slot() const {
+  std::lock_guard lock(impl_->mu_);
+  SlotInfo i;
+  if (impl_->closed_) return i;
+  i.path = impl_->dir_ + "/" + kSlotName;
+  i.memory = impl_->slot_file_->data();
+  i.size = impl_->slot_file_->size();
+  i.fd = impl_->slot_file_->fd();
+  i.file_offset = 0;
+  i.pin = impl_->slot_file_;
+  return i;
+}
+
+const RecoveryStats& PartitionLog::recovery() const { return impl_->stats_; }
+const std::string& PartitionLog::dir() const { return impl_->dir_; }
+const LogOptions& PartitionLog::options() const { return impl_->opt_; }
+
+}  // namespace rdmq::storage
