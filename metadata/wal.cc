@@ -12,6 +12,12 @@
 
 namespace rdmq::metadata::wal {
 
+// The record layout of docs/metadata-format.md ("Log record"): u32 length at 0, u32 CRC at 4,
+// u64 sequence at 8, payload at 16, back to back.
+static_assert(kLengthAt == 0 && kCrcAt == kLengthAt + 4 && kCrcAt == 4);
+static_assert(kSeqAt == kCrcAt + 4 && kSeqAt == 8);
+static_assert(kHeaderSize == kSeqAt + 8 && kHeaderSize == 16);
+
 std::string EncodeRecord(uint64_t seq, std::string_view payload) {
   std::string out;
   out.reserve(kHeaderSize + payload.size());
@@ -20,8 +26,8 @@ std::string EncodeRecord(uint64_t seq, std::string_view payload) {
   w.LE<uint32_t>(0);  // CRC, filled below
   w.LE<uint64_t>(seq);
   w.Bytes(payload);
-  const uint32_t crc = crc32c::Value(out.data() + 8, out.size() - 8);
-  coding::StoreLE<uint32_t>(out.data() + 4, crc);
+  const uint32_t crc = crc32c::Value(out.data() + kSeqAt, out.size() - kSeqAt);
+  coding::StoreLE<uint32_t>(out.data() + kCrcAt, crc);
   return out;
 }
 
@@ -32,8 +38,8 @@ Result<ReplayResult> DecodeLog(std::string_view bytes, const std::string& name) 
   while (pos < bytes.size()) {
     const size_t left = bytes.size() - pos;
     if (left < kHeaderSize) break;  // torn header
-    const uint32_t len = coding::LoadLE<uint32_t>(bytes.data() + pos);
-    const uint32_t crc = coding::LoadLE<uint32_t>(bytes.data() + pos + 4);
+    const uint32_t len = coding::LoadLE<uint32_t>(bytes.data() + pos + kLengthAt);
+    const uint32_t crc = coding::LoadLE<uint32_t>(bytes.data() + pos + kCrcAt);
     if (len > kMaxPayload || len > left - kHeaderSize) {
       // Either torn (the write of this record never finished) or a garbage length. It is torn
       // only if nothing but zeros could follow, which an incomplete final append guarantees.
@@ -45,14 +51,14 @@ Result<ReplayResult> DecodeLog(std::string_view bytes, const std::string& name) 
                                                    " declares " + std::to_string(len) + " bytes");
     }
     const size_t end = pos + kHeaderSize + len;
-    if (crc32c::Value(bytes.data() + pos + 8, 8 + len) != crc) {
+    if (crc32c::Value(bytes.data() + pos + kSeqAt, kHeaderSize - kSeqAt + len) != crc) {
       const bool rest_zero =
           std::all_of(bytes.begin() + static_cast<long>(end), bytes.end(), [](char c) { return c == 0; });
       if (end == bytes.size() || rest_zero) break;  // torn final record
       return Status(MetadataErrc::kCorruptLog, name + ": CRC mismatch in record at byte " +
                                                    std::to_string(pos) + " with more records after it");
     }
-    r.records.push_back({coding::LoadLE<uint64_t>(bytes.data() + pos + 8),
+    r.records.push_back({coding::LoadLE<uint64_t>(bytes.data() + pos + kSeqAt),
                          std::string(bytes.substr(pos + kHeaderSize, len))});
     pos = end;
   }

@@ -2,7 +2,7 @@
 //
 //   offset size  field
 //   0      4     payload length N (little-endian)
-//   4      4     CRC-32C over bytes 8 .. 16+N (sequence and payload)
+//   4      4     CRC-32C over bytes 8 .. 15+N (sequence and payload)
 //   8      8     sequence number (little-endian), 1, 2, 3, ...
 //   16     N     payload: one JSON mutation, UTF-8
 #pragma once
@@ -16,7 +16,11 @@
 
 namespace rdmq::metadata::wal {
 
-inline constexpr size_t kHeaderSize = 16;
+// Field offsets within a record (wal.cc checks them against the table above).
+inline constexpr size_t kLengthAt = 0;
+inline constexpr size_t kCrcAt = 4;
+inline constexpr size_t kSeqAt = 8;        // the CRC covers from here to the record's end
+inline constexpr size_t kHeaderSize = 16;  // the payload's offset
 inline constexpr uint32_t kMaxPayload = 16u << 20;
 
 struct Record {

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <thread>
 
+#include "layout_check.h"
 #include "rdmq/common/coding.h"
 #include "rdmq/common/crc32c.h"
 
@@ -15,6 +16,65 @@ namespace rdmq::storage::format {
 
 using coding::LoadLE;
 using coding::StoreLE;
+
+// The layouts of format.h, row by row as docs/storage-format.md's tables give them:
+// (constant, documented offset, documented size).
+static_assert(layout::Tiles({{kHdrMagic, 0, 8},
+                             {kHdrVersion, 8, 4},
+                             {kHdrHeaderSize, 12, 4},
+                             {kHdrTopic, 16, 8},
+                             {kHdrPartition, 24, 4},
+                             {kHdrFlags, 28, 4},
+                             {kHdrBaseOffset, 32, 8},
+                             {kHdrCapacity, 40, 8},
+                             {kHdrCreated, 48, 8},
+                             {kHdrCrc, 56, 4},
+                             {60, 60, 4},  // zero
+                             {kReservationWord, 64, 8},
+                             {72, 72, 56},  // zero: the rest of the reservation word's cache line
+                             {kSealRecord, 128, kRecordSize},
+                             {kCheckpointA, 192, kRecordSize},
+                             {kCheckpointB, 256, kRecordSize},
+                             {320, 320, 3776}},  // zero, reserved
+                            kSegmentHeaderSize),
+              "segment header: docs/storage-format.md, \"Header: bytes 0 .. 4095\"");
+static_assert(kHdrCrcCovered == kHdrCrc, "the header CRC covers the bytes before it");
+static_assert(kRecordSize == 64 && kRecordCrc == kRecordSize - 4, "64-byte records end with their CRC");
+static_assert(layout::Tiles({{kSealEnd, 0, 8},
+                             {kSealNextOffset, 8, 8},
+                             {kSealMaxTimestamp, 16, 8},
+                             {kSealFlags, 24, 4},
+                             {28, 28, 32},  // zero
+                             {kRecordCrc, 60, 4}},
+                            kRecordSize),
+              "seal record: docs/storage-format.md, \"Seal record\"");
+static_assert(layout::Tiles({{kCkptSequence, 0, 8},
+                             {kCkptCommitted, 8, 8},
+                             {kCkptNextOffset, 16, 8},
+                             {kCkptMaxTimestamp, 24, 8},
+                             {kCkptFlags, 32, 4},
+                             {36, 36, 24},  // zero
+                             {kRecordCrc, 60, 4}},
+                            kRecordSize),
+              "checkpoint slot: docs/storage-format.md, \"Checkpoint slots A and B\"");
+static_assert(layout::Tiles({{kSlotGeneration, 0, 8},
+                             {kSlotMagicAt, 8, 4},
+                             {kSlotVersionAt, 12, 2},
+                             {kSlotFlags, 14, 2},
+                             {kSlotActiveSegment, 16, 8},
+                             {kSlotCommitted, 24, 8},
+                             {kSlotHighWatermark, 32, 8},
+                             {kSlotLogStart, 40, 8},
+                             {kSlotCapacity, 48, 8},
+                             {56, 56, 4},  // zero
+                             {kRecordCrc, 60, 4}},
+                            kSlotSize),
+              "partition slot: docs/storage-format.md, \"Partition slot\"");
+static_assert(kSlotFileSize == 4096 && kSlotSize == 64,
+              "partition.slot is 4096 bytes, the slot its first 64");
+// The reservation word is changed by 8-byte atomics (local and RDMA FETCH_ADD) and sits alone
+// on its cache line.
+static_assert(kReservationWord % 64 == 0, "the reservation word starts a cache line");
 
 std::string SegmentFileName(Offset base) {
   char buf[32];
@@ -56,7 +116,7 @@ Status DecodeSegmentHeader(std::span<const std::byte> file, SegmentHeader* out) 
   }
   const std::byte* p = file.data();
   if (LoadLE<uint64_t>(p + kHdrMagic) != kSegmentMagic) {
-    return Status(StorageErrc::kBadMagic, "the first 8 bytes are not \"RDMQSEG\\n\"");
+    return Status(StorageErrc::kBadMagic, "the first 8 bytes are not \"RDQMSEG\\n\"");
   }
   SegmentHeader h;
   h.version = LoadLE<uint32_t>(p + kHdrVersion);
@@ -97,76 +157,77 @@ bool CrcOk(const std::byte* in) { return LoadLE<uint32_t>(in + kRecordCrc) == cr
 
 void EncodeSealRecord(const SealRecord& s, std::byte out[kRecordSize]) {
   std::memset(out, 0, kRecordSize);
-  StoreLE<uint64_t>(out + 0, s.end.value());
-  StoreLE<int64_t>(out + 8, s.next_offset.value());
-  StoreLE<int64_t>(out + 16, s.max_timestamp.value());
-  StoreLE<uint32_t>(out + 24, kSealedFlag);
+  StoreLE<uint64_t>(out + kSealEnd, s.end.value());
+  StoreLE<int64_t>(out + kSealNextOffset, s.next_offset.value());
+  StoreLE<int64_t>(out + kSealMaxTimestamp, s.max_timestamp.value());
+  StoreLE<uint32_t>(out + kSealFlags, kSealedFlag);
   SealCrc(out);
 }
 
 bool DecodeSealRecord(const std::byte in[kRecordSize], SealRecord* out) {
-  if (!CrcOk(in) || (LoadLE<uint32_t>(in + 24) & kSealedFlag) == 0) return false;
-  out->end = Position(LoadLE<uint64_t>(in + 0));
-  out->next_offset = Offset(LoadLE<int64_t>(in + 8));
-  out->max_timestamp = TimestampMs(LoadLE<int64_t>(in + 16));
+  if (!CrcOk(in) || (LoadLE<uint32_t>(in + kSealFlags) & kSealedFlag) == 0) return false;
+  out->end = Position(LoadLE<uint64_t>(in + kSealEnd));
+  out->next_offset = Offset(LoadLE<int64_t>(in + kSealNextOffset));
+  out->max_timestamp = TimestampMs(LoadLE<int64_t>(in + kSealMaxTimestamp));
   return true;
 }
 
 void EncodeCheckpoint(const Checkpoint& c, std::byte out[kRecordSize]) {
   std::memset(out, 0, kRecordSize);
-  StoreLE<uint64_t>(out + 0, c.sequence);
-  StoreLE<uint64_t>(out + 8, c.committed.value());
-  StoreLE<int64_t>(out + 16, c.next_offset.value());
-  StoreLE<int64_t>(out + 24, c.max_timestamp.value());
+  StoreLE<uint64_t>(out + kCkptSequence, c.sequence);
+  StoreLE<uint64_t>(out + kCkptCommitted, c.committed.value());
+  StoreLE<int64_t>(out + kCkptNextOffset, c.next_offset.value());
+  StoreLE<int64_t>(out + kCkptMaxTimestamp, c.max_timestamp.value());
   SealCrc(out);
 }
 
 bool DecodeCheckpoint(const std::byte in[kRecordSize], Checkpoint* out) {
   if (!CrcOk(in)) return false;
   Checkpoint c;
-  c.sequence = LoadLE<uint64_t>(in + 0);
+  c.sequence = LoadLE<uint64_t>(in + kCkptSequence);
   if (c.sequence == 0) return false;
-  c.committed = Position(LoadLE<uint64_t>(in + 8));
-  c.next_offset = Offset(LoadLE<int64_t>(in + 16));
-  c.max_timestamp = TimestampMs(LoadLE<int64_t>(in + 24));
+  c.committed = Position(LoadLE<uint64_t>(in + kCkptCommitted));
+  c.next_offset = Offset(LoadLE<int64_t>(in + kCkptNextOffset));
+  c.max_timestamp = TimestampMs(LoadLE<int64_t>(in + kCkptMaxTimestamp));
   *out = c;
   return true;
 }
 
 void EncodePartitionSlot(const PartitionSlot& s, std::byte out[kSlotSize]) {
   std::memset(out, 0, kSlotSize);
-  StoreLE<uint64_t>(out + 0, s.generation);
-  StoreLE<uint32_t>(out + 8, kSlotMagic);
-  StoreLE<uint16_t>(out + 12, kSlotVersion);
-  StoreLE<uint16_t>(out + 14, s.flags);
-  StoreLE<int64_t>(out + 16, s.active_segment.value());
-  StoreLE<uint64_t>(out + 24, s.committed_position.value());
-  StoreLE<int64_t>(out + 32, s.high_watermark.value());
-  StoreLE<int64_t>(out + 40, s.log_start_offset.value());
-  StoreLE<uint64_t>(out + 48, s.active_capacity);
+  StoreLE<uint64_t>(out + kSlotGeneration, s.generation);
+  StoreLE<uint32_t>(out + kSlotMagicAt, kSlotMagic);
+  StoreLE<uint16_t>(out + kSlotVersionAt, kSlotVersion);
+  StoreLE<uint16_t>(out + kSlotFlags, s.flags);
+  StoreLE<int64_t>(out + kSlotActiveSegment, s.active_segment.value());
+  StoreLE<uint64_t>(out + kSlotCommitted, s.committed_position.value());
+  StoreLE<int64_t>(out + kSlotHighWatermark, s.high_watermark.value());
+  StoreLE<int64_t>(out + kSlotLogStart, s.log_start_offset.value());
+  StoreLE<uint64_t>(out + kSlotCapacity, s.active_capacity);
   SealCrc(out);
 }
 
 Status DecodePartitionSlot(const std::byte in[kSlotSize], PartitionSlot* out) {
-  if ((LoadLE<uint64_t>(in + 0) & kSlotBusyBit) != 0) {
+  if ((LoadLE<uint64_t>(in + kSlotGeneration) & kSlotBusyBit) != 0) {
     return Status(StorageErrc::kSlotBusy, "partition slot is being updated");
   }
-  if (LoadLE<uint32_t>(in + 8) != kSlotMagic) {
+  if (LoadLE<uint32_t>(in + kSlotMagicAt) != kSlotMagic) {
     return Status(StorageErrc::kBadMagic, "partition slot magic is not \"RSLT\"");
   }
-  if (LoadLE<uint16_t>(in + 12) != kSlotVersion) {
-    return Status(StorageErrc::kBadVersion,
-                  "partition slot version " + std::to_string(LoadLE<uint16_t>(in + 12)) + " (expected 1)");
+  if (LoadLE<uint16_t>(in + kSlotVersionAt) != kSlotVersion) {
+    return Status(
+        StorageErrc::kBadVersion,
+        "partition slot version " + std::to_string(LoadLE<uint16_t>(in + kSlotVersionAt)) + " (expected 1)");
   }
   if (!CrcOk(in)) return Status(StorageErrc::kCorruptHeader, "partition slot CRC mismatch (torn read?)");
   PartitionSlot s;
-  s.generation = LoadLE<uint64_t>(in + 0);
-  s.flags = LoadLE<uint16_t>(in + 14);
-  s.active_segment = Offset(LoadLE<int64_t>(in + 16));
-  s.committed_position = Position(LoadLE<uint64_t>(in + 24));
-  s.high_watermark = Offset(LoadLE<int64_t>(in + 32));
-  s.log_start_offset = Offset(LoadLE<int64_t>(in + 40));
-  s.active_capacity = LoadLE<uint64_t>(in + 48);
+  s.generation = LoadLE<uint64_t>(in + kSlotGeneration);
+  s.flags = LoadLE<uint16_t>(in + kSlotFlags);
+  s.active_segment = Offset(LoadLE<int64_t>(in + kSlotActiveSegment));
+  s.committed_position = Position(LoadLE<uint64_t>(in + kSlotCommitted));
+  s.high_watermark = Offset(LoadLE<int64_t>(in + kSlotHighWatermark));
+  s.log_start_offset = Offset(LoadLE<int64_t>(in + kSlotLogStart));
+  s.active_capacity = LoadLE<uint64_t>(in + kSlotCapacity);
   *out = s;
   return Status::Ok();
 }

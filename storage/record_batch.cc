@@ -4,6 +4,7 @@
 #include <limits>
 #include <string>
 
+#include "layout_check.h"
 #include "rdmq/common/coding.h"
 #include "rdmq/common/crc32c.h"
 
@@ -12,6 +13,26 @@ namespace rdmq::storage {
 namespace bf = batch_field;
 using coding::LoadBE;
 using coding::StoreBE;
+
+// The RecordBatch v2 header, row by row as docs/storage-format.md ("Record batches") gives it:
+// (constant, documented offset, documented size).
+static_assert(layout::Tiles({{bf::kBaseOffset, 0, 8},
+                             {bf::kBatchLength, 8, 4},
+                             {bf::kLeaderEpoch, 12, 4},
+                             {bf::kMagic, 16, 1},
+                             {bf::kCrc, 17, 4},
+                             {bf::kAttributes, 21, 2},
+                             {bf::kLastOffsetDelta, 23, 4},
+                             {bf::kBaseTimestamp, 27, 8},
+                             {bf::kMaxTimestamp, 35, 8},
+                             {bf::kProducerId, 43, 8},
+                             {bf::kProducerEpoch, 51, 2},
+                             {bf::kBaseSequence, 53, 4},
+                             {bf::kRecordCount, 57, 4}},
+                            kBatchHeaderSize),
+              "record batch header: docs/storage-format.md, \"Record batches\"");
+// batchLength counts the bytes after itself.
+static_assert(kBatchLengthOverhead == bf::kBatchLength + 4);
 
 namespace {
 

@@ -2,12 +2,13 @@
 // reservation word, seal record and checkpoint slots) and the partition slot. These are protocols:
 // remote producers FETCH_ADD the reservation word, remote consumers READ the partition slot and
 // the seal record. docs/storage-format.md specifies every byte; this header is the code side of
-// that spec. All fields are little-endian (rdmq's own structures; record batches are Kafka's,
+// that spec (format.cc checks at compile time that the offsets below are the documented ones).
+// All fields are little-endian (rdmq's own structures; record batches are Kafka's,
 // big-endian).
 //
 // Segment file `<base offset, 20 digits>.seg`:
 //   [0, 4096)      header
-//     0   u64 magic "RDMQSEG\n"          8   u32 version (1)      12  u32 header size (4096)
+//     0   u64 magic "RDQMSEG\n"          8   u32 version (1)      12  u32 header size (4096)
 //     16  u64 topic id                   24  i32 partition        28  u32 flags (0)
 //     32  i64 base offset                40  u64 capacity (bytes of the data area)
 //     48  i64 creation time (ms since the epoch)                  56  u32 CRC-32C of bytes 0..55
@@ -53,7 +54,8 @@
 
 namespace rdmq::storage::format {
 
-inline constexpr uint64_t kSegmentMagic = 0x0a4745534d514452ULL;  // "RDMQSEG\n" on media
+// On media: 52 44 51 4D 53 45 47 0A ("RDQMSEG\n"). Every segment file carries these bytes.
+inline constexpr uint64_t kSegmentMagic = 0x0a4745534d514452ULL;
 inline constexpr uint32_t kSegmentVersion = 1;
 inline constexpr size_t kSegmentHeaderSize = 4096;
 
@@ -74,8 +76,21 @@ inline constexpr size_t kSealRecord = 128;
 inline constexpr size_t kCheckpointA = 192;
 inline constexpr size_t kCheckpointB = 256;
 inline constexpr size_t kRecordSize = 64;  // seal record and checkpoint slots
-inline constexpr size_t kRecordCrc = 60;   // CRC position in a 64-byte record
+inline constexpr size_t kRecordCrc = 60;   // CRC position in a 64-byte record (and the slot)
 inline constexpr uint32_t kSealedFlag = 1;
+
+// Seal record fields (offsets within the record).
+inline constexpr size_t kSealEnd = 0;
+inline constexpr size_t kSealNextOffset = 8;
+inline constexpr size_t kSealMaxTimestamp = 16;
+inline constexpr size_t kSealFlags = 24;
+
+// Checkpoint slot fields.
+inline constexpr size_t kCkptSequence = 0;
+inline constexpr size_t kCkptCommitted = 8;
+inline constexpr size_t kCkptNextOffset = 16;
+inline constexpr size_t kCkptMaxTimestamp = 24;
+inline constexpr size_t kCkptFlags = 32;
 
 inline constexpr uint32_t kSlotMagic = 0x544c5352;  // "RSLT" on media
 inline constexpr uint16_t kSlotVersion = 1;
@@ -83,6 +98,17 @@ inline constexpr size_t kSlotFileSize = 4096;
 inline constexpr size_t kSlotSize = 64;
 inline constexpr uint16_t kSlotSealed = 1;  // the active segment is sealed; a new one follows
 inline constexpr uint16_t kSlotClosed = 2;  // the log is closed; nothing more will be published
+
+// Partition slot fields (offsets within the 64-byte slot; its CRC is at kRecordCrc).
+inline constexpr size_t kSlotGeneration = 0;
+inline constexpr size_t kSlotMagicAt = 8;
+inline constexpr size_t kSlotVersionAt = 12;
+inline constexpr size_t kSlotFlags = 14;
+inline constexpr size_t kSlotActiveSegment = 16;
+inline constexpr size_t kSlotCommitted = 24;
+inline constexpr size_t kSlotHighWatermark = 32;
+inline constexpr size_t kSlotLogStart = 40;
+inline constexpr size_t kSlotCapacity = 48;
 
 // Name of the segment file for a base offset: 20 decimal digits + ".seg".
 std::string SegmentFileName(Offset base);
