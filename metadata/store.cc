@@ -7,9 +7,9 @@
 #include <cassert>
 #include <cerrno>
 #include <filesystem>
-#include <map>
-#include <nlohmann/json.hpp>
 
+#include "metadata/store_json.h"
+#include "metadata/store_state.h"
 #include "metadata/wal.h"
 #include "rdmq/common/clock.h"
 #include "rdmq/common/log.h"
@@ -17,7 +17,6 @@
 namespace rdmq::metadata {
 namespace {
 
-constexpr int kCheckpointFormat = 1;
 constexpr int64_t kProducerIdBlock = 1000;
 const char* const kWalName = "metadata.wal";
 const char* const kCheckpointName = "metadata.json";
@@ -48,87 +47,8 @@ Status SyncDir(const std::string& dir) {
 
 }  // namespace
 
-struct MetadataStore::State {
-  uint64_t seq = 0;
-  uint64_t next_topic_id = 1;
-  int64_t next_producer_id = 0;   // next id to hand out
-  int64_t producer_id_limit = 0;  // ids below this are reserved in the log
-  std::map<std::string, TopicInfo> topics;
-
-  nlohmann::json ToJson() const {
-    nlohmann::json ts = nlohmann::json::array();
-    for (const auto& [name, t] : topics) ts.push_back(metadata::ToJson(t));
-    return {{"format", kCheckpointFormat},
-            {"seq", seq},
-            {"next_topic_id", next_topic_id},
-            {"producer_id_limit", producer_id_limit},
-            {"topics", std::move(ts)}};
-  }
-
-  // Applies one logged mutation. Errors mean the record is not a valid mutation.
-  Status Apply(const nlohmann::json& op) {
-    const auto kind = op.find("op");
-    if (!op.is_object() || kind == op.end() || !kind->is_string())
-      return Status(MetadataErrc::kCorruptLog, "no op");
-    const std::string k = kind->get<std::string>();
-    if (k == "create_topic" || k == "alter_topic") {
-      const auto t = op.find("topic");
-      if (t == op.end()) return Status(MetadataErrc::kCorruptLog, k + " without topic");
-      RDMQ_ASSIGN_OR_RETURN(TopicInfo info, TopicInfoFromJson(*t));
-      if (k == "create_topic") {
-        if (info.id.value() >= next_topic_id) next_topic_id = info.id.value() + 1;
-      } else if (topics.find(info.name) == topics.end()) {
-        return Status(MetadataErrc::kCorruptLog, "alter of unknown topic " + info.name);
-      }
-      topics[info.name] = std::move(info);
-      return Status::Ok();
-    }
-    if (k == "delete_topic") {
-      const auto n = op.find("name");
-      if (n == op.end() || !n->is_string())
-        return Status(MetadataErrc::kCorruptLog, "delete_topic without name");
-      topics.erase(n->get<std::string>());
-      return Status::Ok();
-    }
-    if (k == "producer_id_block") {
-      const auto lim = op.find("limit");
-      if (lim == op.end() || !lim->is_number_integer()) {
-        return Status(MetadataErrc::kCorruptLog, "producer_id_block without limit");
-      }
-      producer_id_limit = std::max(producer_id_limit, lim->get<int64_t>());
-      return Status::Ok();
-    }
-    return Status(MetadataErrc::kCorruptLog, "unknown op '" + k + "'");
-  }
-
-  Status FromCheckpoint(const nlohmann::json& j) {
-    const auto bad = [](const std::string& why) { return Status(MetadataErrc::kCorruptCheckpoint, why); };
-    if (!j.is_object()) return bad("not a JSON object");
-    const auto fmt = j.find("format");
-    if (fmt == j.end() || !fmt->is_number_integer() || fmt->get<int>() != kCheckpointFormat) {
-      return bad("unsupported format (want " + std::to_string(kCheckpointFormat) + ")");
-    }
-    const auto s = j.find("seq");
-    const auto nt = j.find("next_topic_id");
-    const auto pl = j.find("producer_id_limit");
-    const auto ts = j.find("topics");
-    if (s == j.end() || !s->is_number_unsigned() || nt == j.end() || !nt->is_number_unsigned() ||
-        pl == j.end() || !pl->is_number_integer() || ts == j.end() || !ts->is_array()) {
-      return bad("missing or mistyped seq, next_topic_id, producer_id_limit or topics");
-    }
-    seq = s->get<uint64_t>();
-    next_topic_id = nt->get<uint64_t>();
-    producer_id_limit = pl->get<int64_t>();
-    for (const auto& t : *ts) {
-      auto info = TopicInfoFromJson(t);
-      if (!info.ok()) return bad(info.status().ToString());
-      topics[info->name] = std::move(*info);
-    }
-    return Status::Ok();
-  }
-};
-
-MetadataStore::MetadataStore(StoreOptions options) : options_(std::move(options)), state_(new State) {}
+MetadataStore::MetadataStore(StoreOptions options)
+    : options_(std::move(options)), state_(new internal::StoreState) {}
 
 MetadataStore::~MetadataStore() {
   if (wal_fd_ >= 0) ::close(wal_fd_);
@@ -151,9 +71,7 @@ Status MetadataStore::Load() {
 
   if (std::filesystem::exists(ckpt_path)) {
     RDMQ_ASSIGN_OR_RETURN(std::string text, wal::ReadWholeFile(ckpt_path));
-    auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded()) return Status(MetadataErrc::kCorruptCheckpoint, ckpt_path + ": not valid JSON");
-    RDMQ_RETURN_IF_ERROR(state_->FromCheckpoint(j).WithContext(ckpt_path));
+    RDMQ_RETURN_IF_ERROR(internal::DecodeCheckpoint(text, ckpt_path, state_.get()));
   }
 
   // Replay the log; validate everything before truncating a torn tail.
@@ -165,11 +83,7 @@ Status MetadataStore::Load() {
       return Status(MetadataErrc::kCorruptLog, wal_path + ": record sequence " + std::to_string(rec.seq) +
                                                    " follows " + std::to_string(state_->seq));
     }
-    auto op = nlohmann::json::parse(rec.payload, nullptr, false);
-    if (op.is_discarded()) {
-      return Status(MetadataErrc::kCorruptLog,
-                    wal_path + ": record " + std::to_string(rec.seq) + " is not JSON");
-    }
+    RDMQ_ASSIGN_OR_RETURN(internal::Mutation op, internal::DecodeMutation(rec.payload, wal_path, rec.seq));
     RDMQ_RETURN_IF_ERROR(state_->Apply(op).WithContext(wal_path + " record " + std::to_string(rec.seq)));
     state_->seq = rec.seq;
     ++applied;
@@ -192,9 +106,9 @@ Status MetadataStore::Load() {
   return Status::Ok();
 }
 
-Status MetadataStore::Commit(const nlohmann::json& op) {
+Status MetadataStore::Commit(const internal::Mutation& op) {
   const uint64_t seq = state_->seq + 1;
-  const std::string rec = wal::EncodeRecord(seq, op.dump());
+  const std::string rec = wal::EncodeRecord(seq, internal::EncodeMutation(op));
   RDMQ_RETURN_IF_ERROR(WriteAll(wal_fd_, rec.data(), rec.size(), options_.dir + "/" + kWalName));
   if (options_.sync && ::fdatasync(wal_fd_) != 0) {
     return Status::FromErrno(errno, "fdatasync " + options_.dir + "/" + kWalName);
@@ -217,15 +131,15 @@ Result<TopicInfo> MetadataStore::CreateTopic(const std::string& name, const Topi
   RDMQ_RETURN_IF_ERROR(ValidateConfig(config));
   std::lock_guard<std::mutex> lock(mu_);
   if (state_->topics.count(name) != 0) return Status(MetadataErrc::kTopicExists, name);
-  TopicInfo t{name, TopicId(state_->next_topic_id), config, WallMillis().value()};
-  RDMQ_RETURN_IF_ERROR(Commit({{"op", "create_topic"}, {"topic", ToJson(t)}}));
+  TopicInfo t{name, state_->next_topic_id, config, WallMillis().value()};
+  RDMQ_RETURN_IF_ERROR(Commit(internal::Mutation::CreateTopic(t)));
   return t;
 }
 
 Status MetadataStore::DeleteTopic(const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
   if (state_->topics.count(name) == 0) return Status(MetadataErrc::kNoSuchTopic, name);
-  return Commit({{"op", "delete_topic"}, {"name", name}});
+  return Commit(internal::Mutation::DeleteTopic(name));
 }
 
 Result<TopicInfo> MetadataStore::AlterTopic(const std::string& name, const TopicConfig& config) {
@@ -239,7 +153,7 @@ Result<TopicInfo> MetadataStore::AlterTopic(const std::string& name, const Topic
   }
   TopicInfo t = it->second;
   t.config = config;
-  RDMQ_RETURN_IF_ERROR(Commit({{"op", "alter_topic"}, {"topic", ToJson(t)}}));
+  RDMQ_RETURN_IF_ERROR(Commit(internal::Mutation::AlterTopic(t)));
   return t;
 }
 
@@ -269,10 +183,10 @@ std::vector<TopicInfo> MetadataStore::ListTopics() const {
 Result<ProducerId> MetadataStore::AllocateProducerId() {
   std::lock_guard<std::mutex> lock(mu_);
   if (state_->next_producer_id >= state_->producer_id_limit) {
-    const int64_t limit = state_->producer_id_limit + kProducerIdBlock;
-    RDMQ_RETURN_IF_ERROR(Commit({{"op", "producer_id_block"}, {"limit", limit}}));
+    RDMQ_RETURN_IF_ERROR(
+        Commit(internal::Mutation::ProducerIdBlock(state_->producer_id_limit + kProducerIdBlock)));
   }
-  return ProducerId(state_->next_producer_id++);
+  return state_->next_producer_id++;
 }
 
 Status MetadataStore::Checkpoint() {
@@ -283,7 +197,7 @@ Status MetadataStore::Checkpoint() {
 Status MetadataStore::CheckpointLocked() {
   const std::string path = options_.dir + "/" + kCheckpointName;
   const std::string tmp = path + ".tmp";
-  const std::string text = state_->ToJson().dump(2) + "\n";
+  const std::string text = internal::EncodeCheckpoint(*state_);
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return Status::FromErrno(errno, "create " + tmp);
   Status s = WriteAll(fd, text.data(), text.size(), tmp);

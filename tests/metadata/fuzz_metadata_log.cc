@@ -4,25 +4,24 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "metadata/store_json.h"
+#include "metadata/topic_json.h"
 #include "metadata/wal.h"
-#include "rdmq/metadata/topic.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  namespace md = rdmq::metadata;
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
-  auto r = rdmq::metadata::wal::DecodeLog(bytes, "fuzz");
+  auto r = md::wal::DecodeLog(bytes, "fuzz");
   if (r.ok()) {
-    for (const auto& rec : r->records) {
-      auto j = nlohmann::json::parse(rec.payload, nullptr, false);
-      if (!j.is_discarded() && j.is_object()) {
-        auto t = j.find("topic");
-        if (t != j.end()) (void)rdmq::metadata::TopicInfoFromJson(*t);
-      }
-    }
+    for (const auto& rec : r->records) (void)md::internal::DecodeMutation(rec.payload, "fuzz", rec.seq);
   }
+  (void)md::internal::DecodeMutation(bytes, "fuzz", 1);
+  md::internal::StoreState state;
+  (void)md::internal::DecodeCheckpoint(bytes, "fuzz", &state);
   auto j = nlohmann::json::parse(bytes, nullptr, false);
   if (!j.is_discarded()) {
-    (void)rdmq::metadata::TopicInfoFromJson(j);
-    (void)rdmq::metadata::TopicConfigFromJson(j, rdmq::metadata::TopicConfig{});
+    (void)md::TopicInfoFromJson(j);
+    (void)md::TopicConfigFromJson(j, md::TopicConfig{});
   }
   return 0;
 }

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "metadata/topic_json.h"
 #include "support/test_util.h"
 
 namespace rdmq::metadata {

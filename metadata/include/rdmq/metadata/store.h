@@ -15,7 +15,6 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,6 +24,11 @@
 #include "rdmq/metadata/topic.h"
 
 namespace rdmq::metadata {
+
+namespace internal {
+struct Mutation;
+struct StoreState;
+}  // namespace internal
 
 struct StoreOptions {
   std::string dir;                 // created if missing
@@ -59,18 +63,17 @@ class MetadataStore {
   uint64_t last_seq() const;
 
  private:
-  struct State;
   explicit MetadataStore(StoreOptions options);
   Status Load();
   // Logs one mutation, applies it to the in-memory state, checkpoints when due. Requires mu_.
-  Status Commit(const nlohmann::json& op);
+  Status Commit(const internal::Mutation& op);
   Status CheckpointLocked();
 
   const StoreOptions options_;
   mutable std::mutex mu_;
-  std::unique_ptr<State> state_;   // guarded by mu_
-  int wal_fd_ = -1;                // guarded by mu_
-  uint32_t since_checkpoint_ = 0;  // guarded by mu_
+  std::unique_ptr<internal::StoreState> state_;  // guarded by mu_
+  int wal_fd_ = -1;                              // guarded by mu_
+  uint32_t since_checkpoint_ = 0;                // guarded by mu_
 };
 
 }  // namespace rdmq::metadata

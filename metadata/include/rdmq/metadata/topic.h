@@ -8,7 +8,6 @@
 #pragma once
 
 #include <cstdint>
-#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -69,12 +68,5 @@ struct TopicInfo {
 
   bool operator==(const TopicInfo&) const = default;
 };
-
-// JSON forms used by the metadata log, its checkpoint and the admin CLI's --json output.
-nlohmann::json ToJson(const TopicConfig& config);
-nlohmann::json ToJson(const TopicInfo& topic);
-// Missing keys take the values of `defaults`; unknown keys and bad values are errors.
-Result<TopicConfig> TopicConfigFromJson(const nlohmann::json& j, const TopicConfig& defaults);
-Result<TopicInfo> TopicInfoFromJson(const nlohmann::json& j);
 
 }  // namespace rdmq::metadata
