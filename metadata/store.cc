@@ -65,7 +65,7 @@ Result<std::unique_ptr<MetadataStore>> MetadataStore::Open(const StoreOptions& o
 }
 
 Status MetadataStore::Load() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const std::string ckpt_path = options_.dir + "/" + kCheckpointName;
   const std::string wal_path = options_.dir + "/" + kWalName;
 
@@ -129,7 +129,7 @@ Status MetadataStore::Commit(const internal::Mutation& op) {
 Result<TopicInfo> MetadataStore::CreateTopic(const std::string& name, const TopicConfig& config) {
   RDMQ_RETURN_IF_ERROR(ValidateTopicName(name));
   RDMQ_RETURN_IF_ERROR(ValidateConfig(config));
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (state_->topics.count(name) != 0) return Status(MetadataErrc::kTopicExists, name);
   TopicInfo t{name, state_->next_topic_id, config, WallMillis().value()};
   RDMQ_RETURN_IF_ERROR(Commit(internal::Mutation::CreateTopic(t)));
@@ -137,14 +137,14 @@ Result<TopicInfo> MetadataStore::CreateTopic(const std::string& name, const Topi
 }
 
 Status MetadataStore::DeleteTopic(const std::string& name) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (state_->topics.count(name) == 0) return Status(MetadataErrc::kNoSuchTopic, name);
   return Commit(internal::Mutation::DeleteTopic(name));
 }
 
 Result<TopicInfo> MetadataStore::AlterTopic(const std::string& name, const TopicConfig& config) {
   RDMQ_RETURN_IF_ERROR(ValidateConfig(config));
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = state_->topics.find(name);
   if (it == state_->topics.end()) return Status(MetadataErrc::kNoSuchTopic, name);
   if (config.partitions < it->second.config.partitions) {
@@ -158,14 +158,14 @@ Result<TopicInfo> MetadataStore::AlterTopic(const std::string& name, const Topic
 }
 
 Result<TopicInfo> MetadataStore::GetTopic(const std::string& name) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = state_->topics.find(name);
   if (it == state_->topics.end()) return Status(MetadataErrc::kNoSuchTopic, name);
   return it->second;
 }
 
 std::optional<TopicInfo> MetadataStore::FindTopicById(TopicId id) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (const auto& [name, t] : state_->topics) {
     if (t.id == id) return t;
   }
@@ -173,7 +173,7 @@ std::optional<TopicInfo> MetadataStore::FindTopicById(TopicId id) const {
 }
 
 std::vector<TopicInfo> MetadataStore::ListTopics() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<TopicInfo> out;
   out.reserve(state_->topics.size());
   for (const auto& [name, t] : state_->topics) out.push_back(t);
@@ -181,7 +181,7 @@ std::vector<TopicInfo> MetadataStore::ListTopics() const {
 }
 
 Result<ProducerId> MetadataStore::AllocateProducerId() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (state_->next_producer_id >= state_->producer_id_limit) {
     RDMQ_RETURN_IF_ERROR(
         Commit(internal::Mutation::ProducerIdBlock(state_->producer_id_limit + kProducerIdBlock)));
@@ -190,7 +190,7 @@ Result<ProducerId> MetadataStore::AllocateProducerId() {
 }
 
 Status MetadataStore::Checkpoint() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return CheckpointLocked();
 }
 
@@ -220,7 +220,7 @@ Status MetadataStore::CheckpointLocked() {
 }
 
 uint64_t MetadataStore::last_seq() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return state_->seq;
 }
 

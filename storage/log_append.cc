@@ -27,7 +27,7 @@ Result<std::shared_ptr<Segment>> PartitionLog::Impl::SegmentForCommit(Offset bas
 }
 
 Status PartitionLog::Impl::Validate(Segment& seg, uint64_t pos, uint64_t len, CommitMode mode, Offset* next,
-                                    int64_t* offsets) {
+                                    int64_t* offsets) const {
   uint64_t p = pos;
   const uint64_t end = pos + len;
   int64_t count = 0;
@@ -97,7 +97,7 @@ Status PartitionLog::Impl::CommitExclusiveLocked(uint64_t pos, uint64_t len, Off
 
 Result<AppendResult> PartitionLog::Append(std::span<const RecordInput> records, const BatchOptions& batch) {
   Impl& m = *impl_;
-  std::lock_guard lock(m.mu_);
+  MutexLock lock(m.mu_);
   m.ClearOutcome();
   RDMQ_RETURN_IF_ERROR(m.CheckWritable());
   if (records.empty()) return Status(Errc::kInvalidArgument, "append of zero records to " + m.dir_);
@@ -144,7 +144,7 @@ Result<AppendResult> PartitionLog::Append(std::span<const RecordInput> records, 
 
 Result<AppendResult> PartitionLog::AppendBatch(std::span<const std::byte> batch) {
   Impl& m = *impl_;
-  std::lock_guard lock(m.mu_);
+  MutexLock lock(m.mu_);
   m.ClearOutcome();
   RDMQ_RETURN_IF_ERROR(m.CheckWritable());
   BatchHeader h;
@@ -184,7 +184,7 @@ Result<AppendResult> PartitionLog::AppendBatch(std::span<const std::byte> batch)
 
 Result<CommitOutcome> PartitionLog::Commit(const CommitRequest& req) {
   Impl& m = *impl_;
-  std::lock_guard lock(m.mu_);
+  MutexLock lock(m.mu_);
   m.ClearOutcome();
   RDMQ_RETURN_IF_ERROR(m.CheckWritable());
   RDMQ_ASSIGN_OR_RETURN(auto segp, m.SegmentForCommit(req.segment));

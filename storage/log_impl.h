@@ -14,11 +14,12 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "rdmq/common/log.h"
+#include "rdmq/common/mutex.h"
+#include "rdmq/common/thread_annotations.h"
 #include "rdmq/storage/log.h"
 #include "segment.h"
 
@@ -41,73 +42,79 @@ class PartitionLog::Impl {
       : env_(env), dir_(std::move(dir)), opt_(options) {}
 
   // --- open and recovery (log_open.cc) ---
-  Status OpenLocked();
+  Status OpenLocked() REQUIRES(mu_);
   struct DirScan;
-  Status ValidateDirectory(DirScan* scan);
-  Status LoadSegments(DirScan& scan, std::shared_ptr<Segment>* last_rw, uint64_t* scan_start);
+  Status ValidateDirectory(DirScan* scan) const;
+  Status LoadSegments(DirScan& scan, std::shared_ptr<Segment>* last_rw, uint64_t* scan_start) REQUIRES(mu_);
   // Opens the partition slot, or creates it (under a temporary name, then renamed).
-  Status OpenSlot(const DirScan& scan);
+  Status OpenSlot(const DirScan& scan) REQUIRES(mu_);
 
-  // --- helpers (mu_ held) ---
-  Status CheckWritable() const {
+  // --- helpers ---
+  Status CheckWritable() const REQUIRES(mu_) {
     if (closed_) return Status(Errc::kFailedPrecondition, "log " + dir_ + " is closed");
     if (!failed_.ok()) return Status(StorageErrc::kLogFailed, "log " + dir_ + ": " + failed_.ToString());
     return Status::Ok();
   }
-  Status CheckOpen() const {
+  Status CheckOpen() const REQUIRES(mu_) {
     if (closed_) return Status(Errc::kFailedPrecondition, "log " + dir_ + " is closed");
     return Status::Ok();
   }
-  Status Fail(const Status& s) {
+  Status Fail(const Status& s) REQUIRES(mu_) {
     if (failed_.ok()) {
       failed_ = s;
       RDMQ_LOG(kError, "storage", "log stops accepting writes").kv("dir", dir_).kv("error", s);
     }
     return s;
   }
-  Offset LogStart() const { return Offset(segments_.begin()->first); }
-  Offset Hwm() const { return active_->next_offset; }
+  Offset LogStart() const REQUIRES(mu_) { return Offset(segments_.begin()->first); }
+  Offset Hwm() const REQUIRES(mu_) { return active_->next_offset; }
 
-  void Publish();
-  Status MaybeCheckpoint(Segment& seg);
-  Result<std::shared_ptr<Segment>> CreateSegment(Offset base);
+  void Publish() REQUIRES(mu_);
+  Status MaybeCheckpoint(Segment& seg) REQUIRES(mu_);
+  Result<std::shared_ptr<Segment>> CreateSegment(Offset base) REQUIRES(mu_);
   // kSegmentTooLarge / kNoSpace when a new segment would not fit the device.
-  Status CheckSpace(Offset base);
-  Status EnsureActive();
-  Status RollLocked();
-  void Drop(const Segment& seg, uint64_t pos, uint64_t len) {
+  Status CheckSpace(Offset base) const;
+  Status EnsureActive() REQUIRES(mu_);
+  Status RollLocked() REQUIRES(mu_);
+  void Drop(const Segment& seg, uint64_t pos, uint64_t len) REQUIRES(mu_) {
     dropped_.push_back(CompletedRange{seg.base(), Position(pos), len, kNoOffset, kNoOffset, false});
   }
-  void ClearOutcome() {
+  void ClearOutcome() REQUIRES(mu_) {
     completed_.clear();
     dropped_.clear();
   }
-  Result<std::shared_ptr<Segment>> SegmentForCommit(Offset base);
+  Result<std::shared_ptr<Segment>> SegmentForCommit(Offset base) REQUIRES(mu_);
   // Commit's two modes, after the common checks; `seg` is the active segment.
-  Result<Offset> CommitExclusive(Segment& seg, uint64_t pos, uint64_t len, Offset expected_next);
-  Status CommitShared(Segment& seg, uint64_t pos, uint64_t len, CommitOutcome* out);
+  Result<Offset> CommitExclusive(Segment& seg, uint64_t pos, uint64_t len, Offset expected_next)
+      REQUIRES(mu_);
+  Status CommitShared(Segment& seg, uint64_t pos, uint64_t len, CommitOutcome* out) REQUIRES(mu_);
   // Exclusive: validates batches in [pos, pos+len) of the active segment, persists, publishes.
-  Status CommitExclusiveLocked(uint64_t pos, uint64_t len, Offset expected_next, bool validated);
+  Status CommitExclusiveLocked(uint64_t pos, uint64_t len, Offset expected_next, bool validated)
+      REQUIRES(mu_);
   // Shared: assigns offsets to pending ranges that now start at the committed prefix.
-  Status AdvancePrefix(Segment& seg, bool fresh_position_valid, uint64_t fresh_position);
-  Status FillGap(Segment& seg, uint64_t from, uint64_t to, uint64_t* fillers, uint64_t* bytes);
-  Status MaybeRollAtCrossing(Segment& seg, bool* rolled);
-  SegmentInfo Info(const std::shared_ptr<Segment>& s) const;
-  Status Validate(Segment& seg, uint64_t pos, uint64_t len, CommitMode mode, Offset* next, int64_t* offsets);
+  Status AdvancePrefix(Segment& seg, bool fresh_position_valid, uint64_t fresh_position) REQUIRES(mu_);
+  Status FillGap(Segment& seg, uint64_t from, uint64_t to, uint64_t* fillers, uint64_t* bytes) REQUIRES(mu_);
+  Status MaybeRollAtCrossing(Segment& seg, bool* rolled) REQUIRES(mu_);
+  SegmentInfo Info(const std::shared_ptr<Segment>& s) const REQUIRES(mu_);
+  Status Validate(Segment& seg, uint64_t pos, uint64_t len, CommitMode mode, Offset* next,
+                  int64_t* offsets) const REQUIRES(mu_);
 
-  Env* env_;
-  std::string dir_;
-  LogOptions opt_;
-  mutable std::mutex mu_;
-  std::map<int64_t, std::shared_ptr<Segment>> segments_;
-  std::shared_ptr<Segment> active_;
-  std::shared_ptr<MappedFile> slot_file_;
-  format::PartitionSlot slot_;
+  Env* const env_;
+  const std::string dir_;
+  const LogOptions opt_;
+  // Serialises every call; the segments' state (Segment's public members) is guarded by it too.
+  mutable Mutex mu_;
+  std::map<int64_t, std::shared_ptr<Segment>> segments_ GUARDED_BY(mu_);  // by base offset
+  std::shared_ptr<Segment> active_ GUARDED_BY(mu_);                       // the last segment
+  std::shared_ptr<MappedFile> slot_file_ GUARDED_BY(mu_);
+  format::PartitionSlot slot_ GUARDED_BY(mu_);
+  Status failed_ GUARDED_BY(mu_);  // the first failed persist; writes are refused after it
+  bool closed_ GUARDED_BY(mu_) = false;
+  // What the current call completed and dropped (CommitOutcome/ExpireOutcome point into them).
+  std::vector<CompletedRange> completed_ GUARDED_BY(mu_);
+  std::vector<CompletedRange> dropped_ GUARDED_BY(mu_);
+  // Written by Open before the log is shared, read-only afterwards.
   RecoveryStats stats_;
-  Status failed_;
-  bool closed_ = false;
-  std::vector<CompletedRange> completed_;
-  std::vector<CompletedRange> dropped_;
 };
 
 }  // namespace rdmq::storage

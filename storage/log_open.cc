@@ -110,7 +110,7 @@ Status PartitionLog::Impl::OpenLocked() {
 }
 
 // Phase 1: read-only validation of everything in the directory. Changes nothing on media.
-Status PartitionLog::Impl::ValidateDirectory(DirScan* out) {
+Status PartitionLog::Impl::ValidateDirectory(DirScan* out) const {
   DirScan& scan = *out;
   std::vector<std::string> names;
   if (auto listed = env_->ListDir(dir_); listed.ok()) {
@@ -282,10 +282,9 @@ Status PartitionLog::Impl::OpenSlot(const DirScan& scan) {
 PartitionLog::PartitionLog(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 PartitionLog::~PartitionLog() {
-  if (impl_ && !impl_->closed_) {
-    if (Status s = Close(); !s.ok()) {
-      RDMQ_LOG(kWarn, "storage", "closing the log failed").kv("dir", impl_->dir_).kv("error", s);
-    }
+  if (!impl_) return;
+  if (Status s = Close(); !s.ok()) {  // a no-op when Close() was called
+    RDMQ_LOG(kWarn, "storage", "closing the log failed").kv("dir", impl_->dir_).kv("error", s);
   }
 }
 
@@ -293,7 +292,7 @@ Result<std::unique_ptr<PartitionLog>> PartitionLog::Open(Env* env, const std::st
                                                          const LogOptions& options) {
   auto impl = std::make_unique<Impl>(env, dir, options);
   {
-    std::lock_guard lock(impl->mu_);
+    MutexLock lock(impl->mu_);
     if (Status s = impl->OpenLocked(); !s.ok()) {
       impl->closed_ = true;
       return s;
@@ -304,7 +303,7 @@ Result<std::unique_ptr<PartitionLog>> PartitionLog::Open(Env* env, const std::st
 
 Status PartitionLog::Close() {
   Impl& m = *impl_;
-  std::lock_guard lock(m.mu_);
+  MutexLock lock(m.mu_);
   if (m.closed_) return Status::Ok();
   Status result;
   if (m.failed_.ok() && !m.active_->sealed) {

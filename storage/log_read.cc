@@ -11,7 +11,7 @@ using internal::Segment;
 
 Result<ReadResult> PartitionLog::Read(Offset from, size_t max_bytes) const {
   const Impl& m = *impl_;
-  std::lock_guard lock(m.mu_);
+  MutexLock lock(m.mu_);
   RDMQ_RETURN_IF_ERROR(m.CheckOpen());
   const Offset start = m.LogStart();
   const Offset hwm = m.Hwm();
@@ -95,7 +95,7 @@ Result<ReadResult> PartitionLog::Read(Offset from, size_t max_bytes) const {
 
 Result<Offset> PartitionLog::OffsetForTimestamp(TimestampMs ts) const {
   const Impl& m = *impl_;
-  std::lock_guard lock(m.mu_);
+  MutexLock lock(m.mu_);
   RDMQ_RETURN_IF_ERROR(m.CheckOpen());
   for (const auto& [base, seg] : m.segments_) {
     if (seg->max_ts < ts.value()) continue;
@@ -127,12 +127,12 @@ Result<Offset> PartitionLog::OffsetForTimestamp(TimestampMs ts) const {
 }
 
 Offset PartitionLog::LogStartOffset() const {
-  std::lock_guard lock(impl_->mu_);
+  MutexLock lock(impl_->mu_);
   return impl_->closed_ ? kNoOffset : impl_->LogStart();
 }
 
 Offset PartitionLog::HighWatermark() const {
-  std::lock_guard lock(impl_->mu_);
+  MutexLock lock(impl_->mu_);
   return impl_->closed_ ? kNoOffset : impl_->Hwm();
 }
 

@@ -22,7 +22,7 @@ std::string ParentDir(const std::string& path) {
 
 }  // namespace
 
-Status PartitionLog::Impl::CheckSpace(Offset base) {
+Status PartitionLog::Impl::CheckSpace(Offset base) const {
   // Check the device before creating anything (the directory may not exist yet: ask its parent).
   auto space = env_->Space(dir_);
   if (!space.ok()) space = env_->Space(ParentDir(dir_));
@@ -140,7 +140,7 @@ SegmentInfo PartitionLog::Impl::Info(const std::shared_ptr<Segment>& s) const {
 
 Status PartitionLog::Roll() {
   Impl& m = *impl_;
-  std::lock_guard lock(m.mu_);
+  MutexLock lock(m.mu_);
   m.ClearOutcome();
   RDMQ_RETURN_IF_ERROR(m.CheckWritable());
   return m.RollLocked();
@@ -148,7 +148,7 @@ Status PartitionLog::Roll() {
 
 Result<RetentionOutcome> PartitionLog::ApplyRetention(TimestampMs now) {
   Impl& m = *impl_;
-  std::lock_guard lock(m.mu_);
+  MutexLock lock(m.mu_);
   RDMQ_RETURN_IF_ERROR(m.CheckWritable());
   RetentionOutcome out;
   uint64_t total = 0;
@@ -179,7 +179,7 @@ Result<RetentionOutcome> PartitionLog::ApplyRetention(TimestampMs now) {
 
 Status PartitionLog::Checkpoint() {
   Impl& m = *impl_;
-  std::lock_guard lock(m.mu_);
+  MutexLock lock(m.mu_);
   RDMQ_RETURN_IF_ERROR(m.CheckWritable());
   if (m.active_->sealed) return Status::Ok();
   if (Status s = m.active_->WriteCheckpoint(); !s.ok()) return m.Fail(s);
@@ -188,20 +188,20 @@ Status PartitionLog::Checkpoint() {
 }
 
 SegmentInfo PartitionLog::ActiveSegment() const {
-  std::lock_guard lock(impl_->mu_);
+  MutexLock lock(impl_->mu_);
   if (impl_->closed_) return {};
   return impl_->Info(impl_->active_);
 }
 
 std::vector<SegmentInfo> PartitionLog::Segments() const {
-  std::lock_guard lock(impl_->mu_);
+  MutexLock lock(impl_->mu_);
   std::vector<SegmentInfo> out;
   for (const auto& [b, s] : impl_->segments_) out.push_back(impl_->Info(s));
   return out;
 }
 
 SlotInfo PartitionLog::Slot() const {
-  std::lock_guard lock(impl_->mu_);
+  MutexLock lock(impl_->mu_);
   SlotInfo i;
   if (impl_->closed_) return i;
   i.path = impl_->dir_ + "/" + kSlotName;

@@ -169,7 +169,7 @@ Status PartitionLog::Impl::CommitShared(Segment& seg, uint64_t pos, uint64_t len
 
 Result<Reservation> PartitionLog::Reserve(uint64_t length) {
   Impl& m = *impl_;
-  std::lock_guard lock(m.mu_);
+  MutexLock lock(m.mu_);
   RDMQ_RETURN_IF_ERROR(m.CheckWritable());
   if (length == 0) return Status(Errc::kInvalidArgument, "reservation of 0 bytes in " + m.dir_);
   RDMQ_RETURN_IF_ERROR(m.EnsureActive());
@@ -181,7 +181,7 @@ Result<Reservation> PartitionLog::Reserve(uint64_t length) {
 
 Result<ExpireOutcome> PartitionLog::ExpireReservations(uint64_t now_ns) {
   Impl& m = *impl_;
-  std::lock_guard lock(m.mu_);
+  MutexLock lock(m.mu_);
   m.ClearOutcome();
   RDMQ_RETURN_IF_ERROR(m.CheckWritable());
   RDMQ_RETURN_IF_ERROR(m.EnsureActive());

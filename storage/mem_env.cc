@@ -64,7 +64,7 @@ std::string MemEnv::Parent(const std::string& path) {
 }
 
 Status MemEnv::Persist(File& f, size_t offset, size_t len) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return OnPersist(f, offset, len);
 }
 
@@ -72,7 +72,7 @@ Status MemEnv::OnPersist(File&, size_t, size_t) { return Status::Ok(); }
 Status MemEnv::OnSyncDir(const std::string&) { return Status::Ok(); }
 
 Status MemEnv::CreateDir(const std::string& dir) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::string d = dir;
   while (!d.empty() && d.back() == '/') d.pop_back();
   // Register the directory and its parents.
@@ -81,7 +81,7 @@ Status MemEnv::CreateDir(const std::string& dir) {
 }
 
 Result<std::vector<std::string>> MemEnv::ListDir(const std::string& dir) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!dirs_.count(dir)) return Status(Errc::kNotFound, "open directory " + dir + ": no such directory");
   std::vector<std::string> names;
   for (const auto& [path, f] : files_) {
@@ -91,19 +91,19 @@ Result<std::vector<std::string>> MemEnv::ListDir(const std::string& dir) {
 }
 
 bool MemEnv::FileExists(const std::string& path) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return files_.count(path) != 0;
 }
 
 Result<uint64_t> MemEnv::FileSize(const std::string& path) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = files_.find(path);
   if (it == files_.end()) return Status(Errc::kNotFound, "stat " + path + ": no such file");
   return static_cast<uint64_t>(it->second->size);
 }
 
 Status MemEnv::DeleteFile(const std::string& path) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = files_.find(path);
   if (it == files_.end()) return Status(Errc::kNotFound, "delete " + path + ": no such file");
   used_ -= it->second->size;
@@ -112,7 +112,7 @@ Status MemEnv::DeleteFile(const std::string& path) {
 }
 
 Status MemEnv::RenameFile(const std::string& from, const std::string& to) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = files_.find(from);
   if (it == files_.end()) return Status(Errc::kNotFound, "rename " + from + ": no such file");
   if (!dirs_.count(Parent(to))) return Status(Errc::kNotFound, "rename to " + to + ": no such directory");
@@ -128,13 +128,13 @@ Status MemEnv::RenameFile(const std::string& from, const std::string& to) {
 }
 
 Status MemEnv::SyncDir(const std::string& dir) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!dirs_.count(dir)) return Status(Errc::kNotFound, "sync directory " + dir + ": no such directory");
   return OnSyncDir(dir);
 }
 
 Result<SpaceInfo> MemEnv::Space(const std::string& dir) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!dirs_.count(dir)) return Status(Errc::kNotFound, "statvfs " + dir + ": no such directory");
   return SpaceInfo{capacity_, capacity_ - used_};
 }
@@ -156,7 +156,7 @@ Result<std::shared_ptr<MemEnv::File>> MemEnv::NewFile(size_t size) {
 Result<std::unique_ptr<MappedFile>> MemEnv::CreateMapped(const std::string& path, size_t size) {
   std::shared_ptr<File> f;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (files_.count(path)) return Status(Errc::kAlreadyExists, "create " + path + ": file exists");
     if (!dirs_.count(Parent(path))) return Status(Errc::kNotFound, "create " + path + ": no such directory");
     if (size == 0) return Status(StorageErrc::kInvalidOptions, "create " + path + ": size 0");
@@ -174,7 +174,7 @@ Result<std::unique_ptr<MappedFile>> MemEnv::CreateMapped(const std::string& path
 Result<std::unique_ptr<MappedFile>> MemEnv::OpenMapped(const std::string& path, Access access) {
   std::shared_ptr<File> f;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = files_.find(path);
     if (it == files_.end()) return Status(Errc::kNotFound, "open " + path + ": no such file");
     f = it->second;
@@ -197,7 +197,7 @@ Result<std::unique_ptr<MappedFile>> MemEnv::OpenMapped(const std::string& path, 
 }
 
 Status MemEnv::WriteFile(const std::string& path, std::string_view content) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!dirs_.count(Parent(path))) return Status(Errc::kNotFound, "write " + path + ": no such directory");
   uint64_t old_size = 0;
   if (auto it = files_.find(path); it != files_.end()) old_size = it->second->size;
@@ -215,7 +215,7 @@ Status MemEnv::WriteFile(const std::string& path, std::string_view content) {
 }
 
 Result<std::string> MemEnv::ReadFile(const std::string& path) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = files_.find(path);
   if (it == files_.end()) return Status(Errc::kNotFound, "read " + path + ": no such file");
   const auto& f = *it->second;
@@ -226,18 +226,18 @@ Result<std::string> MemEnv::ReadFile(const std::string& path) {
 // FaultInjectionEnv
 
 void FaultInjectionEnv::SetPersistBudget(int64_t events) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   budget_ = events;
   failed_ = false;
 }
 
 bool FaultInjectionEnv::PowerFailed() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return failed_;
 }
 
 uint64_t FaultInjectionEnv::persist_events() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return events_;
 }
 
@@ -273,7 +273,7 @@ Status FaultInjectionEnv::OnSyncDir(const std::string& dir) {
 }
 
 Result<uint64_t> FaultInjectionEnv::SimulatePowerLoss(std::mt19937_64& rng, LossMode mode) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   uint64_t differing = 0;
   files_ = durable_names_;
   used_ = 0;

@@ -14,12 +14,13 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "rdmq/common/mutex.h"
 #include "rdmq/common/status.h"
+#include "rdmq/common/thread_annotations.h"
 #include "rdmq/common/types.h"
 #include "rdmq/metadata/topic.h"
 
@@ -64,16 +65,16 @@ class MetadataStore {
 
  private:
   explicit MetadataStore(StoreOptions options);
-  Status Load();
-  // Logs one mutation, applies it to the in-memory state, checkpoints when due. Requires mu_.
-  Status Commit(const internal::Mutation& op);
-  Status CheckpointLocked();
+  Status Load() EXCLUDES(mu_);
+  // Logs one mutation, applies it to the in-memory state, checkpoints when due.
+  Status Commit(const internal::Mutation& op) REQUIRES(mu_);
+  Status CheckpointLocked() REQUIRES(mu_);
 
   const StoreOptions options_;
-  mutable std::mutex mu_;
-  std::unique_ptr<internal::StoreState> state_;  // guarded by mu_
-  int wal_fd_ = -1;                              // guarded by mu_
-  uint32_t since_checkpoint_ = 0;                // guarded by mu_
+  mutable Mutex mu_;
+  const std::unique_ptr<internal::StoreState> state_ PT_GUARDED_BY(mu_);
+  int wal_fd_ GUARDED_BY(mu_) = -1;
+  uint32_t since_checkpoint_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace rdmq::metadata

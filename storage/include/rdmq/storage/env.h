@@ -26,14 +26,15 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <random>
 #include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "rdmq/common/mutex.h"
 #include "rdmq/common/status.h"
+#include "rdmq/common/thread_annotations.h"
 #include "rdmq/storage/errors.h"
 
 namespace rdmq::storage {
@@ -148,24 +149,25 @@ class MemEnv : public Env {
   struct File;
 
  protected:
-  // Hooks for FaultInjectionEnv, called with mu_ held. A durability-tracking env keeps a durable
-  // image per file and reports its mappings as persistent memory (it emulates a pmem device).
+  // Hooks for FaultInjectionEnv. A durability-tracking env keeps a durable image per file and
+  // reports its mappings as persistent memory (it emulates a pmem device).
   virtual bool TracksDurability() const { return false; }
-  virtual Status OnPersist(File& f, size_t offset, size_t len);
-  virtual Status OnSyncDir(const std::string& dir);
+  virtual Status OnPersist(File& f, size_t offset, size_t len) REQUIRES(mu_);
+  virtual Status OnSyncDir(const std::string& dir) REQUIRES(mu_);
 
-  Result<std::shared_ptr<File>> NewFile(size_t size);  // mu_ held
+  static Result<std::shared_ptr<File>> NewFile(size_t size);
   static std::string Parent(const std::string& path);
 
-  std::mutex mu_;
-  uint64_t capacity_;
-  uint64_t used_ = 0;
-  std::set<std::string> dirs_;
-  std::map<std::string, std::shared_ptr<File>> files_;  // the live namespace
+  // Guards the namespace and every File's durable image.
+  Mutex mu_;
+  const uint64_t capacity_;
+  uint64_t used_ GUARDED_BY(mu_) = 0;
+  std::set<std::string> dirs_ GUARDED_BY(mu_);
+  std::map<std::string, std::shared_ptr<File>> files_ GUARDED_BY(mu_);  // the live namespace
 
  private:
   friend class MemMappedFile;
-  Status Persist(File& f, size_t offset, size_t len);
+  Status Persist(File& f, size_t offset, size_t len) EXCLUDES(mu_);
 };
 
 // A MemEnv whose durable state is tracked separately from its live state, for crash tests.
@@ -207,15 +209,15 @@ class FaultInjectionEnv : public MemEnv {
 
  protected:
   bool TracksDurability() const override { return true; }
-  Status OnPersist(File& f, size_t offset, size_t len) override;
-  Status OnSyncDir(const std::string& dir) override;
+  Status OnPersist(File& f, size_t offset, size_t len) REQUIRES(mu_) override;
+  Status OnSyncDir(const std::string& dir) REQUIRES(mu_) override;
 
  private:
-  Status Spend(std::string_view what);
-  int64_t budget_ = -1;
-  bool failed_ = false;
-  uint64_t events_ = 0;
-  std::map<std::string, std::shared_ptr<File>> durable_names_;
+  Status Spend(std::string_view what) REQUIRES(mu_);
+  int64_t budget_ GUARDED_BY(mu_) = -1;
+  bool failed_ GUARDED_BY(mu_) = false;
+  uint64_t events_ GUARDED_BY(mu_) = 0;
+  std::map<std::string, std::shared_ptr<File>> durable_names_ GUARDED_BY(mu_);
 };
 
 }  // namespace rdmq::storage
