@@ -6,10 +6,7 @@
 
 namespace rdmq::storage {
 
-using internal::kNoPosition;
-using internal::kNoTimestamp;
 using internal::Num;
-using internal::PendingRange;
 using internal::Segment;
 
 Result<std::shared_ptr<Segment>> PartitionLog::Impl::SegmentForCommit(Offset base) {

@@ -3,10 +3,7 @@
 
 namespace rdmq::storage {
 
-using internal::kNoPosition;
-using internal::kNoTimestamp;
 using internal::Num;
-using internal::PendingRange;
 using internal::Segment;
 
 Result<ReadResult> PartitionLog::Read(Offset from, size_t max_bytes) const {

@@ -5,11 +5,8 @@
 
 namespace rdmq::storage {
 
-using internal::kNoPosition;
-using internal::kNoTimestamp;
 using internal::kSlotName;
 using internal::Num;
-using internal::PendingRange;
 using internal::Segment;
 
 namespace {

@@ -16,9 +16,9 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -26,6 +26,7 @@
 #include "rdmq/common/clock.h"
 #include "rdmq/common/coding.h"
 #include "rdmq/common/log.h"
+#include "rdmq/config/args.h"
 #include "rdmq/storage/log.h"
 
 using namespace rdmq;
@@ -42,54 +43,52 @@ struct Args {
   uint64_t segment_mib = 16;
 };
 
-[[noreturn]] void Usage(const char* why) {
-  std::fprintf(stderr,
-               "rdmq-storage-demo: %s\n"
-               "usage: rdmq-storage-demo [--dir DIR] [--mode msync|none|pmem] [--kill-after-ms MS]\n"
-               "                         [--record-bytes N] [--batch-records N] [--segment-mib N]\n",
-               why);
-  std::exit(2);  // NOLINT(concurrency-mt-unsafe): a usage error, before any thread starts
-}
-
-Args Parse(int argc, char** argv) {
+// Parses the command line with config's parser, as every rdmq tool does. nullopt: the tool ends
+// with *exit_code (0 after --help, 2 on a usage error, already reported).
+std::optional<Args> Parse(int argc, char** argv, int* exit_code) {
+  const config::CommandSpec spec{
+      .path = "rdmq-storage-demo",
+      .summary =
+          "Appends to a partition log in a child process, kills it with SIGKILL mid-stream, "
+          "recovers the log and checks every acknowledged record.",
+      .options = {
+          {"dir", 0, "DIR",
+           "log directory (default /tmp/rdmq-storage-demo; a log there is wiped first; any other "
+           "non-empty directory is refused)"},
+          {"mode", 0, "M", "persistence: msync (default), none, pmem"},
+          {"kill-after-ms", 0, "MS", "how long the writer runs before the kill (default 400)"},
+          {"record-bytes", 0, "N", "value size (default 100)"},
+          {"batch-records", 0, "N", "records per batch (default 1000)"},
+          {"segment-mib", 0, "N", "segment size (default 16)"},
+      }};
+  const auto args = config::ParseCommandLine(spec, argc, argv, exit_code);
+  if (!args) return std::nullopt;
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    const std::string k = argv[i];
-    if (k == "-h" || k == "--help") {
-      std::printf(
-          "Appends to a partition log in a child process, kills it with SIGKILL mid-stream,\n"
-          "recovers the log and checks every acknowledged record.\n\n"
-          "  --dir DIR            log directory (default /tmp/rdmq-storage-demo; a log there is\n"
-          "                       wiped first; any other non-empty directory is refused)\n"
-          "  --mode M             persistence: msync (default), none, pmem\n"
-          "  --kill-after-ms MS   how long the writer runs before the kill (default 400)\n"
-          "  --record-bytes N     value size (default 100)\n"
-          "  --batch-records N    records per batch (default 1000)\n"
-          "  --segment-mib N      segment size (default 16)\n");
-      std::exit(0);  // NOLINT(concurrency-mt-unsafe): --help, before any thread starts
-    }
-    if (i + 1 >= argc) Usage(("missing value for " + k).c_str());
-    const std::string v = argv[++i];
-    if (k == "--dir") {
-      a.dir = v;
-    } else if (k == "--mode") {
-      auto m = ParsePersistMode(v);
-      if (!m.ok()) Usage(m.status().ToString().c_str());
-      a.mode = *m;
-    } else if (k == "--kill-after-ms") {
-      a.kill_after_ms = std::atoi(v.c_str());
-    } else if (k == "--record-bytes") {
-      a.record_bytes = static_cast<size_t>(std::atol(v.c_str()));
-    } else if (k == "--batch-records") {
-      a.batch_records = std::atoi(v.c_str());
-    } else if (k == "--segment-mib") {
-      a.segment_mib = static_cast<uint64_t>(std::atol(v.c_str()));
+  a.dir = args->GetOr("dir", a.dir);
+  Status bad;
+  if (const auto m = args->Get("mode")) {
+    auto mode = ParsePersistMode(*m);
+    if (mode.ok()) {
+      a.mode = *mode;
     } else {
-      Usage(("unknown option " + k).c_str());
+      bad = config::UsageError("--mode: " + std::string(mode.status().context()));
     }
   }
-  if (a.kill_after_ms < 0 || a.record_bytes == 0 || a.batch_records <= 0 || a.segment_mib == 0) {
-    Usage("values must be positive");
+  const auto number = [&](std::string_view name, int64_t fallback, int64_t min, int64_t max) -> int64_t {
+    auto v = args->GetInt(name, fallback, min, max);
+    if (!v.ok() && bad.ok()) bad = v.status();
+    return v.ok() ? *v : fallback;
+  };
+  a.kill_after_ms = static_cast<int>(number("kill-after-ms", a.kill_after_ms, 0, INT32_MAX));
+  a.record_bytes =
+      static_cast<size_t>(number("record-bytes", static_cast<int64_t>(a.record_bytes), 1, 1 << 30));
+  a.batch_records = static_cast<int>(number("batch-records", a.batch_records, 1, INT32_MAX));
+  a.segment_mib =
+      static_cast<uint64_t>(number("segment-mib", static_cast<int64_t>(a.segment_mib), 1, 1 << 20));
+  if (!bad.ok()) {
+    std::fprintf(stderr, "%s: %s\n", spec.path.c_str(), std::string(bad.context()).c_str());
+    *exit_code = 2;
+    return std::nullopt;
   }
   return a;
 }
@@ -145,7 +144,10 @@ LogOptions Options(const Args& a) {
 }  // namespace
 
 static int Main(int argc, char** argv) {
-  const Args a = Parse(argc, argv);
+  int exit_code = 0;
+  const std::optional<Args> parsed = Parse(argc, argv, &exit_code);
+  if (!parsed) return exit_code;
+  const Args& a = *parsed;
   log::SetLevel(log::Level::kWarn);
   std::error_code ec;
   if (std::filesystem::exists(a.dir, ec) &&
