@@ -10,27 +10,26 @@ using internal::Num;
 using internal::Segment;
 
 Result<std::shared_ptr<Segment>> PartitionLog::Impl::SegmentForCommit(Offset base) {
-  auto it = segments_.find(base.value());
+  auto it = segments_.find(base);
   if (it == segments_.end()) {
-    return Status(StorageErrc::kUnknownSegment,
-                  "no segment with base offset " + Num(base.value()) + " in " + dir_);
+    return Status(StorageErrc::kUnknownSegment, "no segment with base offset " + Num(base) + " in " + dir_);
   }
   if (it->second->sealed) {
     return Status(StorageErrc::kSegmentSealed, it->second->Where(it->second->committed) +
                                                    ": sealed; the active segment starts at offset " +
-                                                   Num(active_->base().value()));
+                                                   Num(active_->base()));
   }
   return it->second;
 }
 
-Status PartitionLog::Impl::Validate(Segment& seg, uint64_t pos, uint64_t len, CommitMode mode, Offset* next,
-                                    int64_t* offsets) const {
-  uint64_t p = pos;
-  const uint64_t end = pos + len;
+Status PartitionLog::Impl::Validate(const Segment& seg, Position pos, uint64_t len, CommitMode mode,
+                                    Offset* next, int64_t* offsets) const {
+  Position p = pos;
+  const Position end = pos + len;
   int64_t count = 0;
   while (p < end) {
     BatchHeader h;
-    if (Status s = ValidateBatch({seg.data() + p, end - p}, Validation::kCrc, &h); !s.ok()) {
+    if (Status s = ValidateBatch(seg.bytes(p, end), Validation::kCrc, &h); !s.ok()) {
       return s.WithContext(seg.Where(p));
     }
     if (h.record_count <= 0 || h.last_offset_delta != h.record_count - 1) {
@@ -40,15 +39,14 @@ Status PartitionLog::Impl::Validate(Segment& seg, uint64_t pos, uint64_t len, Co
     }
     if (mode == CommitMode::kExclusive) {
       if (h.base_offset != *next) {
-        return Status(StorageErrc::kOffsetMismatch, seg.Where(p) + ": batch base offset " +
-                                                        Num(h.base_offset.value()) + ", the log expects " +
-                                                        Num(next->value()));
+        return Status(
+            StorageErrc::kOffsetMismatch,
+            seg.Where(p) + ": batch base offset " + Num(h.base_offset) + ", the log expects " + Num(*next));
       }
       *next = h.next_offset();
     } else if (h.base_offset != kNoOffset) {
       return Status(StorageErrc::kOffsetMismatch, seg.Where(p) + ": shared-mode batch has base offset " +
-                                                      Num(h.base_offset.value()) +
-                                                      "; shared producers write -1");
+                                                      Num(h.base_offset) + "; shared producers write -1");
     }
     count += h.offset_count();
     p += h.total_size();
@@ -57,37 +55,38 @@ Status PartitionLog::Impl::Validate(Segment& seg, uint64_t pos, uint64_t len, Co
   return Status::Ok();
 }
 
-Status PartitionLog::Impl::CommitExclusiveLocked(uint64_t pos, uint64_t len, Offset expected_next,
+Status PartitionLog::Impl::CommitExclusiveLocked(Position pos, uint64_t len, Offset expected_next,
                                                  bool validated) {
   Segment& seg = *active_;
   Offset next = seg.next_offset;
   if (!validated) {
     RDMQ_RETURN_IF_ERROR(Validate(seg, pos, len, CommitMode::kExclusive, &next, nullptr));
     if (expected_next != kNoOffset && expected_next != next) {
-      return Status(StorageErrc::kOffsetMismatch, seg.Where(pos) + ": the range ends at offset " +
-                                                      Num(next.value()) + ", the producer says " +
-                                                      Num(expected_next.value()));
+      return Status(StorageErrc::kOffsetMismatch, seg.Where(pos) + ": the range ends at offset " + Num(next) +
+                                                      ", the producer says " + Num(expected_next));
     }
   }
-  uint64_t expected_word = pos;
-  if (!seg.reservation().compare_exchange_strong(expected_word, pos + len, std::memory_order_acq_rel)) {
+  uint64_t expected_word = pos.value();
+  if (!seg.reservation().compare_exchange_strong(expected_word, (pos + len).value(),
+                                                 std::memory_order_acq_rel)) {
     return Status(StorageErrc::kReservationConflict, seg.Where(pos) + ": the reservation word moved to " +
                                                          Num(expected_word) +
                                                          " (a shared producer reserved)");
   }
   if (Status s = seg.PersistData(pos, len); !s.ok()) return Fail(s);
-  uint64_t p = pos;
-  while (p < pos + len) {
+  const Position end = pos + len;
+  Position p = pos;
+  while (p < end) {
     BatchHeader h;
-    (void)DecodeBatchHeader({seg.data() + p, pos + len - p}, &h);
+    (void)DecodeBatchHeader(seg.bytes(p, end), &h);
     seg.NoteBatch(p, h);
     p += h.total_size();
     next = h.next_offset();
   }
   const Offset first = seg.next_offset;
-  seg.committed = pos + len;
+  seg.committed = end;
   seg.next_offset = next;
-  completed_.push_back(CompletedRange{seg.base(), Position(pos), len, first, next, false});
+  completed_.push_back(CompletedRange{seg.base(), pos, len, first, next, false});
   Publish();
   return MaybeCheckpoint(seg);
 }
@@ -106,15 +105,15 @@ Result<AppendResult> PartitionLog::Append(std::span<const RecordInput> records, 
   RDMQ_RETURN_IF_ERROR(m.EnsureActive());
   for (int attempt = 0; attempt < 2; ++attempt) {
     Segment& seg = *m.active_;
-    if (!seg.pending.empty() || seg.reservation().load(std::memory_order_acquire) != seg.committed) {
+    if (!seg.pending.empty() || seg.reserved() != seg.committed) {
       return Status(
           StorageErrc::kReservationConflict,
           seg.Where(seg.committed) + ": shared-mode reservations are outstanding; Append is exclusive");
     }
-    const uint64_t pos = seg.committed;
+    const Position pos = seg.committed;
     BatchOptions o = batch;
     o.base_offset = seg.next_offset;
-    BatchBuilder b(seg.data() + pos, seg.capacity() - pos, o);
+    BatchBuilder b(seg.at(pos), seg.end() - pos, o);
     bool all = true;
     for (const auto& r : records) {
       if (!b.Add(r)) {
@@ -123,7 +122,7 @@ Result<AppendResult> PartitionLog::Append(std::span<const RecordInput> records, 
       }
     }
     if (!all) {
-      if (pos == 0) {
+      if (pos == Position(0)) {
         return Status(Errc::kInvalidArgument, "a batch of " + std::to_string(records.size()) +
                                                   " records does not fit an empty segment of " +
                                                   Num(seg.capacity()) + " bytes");
@@ -134,7 +133,7 @@ Result<AppendResult> PartitionLog::Append(std::span<const RecordInput> records, 
     const size_t size = b.Finish();
     const Offset first = seg.next_offset;
     RDMQ_RETURN_IF_ERROR(m.CommitExclusiveLocked(pos, size, kNoOffset, /*validated=*/true));
-    return AppendResult{first, seg.next_offset, seg.base(), Position(pos), size};
+    return AppendResult{first, seg.next_offset, seg.base(), pos, size};
   }
   return Status(Errc::kInternal, "append did not fit a freshly rolled segment");
 }
@@ -157,7 +156,7 @@ Result<AppendResult> PartitionLog::AppendBatch(std::span<const std::byte> batch)
                                                     std::to_string(h.last_offset_delta));
   }
   RDMQ_RETURN_IF_ERROR(m.EnsureActive());
-  if (m.active_->capacity() - m.active_->committed < batch.size()) {
+  if (m.active_->end() - m.active_->committed < batch.size()) {
     if (m.active_->capacity() < batch.size()) {
       return Status(Errc::kInvalidArgument, "a batch of " + Num(uint64_t{batch.size()}) +
                                                 " bytes does not fit a segment of " +
@@ -166,17 +165,17 @@ Result<AppendResult> PartitionLog::AppendBatch(std::span<const std::byte> batch)
     RDMQ_RETURN_IF_ERROR(m.RollLocked());
   }
   Segment& seg = *m.active_;
-  if (!seg.pending.empty() || seg.reservation().load(std::memory_order_acquire) != seg.committed) {
+  if (!seg.pending.empty() || seg.reserved() != seg.committed) {
     return Status(
         StorageErrc::kReservationConflict,
         seg.Where(seg.committed) + ": shared-mode reservations are outstanding; AppendBatch is exclusive");
   }
-  const uint64_t pos = seg.committed;
-  std::memcpy(seg.data() + pos, batch.data(), batch.size());
+  const Position pos = seg.committed;
+  std::memcpy(seg.at(pos), batch.data(), batch.size());
   const Offset first = seg.next_offset;
-  PatchBaseOffset(seg.data() + pos, first);
+  PatchBaseOffset(seg.at(pos), first);
   RDMQ_RETURN_IF_ERROR(m.CommitExclusiveLocked(pos, batch.size(), kNoOffset, /*validated=*/true));
-  return AppendResult{first, seg.next_offset, seg.base(), Position(pos), batch.size()};
+  return AppendResult{first, seg.next_offset, seg.base(), pos, batch.size()};
 }
 
 Result<CommitOutcome> PartitionLog::Commit(const CommitRequest& req) {
@@ -186,7 +185,7 @@ Result<CommitOutcome> PartitionLog::Commit(const CommitRequest& req) {
   RDMQ_RETURN_IF_ERROR(m.CheckWritable());
   RDMQ_ASSIGN_OR_RETURN(auto segp, m.SegmentForCommit(req.segment));
   Segment& seg = *segp;
-  const uint64_t pos = req.position.value();
+  const Position pos = req.position;
   const uint64_t len = req.length;
   CommitOutcome out;
   if (len == 0) return Status(Errc::kInvalidArgument, seg.Where(pos) + ": commit of 0 bytes");
@@ -196,16 +195,16 @@ Result<CommitOutcome> PartitionLog::Commit(const CommitRequest& req) {
   } else {
     RDMQ_RETURN_IF_ERROR(m.CommitShared(seg, pos, len, &out));
   }
-  out.committed = Position(seg.committed);
+  out.committed = seg.committed;
   out.high_watermark = m.Hwm();
   out.completed = m.completed_;
   out.dropped = m.dropped_;
   return out;
 }
 
-Result<Offset> PartitionLog::Impl::CommitExclusive(Segment& seg, uint64_t pos, uint64_t len,
+Result<Offset> PartitionLog::Impl::CommitExclusive(Segment& seg, Position pos, uint64_t len,
                                                    Offset expected_next) {
-  const uint64_t cap = seg.capacity();
+  const Position cap = seg.end();
   if (pos > cap || len > cap - pos) {
     return Status(StorageErrc::kPositionOutOfRange,
                   seg.Where(pos) + ": range of " + Num(len) + " bytes runs past the segment end " + Num(cap));
@@ -219,7 +218,7 @@ Result<Offset> PartitionLog::Impl::CommitExclusive(Segment& seg, uint64_t pos, u
     return Status(StorageErrc::kReservationConflict,
                   seg.Where(pos) + ": shared-mode ranges are pending; exclusive commits are refused");
   }
-  const uint64_t word = seg.reservation().load(std::memory_order_acquire);
+  const Position word = seg.reserved();
   if (word != pos) {
     return Status(StorageErrc::kReservationConflict, seg.Where(pos) + ": the reservation word is " +
                                                          Num(word) + ", shared producers hold reservations");

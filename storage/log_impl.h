@@ -31,6 +31,10 @@ inline constexpr const char* kSlotName = "partition.slot";
 
 inline std::string Num(uint64_t v) { return std::to_string(v); }
 inline std::string Num(int64_t v) { return std::to_string(v); }
+template <class Tag, class Rep>
+std::string Num(StrongInt<Tag, Rep> v) {
+  return std::to_string(v.value());
+}
 
 }  // namespace internal
 
@@ -45,7 +49,7 @@ class PartitionLog::Impl {
   Status OpenLocked() REQUIRES(mu_);
   struct DirScan;
   Status ValidateDirectory(DirScan* scan) const;
-  Status LoadSegments(DirScan& scan, std::shared_ptr<Segment>* last_rw, uint64_t* scan_start) REQUIRES(mu_);
+  Status LoadSegments(DirScan& scan, std::shared_ptr<Segment>* last_rw, Position* scan_start) REQUIRES(mu_);
   // Opens the partition slot, or creates it (under a temporary name, then renamed).
   Status OpenSlot(const DirScan& scan) REQUIRES(mu_);
 
@@ -66,7 +70,7 @@ class PartitionLog::Impl {
     }
     return s;
   }
-  Offset LogStart() const REQUIRES(mu_) { return Offset(segments_.begin()->first); }
+  Offset LogStart() const REQUIRES(mu_) { return segments_.begin()->first; }
   Offset Hwm() const REQUIRES(mu_) { return active_->next_offset; }
 
   void Publish() REQUIRES(mu_);
@@ -76,8 +80,8 @@ class PartitionLog::Impl {
   Status CheckSpace(Offset base) const;
   Status EnsureActive() REQUIRES(mu_);
   Status RollLocked() REQUIRES(mu_);
-  void Drop(const Segment& seg, uint64_t pos, uint64_t len) REQUIRES(mu_) {
-    dropped_.push_back(CompletedRange{seg.base(), Position(pos), len, kNoOffset, kNoOffset, false});
+  void Drop(const Segment& seg, Position pos, uint64_t len) REQUIRES(mu_) {
+    dropped_.push_back(CompletedRange{seg.base(), pos, len, kNoOffset, kNoOffset, false});
   }
   void ClearOutcome() REQUIRES(mu_) {
     completed_.clear();
@@ -85,18 +89,18 @@ class PartitionLog::Impl {
   }
   Result<std::shared_ptr<Segment>> SegmentForCommit(Offset base) REQUIRES(mu_);
   // Commit's two modes, after the common checks; `seg` is the active segment.
-  Result<Offset> CommitExclusive(Segment& seg, uint64_t pos, uint64_t len, Offset expected_next)
+  Result<Offset> CommitExclusive(Segment& seg, Position pos, uint64_t len, Offset expected_next)
       REQUIRES(mu_);
-  Status CommitShared(Segment& seg, uint64_t pos, uint64_t len, CommitOutcome* out) REQUIRES(mu_);
+  Status CommitShared(Segment& seg, Position pos, uint64_t len, CommitOutcome* out) REQUIRES(mu_);
   // Exclusive: validates batches in [pos, pos+len) of the active segment, persists, publishes.
-  Status CommitExclusiveLocked(uint64_t pos, uint64_t len, Offset expected_next, bool validated)
+  Status CommitExclusiveLocked(Position pos, uint64_t len, Offset expected_next, bool validated)
       REQUIRES(mu_);
   // Shared: assigns offsets to pending ranges that now start at the committed prefix.
-  Status AdvancePrefix(Segment& seg, bool fresh_position_valid, uint64_t fresh_position) REQUIRES(mu_);
-  Status FillGap(Segment& seg, uint64_t from, uint64_t to, uint64_t* fillers, uint64_t* bytes) REQUIRES(mu_);
+  Status AdvancePrefix(Segment& seg, bool fresh_position_valid, Position fresh_position) REQUIRES(mu_);
+  Status FillGap(Segment& seg, Position from, Position to, uint64_t* fillers, uint64_t* bytes) REQUIRES(mu_);
   Status MaybeRollAtCrossing(Segment& seg, bool* rolled) REQUIRES(mu_);
   SegmentInfo Info(const std::shared_ptr<Segment>& s) const REQUIRES(mu_);
-  Status Validate(Segment& seg, uint64_t pos, uint64_t len, CommitMode mode, Offset* next,
+  Status Validate(const Segment& seg, Position pos, uint64_t len, CommitMode mode, Offset* next,
                   int64_t* offsets) const REQUIRES(mu_);
 
   Env* const env_;
@@ -104,8 +108,8 @@ class PartitionLog::Impl {
   const LogOptions opt_;
   // Serialises every call; the segments' state (Segment's public members) is guarded by it too.
   mutable Mutex mu_;
-  std::map<int64_t, std::shared_ptr<Segment>> segments_ GUARDED_BY(mu_);  // by base offset
-  std::shared_ptr<Segment> active_ GUARDED_BY(mu_);                       // the last segment
+  std::map<Offset, std::shared_ptr<Segment>> segments_ GUARDED_BY(mu_);  // by base offset
+  std::shared_ptr<Segment> active_ GUARDED_BY(mu_);                      // the last segment
   std::shared_ptr<MappedFile> slot_file_ GUARDED_BY(mu_);
   format::PartitionSlot slot_ GUARDED_BY(mu_);
   Status failed_ GUARDED_BY(mu_);  // the first failed persist; writes are refused after it

@@ -51,12 +51,12 @@ Status PartitionLog::Impl::OpenLocked() {
   DirScan scan;
   RDMQ_RETURN_IF_ERROR(ValidateDirectory(&scan));
   std::shared_ptr<Segment> last_rw;
-  uint64_t scan_start = 0;
+  Position scan_start{0};
   RDMQ_RETURN_IF_ERROR(LoadSegments(scan, &last_rw, &scan_start));
 
   if (segments_.empty()) {
     RDMQ_ASSIGN_OR_RETURN(active_, CreateSegment(opt_.initial_offset));
-    segments_[active_->base().value()] = active_;
+    segments_[active_->base()] = active_;
     stats_.created = true;
   } else {
     active_ = std::prev(segments_.end())->second;
@@ -93,8 +93,7 @@ Status PartitionLog::Impl::OpenLocked() {
   if (opt_.persist != PersistMode::kNone) {
     RDMQ_RETURN_IF_ERROR(slot_file_->Persist(slot_file_->data(), format::kSlotSize));
   }
-
-  stats_.recovered_position = Position(active_->committed);
+  stats_.recovered_position = active_->committed;
   stats_.next_offset = active_->next_offset;
   stats_.seconds = static_cast<double>(MonoNanos() - t0) / 1e9;
   RDMQ_LOG(kInfo, "storage", stats_.created ? "created partition log" : "recovered partition log")
@@ -150,15 +149,15 @@ Status PartitionLog::Impl::ValidateDirectory(DirScan* out) const {
       return s.WithContext(f.path);
     }
     if (f.header.base_offset != base) {
-      return Status(StorageErrc::kSegmentMismatch, f.path + ": header says base offset " +
-                                                       Num(f.header.base_offset.value()) +
-                                                       ", the name says " + Num(base.value()));
+      return Status(
+          StorageErrc::kSegmentMismatch,
+          f.path + ": header says base offset " + Num(f.header.base_offset) + ", the name says " + Num(base));
     }
     if (f.header.topic != opt_.topic || f.header.partition != opt_.partition) {
-      return Status(StorageErrc::kSegmentMismatch,
-                    f.path + ": belongs to topic " + Num(f.header.topic.value()) + " partition " +
-                        std::to_string(f.header.partition.value()) + ", not topic " +
-                        Num(opt_.topic.value()) + " partition " + std::to_string(opt_.partition.value()));
+      return Status(StorageErrc::kSegmentMismatch, f.path + ": belongs to topic " + Num(f.header.topic) +
+                                                       " partition " + Num(f.header.partition) +
+                                                       ", not topic " + Num(opt_.topic) + " partition " +
+                                                       Num(opt_.partition));
     }
     if (size != format::kSegmentHeaderSize + f.header.capacity) {
       return Status(
@@ -167,10 +166,10 @@ Status PartitionLog::Impl::ValidateDirectory(DirScan* out) const {
     }
     f.sealed = format::DecodeSealRecord(f.ro->data() + format::kSealRecord, &f.seal);
     // A seal closes a non-empty segment (empty segments are never sealed).
-    if (f.sealed && (f.seal.end.value() > f.header.capacity || f.seal.end.value() == 0 ||
+    if (f.sealed && (f.seal.end > Position(f.header.capacity) || f.seal.end == Position(0) ||
                      f.seal.next_offset <= f.header.base_offset)) {
-      return Status(StorageErrc::kCorruptHeader, f.path + ": seal record end " + Num(f.seal.end.value()) +
-                                                     " / next offset " + Num(f.seal.next_offset.value()) +
+      return Status(StorageErrc::kCorruptHeader, f.path + ": seal record end " + Num(f.seal.end) +
+                                                     " / next offset " + Num(f.seal.next_offset) +
                                                      " is impossible");
     }
     scan.found.push_back(std::move(f));
@@ -183,9 +182,9 @@ Status PartitionLog::Impl::ValidateDirectory(DirScan* out) const {
     }
     if (scan.found[i].seal.next_offset != scan.found[i + 1].header.base_offset) {
       return Status(StorageErrc::kSegmentMismatch, scan.found[i + 1].path + " starts at offset " +
-                                                       Num(scan.found[i + 1].header.base_offset.value()) +
+                                                       Num(scan.found[i + 1].header.base_offset) +
                                                        " but the segment before it ends at " +
-                                                       Num(scan.found[i].seal.next_offset.value()));
+                                                       Num(scan.found[i].seal.next_offset));
     }
   }
   scan.slot_path = dir_ + "/" + kSlotName;
@@ -210,7 +209,7 @@ Status PartitionLog::Impl::ValidateDirectory(DirScan* out) const {
 // state; the repair (OpenLocked) follows. `last_rw` is the unsealed last segment (if any), `scan_start` where
 // its CRC scan began.
 Status PartitionLog::Impl::LoadSegments(DirScan& scan, std::shared_ptr<Segment>* last_rw_out,
-                                        uint64_t* scan_start_out) {
+                                        Position* scan_start_out) {
   // After a process crash, names created or renamed before it may not be durable yet, nor may
   // the last seal record be: make both durable before building on them.
   if (scan.dir_exists) RDMQ_RETURN_IF_ERROR(env_->SyncDir(dir_));
@@ -219,7 +218,7 @@ Status PartitionLog::Impl::LoadSegments(DirScan& scan, std::shared_ptr<Segment>*
     RDMQ_RETURN_IF_ERROR(ro->Persist(ro->data() + format::kSealRecord, format::kRecordSize));
   }
   std::shared_ptr<Segment> last_rw;
-  uint64_t scan_start = 0;
+  Position scan_start{0};
   for (size_t i = 0; i < scan.found.size(); ++i) {
     DirScan::Found& f = scan.found[i];
     std::unique_ptr<MappedFile> m;
@@ -246,7 +245,7 @@ Status PartitionLog::Impl::LoadSegments(DirScan& scan, std::shared_ptr<Segment>*
       stats_.bytes_scanned = rec.bytes_scanned;
       last_rw = seg;
     }
-    segments_[f.header.base_offset.value()] = seg;
+    segments_[f.header.base_offset] = seg;
   }
   for (const auto& t : scan.tmps) {
     RDMQ_LOG(kInfo, "storage", "removing a segment left half-created").kv("file", dir_ + "/" + t);

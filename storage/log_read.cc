@@ -13,63 +13,61 @@ Result<ReadResult> PartitionLog::Read(Offset from, size_t max_bytes) const {
   const Offset start = m.LogStart();
   const Offset hwm = m.Hwm();
   if (from < start) {
-    return Status(StorageErrc::kOffsetOutOfRange, "offset " + Num(from.value()) + " is below the log start " +
-                                                      Num(start.value()) + " of " + m.dir_);
+    return Status(StorageErrc::kOffsetOutOfRange,
+                  "offset " + Num(from) + " is below the log start " + Num(start) + " of " + m.dir_);
   }
   if (from > hwm) {
-    return Status(StorageErrc::kOffsetOutOfRange, "offset " + Num(from.value()) +
-                                                      " is beyond the high watermark " + Num(hwm.value()) +
-                                                      " of " + m.dir_);
+    return Status(StorageErrc::kOffsetOutOfRange,
+                  "offset " + Num(from) + " is beyond the high watermark " + Num(hwm) + " of " + m.dir_);
   }
   ReadResult out;
   out.high_watermark = hwm;
   if (from == hwm) {
     out.segment = m.active_->base();
-    out.position = Position(m.active_->committed);
+    out.position = m.active_->committed;
     out.next_offset = hwm;
     return out;
   }
-  auto it = std::prev(m.segments_.upper_bound(from.value()));
+  auto it = std::prev(m.segments_.upper_bound(from));
   while (from >= it->second->next_offset) ++it;  // from < hwm, so a later segment holds it
   const std::shared_ptr<Segment>& seg = it->second;
-  const uint64_t end = seg->committed;
+  const Position end = seg->committed;
   // Walk batch headers from the closest index entry (a position recovery verified) to the batch
   // holding `from`, checking that offsets continue.
   const internal::IndexEntry* entry = seg->IndexFloor(from);
-  uint64_t pos = entry ? entry->position : 0;
-  Offset expect = entry ? Offset(entry->offset) : seg->base();
-  auto damaged = [&](uint64_t p) {
-    return Status(StorageErrc::kCorruptBatch, seg->Where(p) + ": offset " + Num(from.value()) +
+  Position pos = entry ? entry->position : Position(0);
+  Offset expect = entry ? entry->offset : seg->base();
+  auto damaged = [&](Position p) {
+    return Status(StorageErrc::kCorruptBatch, seg->Where(p) + ": offset " + Num(from) +
                                                   " lies in a damaged part of the segment (from position " +
                                                   Num(seg->corrupt_at) + ")");
   };
   while (true) {
     if (seg->Damaged(pos)) return damaged(pos);
     if (pos >= end) {
-      return Status(StorageErrc::kCorruptBatch, seg->Where(pos) + ": offset " + Num(from.value()) +
+      return Status(StorageErrc::kCorruptBatch, seg->Where(pos) + ": offset " + Num(from) +
                                                     " not found before the committed end " + Num(end));
     }
     BatchHeader h;
-    if (Status s = DecodeBatchHeader({seg->data() + pos, end - pos}, &h); !s.ok()) {
+    if (Status s = DecodeBatchHeader(seg->bytes(pos, end), &h); !s.ok()) {
       return Status(StorageErrc::kCorruptBatch, seg->Where(pos) + ": " + std::string(s.context()));
     }
     if (h.base_offset != expect) {
       return Status(StorageErrc::kCorruptBatch, seg->Where(pos) + ": batch base offset " +
-                                                    Num(h.base_offset.value()) + ", expected " +
-                                                    Num(expect.value()));
+                                                    Num(h.base_offset) + ", expected " + Num(expect));
     }
     if (h.next_offset() > from) break;
     pos += h.total_size();
     expect = h.next_offset();
   }
-  const uint64_t first = pos;
+  const Position first = pos;
   Offset next = from;
   while (pos < end && !seg->Damaged(pos)) {
     BatchHeader h;
-    Status s = ValidateBatch({seg->data() + pos, end - pos}, Validation::kCrc, &h);
+    Status s = ValidateBatch(seg->bytes(pos, end), Validation::kCrc, &h);
     if (s.ok() && h.base_offset != expect) {
       s = Status(StorageErrc::kCorruptBatch,
-                 "batch base offset " + Num(h.base_offset.value()) + ", expected " + Num(expect.value()));
+                 "batch base offset " + Num(h.base_offset) + ", expected " + Num(expect));
     }
     if (!s.ok()) {
       if (pos == first) {
@@ -82,9 +80,9 @@ Result<ReadResult> PartitionLog::Read(Offset from, size_t max_bytes) const {
     next = h.next_offset();
     expect = next;
   }
-  out.bytes = {seg->data() + first, pos - first};
+  out.bytes = seg->bytes(first, pos);
   out.segment = seg->base();
-  out.position = Position(first);
+  out.position = first;
   out.next_offset = next;
   out.pin = seg;
   return out;
@@ -95,8 +93,8 @@ Result<Offset> PartitionLog::OffsetForTimestamp(TimestampMs ts) const {
   MutexLock lock(m.mu_);
   RDMQ_RETURN_IF_ERROR(m.CheckOpen());
   for (const auto& [base, seg] : m.segments_) {
-    if (seg->max_ts < ts.value()) continue;
-    uint64_t pos = seg->IndexLookupTime(ts.value());
+    if (seg->max_ts < ts) continue;
+    Position pos = seg->IndexLookupTime(ts);
     while (pos < seg->committed) {
       if (seg->Damaged(pos)) {
         return Status(StorageErrc::kCorruptBatch, seg->Where(pos) +
@@ -104,16 +102,14 @@ Result<Offset> PartitionLog::OffsetForTimestamp(TimestampMs ts) const {
                                                       Num(seg->corrupt_at) + ") hides the timestamps");
       }
       BatchHeader h;
-      if (Status s = ValidateBatch({seg->data() + pos, seg->committed - pos}, Validation::kCrc, &h);
-          !s.ok()) {
+      if (Status s = ValidateBatch(seg->bytes(pos, seg->committed), Validation::kCrc, &h); !s.ok()) {
         return Status(StorageErrc::kCorruptBatch, seg->Where(pos) + ": " + std::string(s.context()));
       }
       if (h.max_timestamp >= ts) {
-        RecordIterator it(h, {seg->data() + pos, h.total_size()});
+        RecordIterator it(h, {seg->at(pos), h.total_size()});
         RecordView r;
         while (it.Next(&r)) {
-          if (h.base_timestamp.value() + r.timestamp_delta >= ts.value())
-            return h.base_offset + r.offset_delta;
+          if (h.base_timestamp + r.timestamp_delta >= ts) return h.base_offset + r.offset_delta;
         }
         if (!it.status().ok()) return it.status().WithContext(seg->Where(pos));
       }

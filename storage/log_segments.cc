@@ -42,9 +42,8 @@ Status PartitionLog::Impl::CheckSpace(Offset base) const {
 }
 
 Result<std::shared_ptr<Segment>> PartitionLog::Impl::CreateSegment(Offset base) {
-  if (segments_.count(base.value())) {
-    return Status(Errc::kInternal,
-                  "segment with base offset " + Num(base.value()) + " already exists in " + dir_);
+  if (segments_.count(base)) {
+    return Status(Errc::kInternal, "segment with base offset " + Num(base) + " already exists in " + dir_);
   }
   RDMQ_RETURN_IF_ERROR(CheckSpace(base));
   RDMQ_RETURN_IF_ERROR(env_->CreateDir(dir_));
@@ -70,7 +69,7 @@ Result<std::shared_ptr<Segment>> PartitionLog::Impl::CreateSegment(Offset base) 
 Status PartitionLog::Impl::EnsureActive() {
   if (!active_->sealed) return Status::Ok();
   RDMQ_ASSIGN_OR_RETURN(auto seg, CreateSegment(active_->next_offset));
-  segments_[seg->base().value()] = seg;
+  segments_[seg->base()] = seg;
   active_ = seg;
   Publish();
   return Status::Ok();
@@ -81,7 +80,7 @@ void PartitionLog::Impl::Publish() {
   slot_.flags = static_cast<uint16_t>((active_->sealed ? format::kSlotSealed : 0) |
                                       (closed_ ? format::kSlotClosed : 0));
   slot_.active_segment = active_->base();
-  slot_.committed_position = Position(active_->committed);
+  slot_.committed_position = active_->committed;
   slot_.high_watermark = active_->next_offset;
   slot_.log_start_offset = LogStart();
   slot_.active_capacity = active_->capacity();
@@ -102,11 +101,10 @@ Status PartitionLog::Impl::MaybeCheckpoint(Segment& seg) {
 Status PartitionLog::Impl::RollLocked() {
   Segment& seg = *active_;
   if (!seg.sealed) {
-    if (seg.committed == 0) {
-      if (seg.reservation().load(std::memory_order_acquire) == 0)
-        return Status::Ok();  // empty: nothing to do
-      return Status(StorageErrc::kReservationConflict,
-                    "cannot seal the empty " + seg.Where(0) + " while reservations are outstanding");
+    if (seg.committed == Position(0)) {
+      if (seg.reserved() == Position(0)) return Status::Ok();  // empty: nothing to do
+      return Status(StorageErrc::kReservationConflict, "cannot seal the empty " + seg.Where(Position(0)) +
+                                                           " while reservations are outstanding");
     }
     // Make sure the next segment fits before sealing this one: a full device then leaves the
     // log exactly as it was (and writable for what still fits).
@@ -129,7 +127,7 @@ SegmentInfo PartitionLog::Impl::Info(const std::shared_ptr<Segment>& s) const {
   i.file_offset = s->file().file_offset();
   i.capacity = s->capacity();
   i.sealed = s->sealed;
-  i.committed = Position(s->committed);
+  i.committed = s->committed;
   i.next_offset = s->next_offset;
   i.pin = s;
   return i;
@@ -154,7 +152,7 @@ Result<RetentionOutcome> PartitionLog::ApplyRetention(TimestampMs now) {
     const auto& oldest = m.segments_.begin()->second;
     if (!oldest->sealed) break;
     const bool by_size = m.opt_.retention_bytes > 0 && total > m.opt_.retention_bytes;
-    const bool by_age = m.opt_.retention_ms > 0 && oldest->max_ts < now.value() - m.opt_.retention_ms;
+    const bool by_age = m.opt_.retention_ms > 0 && oldest->max_ts < now - m.opt_.retention_ms;
     if (!by_size && !by_age) break;
     const std::string path = oldest->path();
     const uint64_t size = oldest->file().size();

@@ -14,13 +14,13 @@ using internal::Num;
 using internal::PendingRange;
 using internal::Segment;
 
-Status PartitionLog::Impl::AdvancePrefix(Segment& seg, bool fresh_valid, uint64_t fresh_pos) {
-  const uint64_t start = seg.committed;
-  uint64_t cursor = start;
+Status PartitionLog::Impl::AdvancePrefix(Segment& seg, bool fresh_valid, Position fresh_pos) {
+  const Position start = seg.committed;
+  Position cursor = start;
   Offset next = seg.next_offset;
   while (!seg.pending.empty() && seg.pending.begin()->first == cursor) {
-    const uint64_t pos = cursor;
-    PendingRange r = seg.pending.begin()->second;
+    const Position pos = cursor;
+    const PendingRange r = seg.pending.begin()->second;
     seg.pending.erase(seg.pending.begin());
     // A range validated in an earlier call may have been scribbled on since (its producer could
     // still write): check it again before publishing it.
@@ -40,18 +40,19 @@ Status PartitionLog::Impl::AdvancePrefix(Segment& seg, bool fresh_valid, uint64_
       break;
     }
     const Offset first = next;
-    uint64_t p = pos;
-    while (p < pos + r.length) {
+    const Position end = pos + r.length;
+    Position p = pos;
+    while (p < end) {
       BatchHeader h;
-      (void)DecodeBatchHeader({seg.data() + p, pos + r.length - p}, &h);
-      PatchBaseOffset(seg.data() + p, next);
+      (void)DecodeBatchHeader(seg.bytes(p, end), &h);
+      PatchBaseOffset(seg.at(p), next);
       h.base_offset = next;
       seg.NoteBatch(p, h);
       next = h.next_offset();
       p += h.total_size();
     }
-    completed_.push_back(CompletedRange{seg.base(), Position(pos), r.length, first, next, r.filler});
-    cursor = pos + r.length;
+    completed_.push_back(CompletedRange{seg.base(), pos, r.length, first, next, r.filler});
+    cursor = end;
   }
   if (cursor == start) return Status::Ok();
   if (Status s = seg.PersistData(start, cursor - start); !s.ok()) return Fail(s);
@@ -61,19 +62,19 @@ Status PartitionLog::Impl::AdvancePrefix(Segment& seg, bool fresh_valid, uint64_
   return MaybeCheckpoint(seg);
 }
 
-Status PartitionLog::Impl::FillGap(Segment& seg, uint64_t from, uint64_t to, uint64_t* fillers,
+Status PartitionLog::Impl::FillGap(Segment& seg, Position from, Position to, uint64_t* fillers,
                                    uint64_t* bytes) {
-  const TimestampMs ts = seg.max_ts != kNoTimestamp ? TimestampMs(seg.max_ts) : WallMillis();
+  const TimestampMs ts = seg.max_ts != kNoTimestamp ? seg.max_ts : WallMillis();
   PendingRange r;
   r.length = to - from;
   r.filler = true;
-  uint64_t p = from;
+  Position p = from;
   while (p < to) {
     uint64_t n = std::min<uint64_t>(to - p, kMaxBatchBytes);
     if (to - p - n != 0 && to - p - n < kMinFillerBytes) n -= kMinFillerBytes;  // leave a fillable rest
-    RDMQ_RETURN_IF_ERROR(WriteFillerBatch({seg.data() + p, n}, kNoOffset, ts));
+    RDMQ_RETURN_IF_ERROR(WriteFillerBatch({seg.at(p), n}, kNoOffset, ts));
     BatchHeader h;
-    RDMQ_RETURN_IF_ERROR(DecodeBatchHeader({seg.data() + p, n}, &h));
+    RDMQ_RETURN_IF_ERROR(DecodeBatchHeader({seg.at(p), n}, &h));
     r.offsets += h.offset_count();
     ++*fillers;
     p += n;
@@ -95,7 +96,7 @@ Status PartitionLog::Impl::MaybeRollAtCrossing(Segment& seg, bool* rolled) {
 namespace {
 
 // True when [a, b) overlaps a pending (committed, not yet complete) range of `seg`.
-bool OverlapsPending(const Segment& seg, uint64_t a, uint64_t b) {
+bool OverlapsPending(const Segment& seg, Position a, Position b) {
   auto it = seg.pending.lower_bound(a);
   if (it != seg.pending.end() && it->first < b) return true;
   if (it != seg.pending.begin()) {
@@ -107,8 +108,8 @@ bool OverlapsPending(const Segment& seg, uint64_t a, uint64_t b) {
 
 }  // namespace
 
-Status PartitionLog::Impl::CommitShared(Segment& seg, uint64_t pos, uint64_t len, CommitOutcome* out) {
-  const uint64_t cap = seg.capacity();
+Status PartitionLog::Impl::CommitShared(Segment& seg, Position pos, uint64_t len, CommitOutcome* out) {
+  const Position cap = seg.end();
   if (pos >= cap) {
     // Reservations that filled the data area exactly leave no reservation straddling the end:
     // the first one starting at the end marks it instead, so the segment still seals and
@@ -139,7 +140,7 @@ Status PartitionLog::Impl::CommitShared(Segment& seg, uint64_t pos, uint64_t len
                                                  " bytes crosses the segment end " + Num(cap) +
                                                  "; the segment ends here, retry on the next segment");
   }
-  const uint64_t word = seg.reservation().load(std::memory_order_acquire);
+  const Position word = seg.reserved();
   if (pos + len > word) {
     return Status(StorageErrc::kRangeConflict, seg.Where(pos) + ": range of " + Num(len) +
                                                    " bytes was not reserved (reservation word " + Num(word) +
@@ -158,7 +159,7 @@ Status PartitionLog::Impl::CommitShared(Segment& seg, uint64_t pos, uint64_t len
   seg.pending[pos] = PendingRange{len, offsets, false};
   RDMQ_RETURN_IF_ERROR(AdvancePrefix(seg, true, pos));
   for (const auto& c : completed_) {
-    if (c.position.value() == pos) {
+    if (c.position == pos) {
       out->complete = true;
       out->base_offset = c.base_offset;
     }
@@ -187,8 +188,8 @@ Result<ExpireOutcome> PartitionLog::ExpireReservations(uint64_t now_ns) {
   RDMQ_RETURN_IF_ERROR(m.EnsureActive());
   ExpireOutcome out;
   Segment& seg = *m.active_;
-  const uint64_t cap = seg.capacity();
-  const uint64_t word = seg.reservation().load(std::memory_order_acquire);
+  const Position cap = seg.end();
+  const Position word = seg.reserved();
   if (seg.samples.empty() || seg.samples.back().second != word) seg.samples.emplace_back(now_ns, word);
   if (word <= cap) seg.boundary_in_capacity = std::max(seg.boundary_in_capacity, word);
   // The newest sample at least a lease old: every reservation below its value is expired.
@@ -196,7 +197,7 @@ Result<ExpireOutcome> PartitionLog::ExpireReservations(uint64_t now_ns) {
   size_t idx = seg.samples.size();
   for (size_t i = 0; i < seg.samples.size() && seg.samples[i].first + lease <= now_ns; ++i) idx = i;
   if (idx == seg.samples.size()) return out;
-  const uint64_t horizon = seg.samples[idx].second;
+  const Position horizon = seg.samples[idx].second;
   seg.samples.erase(seg.samples.begin(), seg.samples.begin() + static_cast<long>(idx));
 
   // Walk the uncommitted space below the horizon and turn expired holes into filler batches.
@@ -204,15 +205,15 @@ Result<ExpireOutcome> PartitionLog::ExpireReservations(uint64_t now_ns) {
   // whole reservations; a hole below kMinFillerBytes (a producer reserved less than any batch) is
   // widened over the committed range after it (dropping that range) or over bytes claimed from
   // the reservation word, or left for a later call.
-  const uint64_t limit = std::min(horizon, cap);
-  uint64_t pos = seg.committed;
+  const Position limit = std::min(horizon, cap);
+  Position pos = seg.committed;
   while (pos < limit) {
     auto it = seg.pending.lower_bound(pos);
     if (it != seg.pending.end() && it->first == pos) {
       pos += it->second.length;
       continue;
     }
-    uint64_t hole_end =
+    Position hole_end =
         (it != seg.pending.end() && it->first < limit) ? it->first : (horizon <= cap ? horizon : pos);
     if (hole_end <= pos) break;
     while (hole_end - pos < kMinFillerBytes) {
@@ -223,10 +224,10 @@ Result<ExpireOutcome> PartitionLog::ExpireReservations(uint64_t now_ns) {
         seg.pending.erase(next);
         continue;
       }
-      uint64_t expected = hole_end;
+      uint64_t expected = hole_end.value();
       const uint64_t need = kMinFillerBytes - (hole_end - pos);
-      if (hole_end + need <= cap &&
-          seg.reservation().compare_exchange_strong(expected, hole_end + need, std::memory_order_acq_rel)) {
+      if (hole_end + need <= cap && seg.reservation().compare_exchange_strong(
+                                        expected, (hole_end + need).value(), std::memory_order_acq_rel)) {
         hole_end += need;
         continue;
       }
@@ -236,25 +237,25 @@ Result<ExpireOutcome> PartitionLog::ExpireReservations(uint64_t now_ns) {
     RDMQ_RETURN_IF_ERROR(m.FillGap(seg, pos, hole_end, &out.fillers, &out.filled_bytes));
     pos = hole_end;
   }
-  RDMQ_RETURN_IF_ERROR(m.AdvancePrefix(seg, false, 0));
+  RDMQ_RETURN_IF_ERROR(m.AdvancePrefix(seg, false, Position(0)));
 
   if (horizon > cap && !seg.sealed) {
     // Every reservation that fit was made before the horizon and has expired: end the segment at
     // the last reservation boundary we know of (the crossing reservation's start if it was
     // reported, else the largest sampled boundary), filling up to it, then roll.
-    const uint64_t target = seg.crossing != kNoPosition ? seg.crossing : seg.boundary_in_capacity;
+    const Position target = seg.crossing != kNoPosition ? seg.crossing : seg.boundary_in_capacity;
     if (seg.pending.empty() && target > seg.committed && target - seg.committed >= kMinFillerBytes) {
       RDMQ_RETURN_IF_ERROR(m.FillGap(seg, seg.committed, target, &out.fillers, &out.filled_bytes));
-      RDMQ_RETURN_IF_ERROR(m.AdvancePrefix(seg, false, 0));
+      RDMQ_RETURN_IF_ERROR(m.AdvancePrefix(seg, false, Position(0)));
     }
-    if (seg.committed == 0) {
+    if (seg.committed == Position(0)) {
       // Nothing was committed in this segment (its reservations all expired, or the only one
       // crossed the end): start it over instead of sealing an empty segment.
       for (const auto& [p, r] : seg.pending) m.Drop(seg, p, r.length);
       seg.pending.clear();
       seg.reservation().store(0, std::memory_order_release);
       seg.samples.clear();
-      seg.boundary_in_capacity = 0;
+      seg.boundary_in_capacity = Position(0);
       seg.crossing = kNoPosition;
       m.Publish();
     } else {

@@ -68,8 +68,8 @@ Result<std::unique_ptr<Segment>> Segment::Create(Env* env, const std::string& di
   return std::make_unique<Segment>(dir, header, std::move(file), mode, index_interval);
 }
 
-std::string Segment::Where(uint64_t position) const {
-  return "segment " + name_ + " position " + std::to_string(position);
+std::string Segment::Where(Position position) const {
+  return "segment " + name_ + " position " + std::to_string(position.value());
 }
 
 Status Segment::Persist(const void* addr, size_t len) {
@@ -77,33 +77,33 @@ Status Segment::Persist(const void* addr, size_t len) {
   return file_->Persist(addr, len);
 }
 
-void Segment::NoteBatch(uint64_t pos, const BatchHeader& h) {
+void Segment::NoteBatch(Position pos, const BatchHeader& h) {
   if (pos >= next_index_pos_) {
-    index.push_back(IndexEntry{h.base_offset.value(), pos, max_ts});
+    index.push_back(IndexEntry{h.base_offset, pos, max_ts});
     next_index_pos_ = pos + interval_;
   }
-  max_ts = std::max(max_ts, h.max_timestamp.value());
+  max_ts = std::max(max_ts, h.max_timestamp);
 }
 
 const IndexEntry* Segment::IndexFloor(Offset offset) const {
-  auto it = std::upper_bound(index.begin(), index.end(), offset.value(),
-                             [](int64_t o, const IndexEntry& e) { return o < e.offset; });
+  auto it = std::upper_bound(index.begin(), index.end(), offset,
+                             [](Offset o, const IndexEntry& e) { return o < e.offset; });
   return it == index.begin() ? nullptr : &*std::prev(it);
 }
 
-uint64_t Segment::IndexLookupTime(int64_t ts) const {
+Position Segment::IndexLookupTime(TimestampMs ts) const {
   // Last entry whose predecessors are all older than ts.
   auto it = std::lower_bound(index.begin(), index.end(), ts,
-                             [](const IndexEntry& e, int64_t t) { return e.max_ts_before < t; });
-  return it == index.begin() ? 0 : std::prev(it)->position;
+                             [](const IndexEntry& e, TimestampMs t) { return e.max_ts_before < t; });
+  return it == index.begin() ? Position(0) : std::prev(it)->position;
 }
 
 Status Segment::WriteCheckpoint() {
   format::Checkpoint c;
   c.sequence = checkpoint_seq + 1;
-  c.committed = Position(committed);
+  c.committed = committed;
   c.next_offset = next_offset;
-  c.max_timestamp = TimestampMs(max_ts);
+  c.max_timestamp = max_ts;
   std::byte* slot = file_->data() + ((c.sequence & 1) ? format::kCheckpointA : format::kCheckpointB);
   format::EncodeCheckpoint(c, slot);
   RDMQ_RETURN_IF_ERROR(Persist(slot, format::kRecordSize));
@@ -114,9 +114,9 @@ Status Segment::WriteCheckpoint() {
 
 Status Segment::Seal() {
   format::SealRecord s;
-  s.end = Position(committed);
+  s.end = committed;
   s.next_offset = next_offset;
-  s.max_timestamp = TimestampMs(max_ts);
+  s.max_timestamp = max_ts;
   std::byte* rec = file_->data() + format::kSealRecord;
   format::EncodeSealRecord(s, rec);
   RDMQ_RETURN_IF_ERROR(Persist(rec, format::kRecordSize));
@@ -129,12 +129,12 @@ Status Segment::Seal() {
 
 void Segment::LoadSealed(const format::SealRecord& seal) {
   sealed = true;
-  uint64_t pos = 0;
+  Position pos{0};
   Offset next = base();
-  const uint64_t end = seal.end.value();
+  const Position end = seal.end;
   while (pos < end) {
     BatchHeader h;
-    if (!DecodeBatchHeader({data() + pos, end - pos}, &h).ok() || !OffsetsContinue(h, next)) break;
+    if (!DecodeBatchHeader(bytes(pos, end), &h).ok() || !OffsetsContinue(h, next)) break;
     NoteBatch(pos, h);
     pos += h.total_size();
     next = h.next_offset();
@@ -149,7 +149,7 @@ void Segment::LoadSealed(const format::SealRecord& seal) {
   }
   committed = end;
   next_offset = seal.next_offset;
-  max_ts = seal.max_timestamp.value();
+  max_ts = seal.max_timestamp;
 }
 
 Segment::ScanResult Segment::RecoverActive() {
@@ -158,8 +158,8 @@ Segment::ScanResult Segment::RecoverActive() {
   format::Checkpoint a, b;
   // Every committed batch holds at least one offset: a checkpoint past position 0 is past base.
   auto plausible = [&](const format::Checkpoint& c) {
-    return c.committed.value() <= capacity() &&
-           (c.committed.value() == 0 ? c.next_offset == base() : c.next_offset > base());
+    return c.committed <= end() &&
+           (c.committed == Position(0) ? c.next_offset == base() : c.next_offset > base());
   };
   const bool va = format::DecodeCheckpoint(h + format::kCheckpointA, &a) && plausible(a);
   const bool vb = format::DecodeCheckpoint(h + format::kCheckpointB, &b) && plausible(b);
@@ -173,15 +173,15 @@ Segment::ScanResult Segment::RecoverActive() {
   }
   checkpoint_seq = std::max(va ? a.sequence : 0, vb ? b.sequence : 0);
 
-  const uint64_t start = ckpt ? ckpt->committed.value() : 0;
+  const Position start = ckpt ? ckpt->committed : Position(0);
   const Offset start_next = ckpt ? ckpt->next_offset : base();
 
   // Header walk over the checkpointed (durable) part: rebuilds the index.
-  uint64_t pos = 0;
+  Position pos{0};
   Offset next = base();
   while (pos < start) {
     BatchHeader bh;
-    if (!DecodeBatchHeader({data() + pos, start - pos}, &bh).ok() || !OffsetsContinue(bh, next)) break;
+    if (!DecodeBatchHeader(bytes(pos, start), &bh).ok() || !OffsetsContinue(bh, next)) break;
     NoteBatch(pos, bh);
     pos += bh.total_size();
     next = bh.next_offset();
@@ -195,19 +195,19 @@ Segment::ScanResult Segment::RecoverActive() {
         .kv("checkpoint", start);
     if (ckpt) {
       // Resume indexing at the checkpoint, which is authoritative.
-      index.push_back(IndexEntry{start_next.value(), start, ckpt->max_timestamp.value()});
+      index.push_back(IndexEntry{start_next, start, ckpt->max_timestamp});
       next_index_pos_ = start + interval_;
     }
   }
-  if (ckpt) max_ts = std::max(max_ts, ckpt->max_timestamp.value());
+  if (ckpt) max_ts = std::max(max_ts, ckpt->max_timestamp);
 
   // CRC-checked scan past the checkpoint.
   out.start = start;
   pos = start;
   next = start_next;
-  while (capacity() - pos >= kBatchHeaderSize) {
+  while (end() - pos >= kBatchHeaderSize) {
     BatchHeader bh;
-    if (!ValidateBatch({data() + pos, capacity() - pos}, Validation::kCrc, &bh).ok()) break;
+    if (!ValidateBatch(bytes(pos, end()), Validation::kCrc, &bh).ok()) break;
     if (!OffsetsContinue(bh, next)) break;
     NoteBatch(pos, bh);
     pos += bh.total_size();
@@ -222,29 +222,30 @@ Segment::ScanResult Segment::RecoverActive() {
 
 Result<Segment::ZeroResult> Segment::TruncateTail() {
   ZeroResult out;
-  const uint64_t cap = capacity();
-  uint64_t last_nonzero = committed;
-  uint64_t run_start = kNoPosition;  // a run of zeroed chunks waiting to be persisted
-  uint64_t pos = committed;
+  const Position cap = end();
+  Position last_nonzero = committed;
+  Position run_start = kNoPosition;  // a run of zeroed chunks waiting to be persisted
+  Position pos = committed;
   while (pos < cap) {
-    const uint64_t end = std::min(cap, (pos / kPage + 1) * kPage);
-    std::byte* p = data() + pos;
-    if (!AllZero(p, end - pos)) {
-      uint64_t last = end;
-      while (last > pos && p[last - pos - 1] == std::byte{0}) --last;
-      last_nonzero = last;
-      std::memset(p, 0, end - pos);
+    const Position page_end = std::min(cap, Position((pos.value() / kPage + 1) * kPage));
+    std::byte* p = at(pos);
+    const uint64_t n = page_end - pos;
+    if (!AllZero(p, n)) {
+      uint64_t last = n;  // bytes up to the last nonzero one
+      while (last > 0 && p[last - 1] == std::byte{0}) --last;
+      last_nonzero = pos + last;
+      std::memset(p, 0, n);
       ++out.zeroed_pages;
       if (run_start == kNoPosition) run_start = pos;
     } else if (run_start != kNoPosition) {
       RDMQ_RETURN_IF_ERROR(PersistData(run_start, pos - run_start));
       run_start = kNoPosition;
     }
-    pos = end;
+    pos = page_end;
   }
   if (run_start != kNoPosition) RDMQ_RETURN_IF_ERROR(PersistData(run_start, cap - run_start));
   out.nonzero_bytes = last_nonzero - committed;
-  reservation().store(committed, std::memory_order_release);
+  reservation().store(committed.value(), std::memory_order_release);
   RDMQ_RETURN_IF_ERROR(Persist(file_->data() + format::kReservationWord, 8));
   return out;
 }

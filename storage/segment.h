@@ -5,9 +5,9 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
-#include <limits>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -20,19 +20,20 @@
 namespace rdmq::storage::internal {
 
 // "No timestamp yet" for max-timestamp tracking.
-inline constexpr int64_t kNoTimestamp = std::numeric_limits<int64_t>::min();
-inline constexpr uint64_t kNoPosition = std::numeric_limits<uint64_t>::max();
+inline constexpr TimestampMs kNoTimestamp = TimestampMs::min();
+// "None" for a position (no damage, no crossing reservation).
+inline constexpr Position kNoPosition = Position::max();
 
 struct IndexEntry {
-  int64_t offset;  // base offset of the batch at `position`
-  uint64_t position;
-  int64_t max_ts_before;  // max timestamp of every batch before `position` in this segment
+  Offset offset;  // base offset of the batch at `position`
+  Position position;
+  TimestampMs max_ts_before;  // max timestamp of every batch before `position` in this segment
 };
 
 // A shared-mode range that was validated but waits for the bytes before it.
 struct PendingRange {
-  uint64_t length = 0;
-  int64_t offsets = 0;  // offsets its batches occupy
+  uint64_t length = 0;  // bytes
+  int64_t offsets = 0;  // number of offsets its batches occupy
   bool filler = false;
 };
 
@@ -51,28 +52,34 @@ class Segment {
   const std::string& name() const { return name_; }
   Offset base() const { return header_.base_offset; }
   const format::SegmentHeader& header() const { return header_; }
-  uint64_t capacity() const { return header_.capacity; }
+  uint64_t capacity() const { return header_.capacity; }       // bytes of the data area
+  Position end() const { return Position(header_.capacity); }  // the data area's end
   std::byte* file_bytes() const { return file_->data(); }
   std::byte* data() const { return file_->data() + format::kSegmentHeaderSize; }
+  std::byte* at(Position p) const { return data() + p.value(); }
+  // The bytes from `p` to `until` (at most the data area's end).
+  std::span<const std::byte> bytes(Position p, Position until) const { return {at(p), until - p}; }
   MappedFile& file() const { return *file_; }
+  // The reservation word (a position: where the next reservation starts).
+  Position reserved() const { return Position(reservation().load(std::memory_order_acquire)); }
   std::atomic_ref<uint64_t> reservation() const {
     return std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(file_->data() + format::kReservationWord));
   }
   // "segment 00000000000000000100.seg position 8192"
-  std::string Where(uint64_t position) const;
+  std::string Where(Position position) const;
 
   // Makes [pos, pos+len) of the data area durable according to the persistence mode.
-  Status PersistData(uint64_t pos, uint64_t len) { return Persist(data() + pos, len); }
+  Status PersistData(Position pos, uint64_t len) { return Persist(at(pos), len); }
   Status Persist(const void* addr, size_t len);
 
   // Records a committed batch: index entry every interval, max timestamp.
-  void NoteBatch(uint64_t pos, const BatchHeader& h);
+  void NoteBatch(Position pos, const BatchHeader& h);
   // The last index entry at or before `offset` (nullptr: start at position 0, offset base()).
   const IndexEntry* IndexFloor(Offset offset) const;
   // True when `position` lies in a part of the segment that recovery could not walk.
-  bool Damaged(uint64_t position) const { return position >= corrupt_at && position < damaged_end; }
+  bool Damaged(Position position) const { return position >= corrupt_at && position < damaged_end; }
   // Start position for a scan towards the first batch with max timestamp >= ts.
-  uint64_t IndexLookupTime(int64_t ts) const;
+  Position IndexLookupTime(TimestampMs ts) const;
 
   // Writes the next checkpoint slot (alternating A/B) for the current committed state and
   // persists it.
@@ -85,7 +92,7 @@ class Segment {
   // a header that does not fit marks corrupt_at (reads there report it) but is not fatal.
   void LoadSealed(const format::SealRecord& seal);
   struct ScanResult {
-    uint64_t start = 0;  // the checkpointed position the CRC-checked scan started from
+    Position start{0};  // the checkpointed position the CRC-checked scan started from
     uint64_t batches_scanned = 0;
     uint64_t bytes_scanned = 0;
   };
@@ -101,21 +108,21 @@ class Segment {
   Result<ZeroResult> TruncateTail();
 
   // State, owned by the log (guarded by its mutex).
-  uint64_t committed = 0;
+  Position committed{0};  // end of the committed batches
   Offset next_offset{0};
-  int64_t max_ts = kNoTimestamp;
+  TimestampMs max_ts = kNoTimestamp;
   bool sealed = false;
-  uint64_t corrupt_at = kNoPosition;  // [corrupt_at, damaged_end): batches recovery could not walk
-  uint64_t damaged_end = 0;
+  Position corrupt_at = kNoPosition;  // [corrupt_at, damaged_end): batches recovery could not walk
+  Position damaged_end{0};
   uint64_t checkpoint_seq = 0;
   uint32_t commits_since_checkpoint = 0;
   uint64_t last_checkpoint_ns = 0;
   std::vector<IndexEntry> index;
   // Shared mode.
-  std::map<uint64_t, PendingRange> pending;
-  uint64_t crossing = kNoPosition;  // start of the reservation that crossed the end, if known
-  std::deque<std::pair<uint64_t, uint64_t>> samples;  // (time ns, reservation word)
-  uint64_t boundary_in_capacity = 0;                  // largest sampled word value <= capacity
+  std::map<Position, PendingRange> pending;  // by start position
+  Position crossing = kNoPosition;           // start of the reservation that crossed the end, if known
+  std::deque<std::pair<uint64_t, Position>> samples;  // (time ns, reservation word)
+  Position boundary_in_capacity{0};                   // largest sampled word value <= capacity
 
  private:
   std::string dir_;
@@ -125,7 +132,7 @@ class Segment {
   std::unique_ptr<MappedFile> file_;
   PersistMode mode_;
   uint32_t interval_;
-  uint64_t next_index_pos_ = 0;
+  Position next_index_pos_{0};
 };
 
 }  // namespace rdmq::storage::internal
