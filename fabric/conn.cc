@@ -1,50 +1,25 @@
 #include "conn.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 
 #include <algorithm>
-#include <boost/asio/post.hpp>
 #include <cerrno>
 #include <cstring>
 
-#include "rdmq/common/coding.h"
 #include "rdmq/common/log.h"
 
 namespace rdmq::fabric::internal {
 
 namespace asio = boost::asio;
 
-// ---------------------------------------------------------------------------------- Agent
-
-Agent::Agent(std::string name) : guard_(asio::make_work_guard(io_)) {
-  thread_ = std::thread([this, name = std::move(name)] {
-    thread_id_.store(std::this_thread::get_id());
-    pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
-    io_.run();
-  });
-}
-
-Agent::~Agent() { Stop(); }
-
-void Agent::Stop() {
-  guard_.reset();
-  io_.stop();
-  if (thread_.joinable()) thread_.join();
-}
-
-void Agent::Post(std::function<void()> f) { asio::post(io_, std::move(f)); }
-
-// ---------------------------------------------------------------------------------- Conn
-
 namespace {
+// Read buffer: starts at kInitialRead bytes and keeps at least kMinReadRoom free for a recvmsg.
+constexpr size_t kInitialRead = size_t{256} << 10;
+constexpr size_t kMinReadRoom = size_t{64} << 10;
+// Fds one recvmsg may bring (several frames' worth).
+constexpr size_t kMaxReadFds = kMaxFrameFds * 4;
+
 // Puts `n` fds into `msg` as one SCM_RIGHTS message using `cbuf` (CMSG_SPACE(kMaxFrameFds ints)).
 void AttachRights(msghdr& msg, char* cbuf, const int* fds, size_t n) {
   auto* c = reinterpret_cast<cmsghdr*>(cbuf);
@@ -63,7 +38,7 @@ std::shared_ptr<Conn> Conn::Create(Agent& agent, UniqueFd fd, std::string peer) 
 
 Conn::Conn(Agent& agent, UniqueFd fd, std::string peer)
     : agent_(agent), fd_(fd.get()), sd_(agent.io(), fd.release()), peer_(std::move(peer)) {
-  in_.resize(256 * 1024);
+  in_.resize(kInitialRead);
 }
 
 Conn::~Conn() {
@@ -94,7 +69,7 @@ void Conn::ClearHandler() {
 }
 
 void Conn::ArmRead() {
-  std::lock_guard lk(mu_);
+  MutexLock l(mu_);
   if (finished_) return;
   auto self = shared_from_this();
   sd_.async_wait(asio::posix::stream_descriptor::wait_read, [self](const boost::system::error_code& ec) {
@@ -107,16 +82,16 @@ void Conn::ArmRead() {
 }
 
 void Conn::OnReadable() {
-  alignas(cmsghdr) char cbuf[CMSG_SPACE(sizeof(int) * kMaxFrameFds * 4)];
+  alignas(cmsghdr) char cbuf[CMSG_SPACE(sizeof(int) * kMaxReadFds)];
   for (int round = 0; round < 64; ++round) {
-    if (in_.size() - in_end_ < 64 * 1024) {
+    if (in_.size() - in_end_ < kMinReadRoom) {
       // Make room: move unconsumed bytes to the front, or grow.
       if (in_begin_ > 0) {
         std::memmove(in_.data(), in_.data() + in_begin_, in_end_ - in_begin_);
         in_end_ -= in_begin_;
         in_begin_ = 0;
       }
-      if (in_.size() - in_end_ < 64 * 1024) in_.resize(in_.size() * 2);
+      if (in_.size() - in_end_ < kMinReadRoom) in_.resize(in_.size() * 2);
     }
     iovec iov{in_.data() + in_end_, in_.size() - in_end_};
     msghdr msg{};
@@ -151,39 +126,39 @@ void Conn::OnReadable() {
     if (static_cast<size_t>(n) < iov.iov_len) break;  // drained the socket
   }
   {
-    std::lock_guard lk(mu_);
+    MutexLock l(mu_);
     if (!finished_ && !out_.empty() && !write_armed_) {
       if (FlushLocked() && !out_.empty()) ArmWriteLocked();
     }
   }
-  if (closed() && !finished_) {
-    // Close() was called: the shutdown makes the socket readable with EOF; keep reading.
-  }
+  // After Close() the shutdown makes the socket readable with EOF: keep reading.
   ArmRead();
 }
 
 void Conn::ParseFrames() {
   {
-    std::lock_guard lk(mu_);
+    MutexLock l(mu_);
     dispatching_ = true;
   }
   while (in_end_ - in_begin_ >= kFrameHeaderSize) {
     const std::byte* h = in_.data() + in_begin_;
-    const uint32_t len = coding::LoadLE<uint32_t>(h);
-    const auto type = static_cast<uint8_t>(h[4]);
-    const auto nfds = static_cast<uint8_t>(h[5]);
-    const uint16_t flags = coding::LoadLE<uint16_t>(h + 6);
+    wire::FrameHeaderImage header;
+    std::memcpy(&header, h, sizeof header);
+    const uint32_t len = header.length;
+    const uint8_t type = header.type;
+    const uint8_t nfds = header.nfds;
+    const uint16_t flags = header.flags;
     if (len > kMaxFramePayload || nfds > kMaxFrameFds) {
       Fail(Status(FabricErrc::kProtocol, "frame of " + std::to_string(len) + " bytes with " +
                                              std::to_string(nfds) + " fds from " + peer_));
       return;
     }
     if (in_end_ - in_begin_ < kFrameHeaderSize + len) {
-      if (in_.size() < kFrameHeaderSize + len + 64 * 1024) {
+      if (in_.size() < kFrameHeaderSize + len + kMinReadRoom) {
         std::memmove(in_.data(), in_.data() + in_begin_, in_end_ - in_begin_);
         in_end_ -= in_begin_;
         in_begin_ = 0;
-        in_.resize(kFrameHeaderSize + len + 64 * 1024);
+        in_.resize(kFrameHeaderSize + len + kMinReadRoom);
       }
       break;
     }
@@ -206,15 +181,13 @@ void Conn::ParseFrames() {
     if (finished_) return;
   }
   if (in_begin_ == in_end_) in_begin_ = in_end_ = 0;
-  std::lock_guard lk(mu_);
+  MutexLock l(mu_);
   dispatching_ = false;
 }
 
 void Conn::EncodeHeader(std::byte* out, uint32_t payload_len, uint8_t type, uint8_t nfds, uint16_t flags) {
-  coding::StoreLE<uint32_t>(out, payload_len);
-  out[4] = static_cast<std::byte>(type);
-  out[5] = static_cast<std::byte>(nfds);
-  coding::StoreLE<uint16_t>(out + 6, flags);
+  const wire::FrameHeaderImage header{payload_len, type, nfds, flags};
+  std::memcpy(out, &header, sizeof header);
 }
 
 Status Conn::Send(uint8_t type, uint16_t flags, std::span<const iovec> parts, std::span<const int> fds) {
@@ -233,14 +206,14 @@ Status Conn::Send(uint8_t type, uint16_t flags, std::span<const iovec> parts, st
   }
   iov[0] = iovec{header, kFrameHeaderSize};
   std::copy(parts.begin(), parts.end(), iov + 1);
-  std::lock_guard lk(mu_);
+  MutexLock l(mu_);
   return SendLocked(std::span<const iovec>(iov, parts.size() + 1), kFrameHeaderSize + total, fds);
 }
 
 Status Conn::SendFramed(std::span<const iovec> parts, bool borrow) {
   size_t total = 0;
   for (const iovec& v : parts) total += v.iov_len;
-  std::lock_guard lk(mu_);
+  MutexLock l(mu_);
   return SendLocked(parts, total, {}, borrow);
 }
 
@@ -249,7 +222,7 @@ Status Conn::SendLocked(std::span<const iovec> parts, size_t total, std::span<co
   size_t written = 0;
   // Inside a read burst the agent queues small frames so that they leave in one write; a large
   // one goes out at once when nothing is queued before it (saving a copy).
-  constexpr size_t kDirectFromAgent = 64 * 1024;
+  constexpr size_t kDirectFromAgent = size_t{64} << 10;
   const bool direct = out_.empty() && (!(dispatching_ && agent_.InThread()) || total >= kDirectFromAgent);
   if (direct) {
     constexpr size_t kMaxIov = 1024;
@@ -293,8 +266,13 @@ Status Conn::SendLocked(std::span<const iovec> parts, size_t total, std::span<co
     }
     if (written == total) return Status::Ok();
   }
-  // Queue what was not written: copied (the caller's memory may be reused after return), except
-  // large borrowable parts, which are queued by reference.
+  return QueueLocked(parts, written, fds, borrow);
+}
+
+Status Conn::QueueLocked(std::span<const iovec> parts, size_t written, std::span<const int> fds,
+                         bool borrow) {
+  // What was not written is copied (the caller's memory may be reused after return), except large
+  // borrowable parts, which are queued by reference. Fds not yet sent are duplicated.
   std::vector<UniqueFd> dup_fds;
   if (written == 0) {
     for (int fd : fds) {
@@ -319,7 +297,7 @@ Status Conn::SendLocked(std::span<const iovec> parts, size_t total, std::span<co
     segs.push_back({static_cast<const std::byte*>(v.iov_base) + skip, n, borrow && n >= kBorrowMin});
     skip = 0;
   }
-  bool first = true;
+  const size_t first_chunk = out_.size();
   for (size_t i = 0; i < segs.size();) {
     OutChunk c;
     if (segs[i].borrowed) {
@@ -335,12 +313,9 @@ Status Conn::SendLocked(std::span<const iovec> parts, size_t total, std::span<co
         pos += segs[i].n;
       }
     }
-    if (first) {
-      c.fds = std::move(dup_fds);
-      first = false;
-    }
     out_.push_back(std::move(c));
   }
+  if (out_.size() > first_chunk) out_[first_chunk].fds = std::move(dup_fds);  // with the first byte
   if (!(dispatching_ && agent_.InThread()) && !write_armed_) ArmWriteLocked();
   return Status::Ok();
 }
@@ -392,7 +367,7 @@ void Conn::ArmWriteLocked() {
   write_armed_ = true;
   auto self = shared_from_this();
   agent_.Post([self] {
-    std::lock_guard lk(self->mu_);
+    MutexLock l(self->mu_);
     if (self->finished_) return;
     self->sd_.async_wait(asio::posix::stream_descriptor::wait_write,
                          [self](const boost::system::error_code& ec) {
@@ -403,7 +378,7 @@ void Conn::ArmWriteLocked() {
 }
 
 void Conn::OnWritable() {
-  std::lock_guard lk(mu_);
+  MutexLock l(mu_);
   write_armed_ = false;
   if (finished_) return;
   if (FlushLocked() && !out_.empty()) ArmWriteLocked();
@@ -415,7 +390,7 @@ void Conn::ShutdownLocked() noexcept {
 }
 
 void Conn::Close() {
-  std::lock_guard lk(mu_);
+  MutexLock l(mu_);
   if (finished_ || closed()) return;
   ShutdownLocked();
   out_.clear();  // drops references to borrowed caller memory: nothing is sent after Close
@@ -423,7 +398,7 @@ void Conn::Close() {
 
 void Conn::Fail(const Status& why) {
   {
-    std::lock_guard lk(mu_);
+    MutexLock l(mu_);
     if (finished_) return;
     finished_ = true;
     closed_.store(true, std::memory_order_release);
@@ -439,296 +414,6 @@ void Conn::Fail(const Status& why) {
     if (h) h->OnClosed(why);
   }
   in_fds_.clear();
-}
-
-// ---------------------------------------------------------------------------------- Listener
-
-std::shared_ptr<Listener> Listener::Start(Agent& agent, UniqueFd listen_fd, AcceptFn on_accept) {
-  std::shared_ptr<Listener> l(new Listener(agent, std::move(listen_fd), std::move(on_accept)));
-  auto self = l;
-  agent.Post([self] { self->Arm(); });
-  return l;
-}
-
-Listener::Listener(Agent& agent, UniqueFd fd, AcceptFn on_accept)
-    : agent_(agent), sd_(agent.io(), fd.release()), on_accept_(std::move(on_accept)) {}
-
-Listener::~Listener() {
-  boost::system::error_code ec;
-  sd_.close(ec);
-}
-
-void Listener::Arm() {
-  if (closed_.load()) return;
-  auto self = shared_from_this();
-  sd_.async_wait(asio::posix::stream_descriptor::wait_read, [self](const boost::system::error_code& ec) {
-    if (ec || self->closed_.load()) return;
-    for (;;) {
-      UniqueFd fd(::accept4(self->sd_.native_handle(), nullptr, nullptr, SOCK_CLOEXEC));
-      if (!fd.valid()) {
-        if (errno == EINTR) continue;
-        if (errno != EAGAIN && errno != EWOULDBLOCK) {
-          RDMQ_LOG(kWarn, "fabric", "accept failed").kv("errno", errno);
-        }
-        break;
-      }
-      int one = 1;
-      ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // fails harmlessly on Unix sockets
-      std::string peer = SocketPeerName(fd.get());
-      self->on_accept_(std::move(fd), std::move(peer));
-      // accept4 on a blocking socket would block: take one per readiness unless more are queued.
-      pollfd p{self->sd_.native_handle(), POLLIN, 0};
-      if (::poll(&p, 1, 0) != 1) break;
-    }
-    self->Arm();
-  });
-}
-
-void Listener::Close() {
-  if (closed_.exchange(true)) return;
-  auto self = shared_from_this();
-  agent_.Post([self] {
-    boost::system::error_code ec;
-    self->sd_.cancel(ec);
-    self->sd_.close(ec);
-  });
-}
-
-// ---------------------------------------------------------------------------------- AcceptQueue
-
-struct AcceptQueue::Pending : ConnHandler {
-  AcceptQueue* queue = nullptr;
-  std::shared_ptr<Conn> conn;
-  std::mutex mu;
-  bool have_hello = false;
-  bool dead = false;
-  wire::Hello hello;
-  std::vector<UniqueFd> fds;
-
-  void OnFrame(uint8_t type, uint16_t, std::span<const std::byte> payload,
-               std::vector<UniqueFd>& f) override {
-    bool ready = false;
-    {
-      std::lock_guard lk(mu);
-      auto h = wire::DecodeHello(payload);
-      if (type != wire::kFrameHello || have_hello || !h.ok()) {
-        dead = true;
-      } else {
-        hello = std::move(h).value();
-        fds = std::move(f);
-        have_hello = ready = true;
-      }
-    }
-    if (ready) {
-      queue->Notify();
-    } else {
-      RDMQ_LOG(kWarn, "fabric", "closing a connection that did not start with a hello")
-          .kv("peer", conn->peer());
-      conn->Close();
-    }
-  }
-  void OnClosed(const Status&) override {
-    std::lock_guard lk(mu);
-    dead = true;
-  }
-};
-
-void AcceptQueue::OnAccept(UniqueFd fd, std::string peer) {
-  auto p = std::make_shared<Pending>();
-  p->queue = this;
-  p->conn = Conn::Create(agent_, std::move(fd), std::move(peer));
-  {
-    std::lock_guard lk(mu_);
-    pending_.push_back(p);
-  }
-  p->conn->Start(p);
-}
-
-void AcceptQueue::Notify() {
-  std::lock_guard lk(mu_);
-  cv_.notify_all();
-}
-
-std::optional<AcceptQueue::Incoming> AcceptQueue::Next(std::chrono::nanoseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  std::unique_lock lk(mu_);
-  for (;;) {
-    for (auto it = pending_.begin(); it != pending_.end();) {
-      std::shared_ptr<Pending> p = *it;
-      std::lock_guard plk(p->mu);
-      if (p->dead) {
-        it = pending_.erase(it);
-      } else if (p->have_hello) {
-        pending_.erase(it);
-        return Incoming{p->conn, std::move(p->hello), std::move(p->fds)};
-      } else {
-        ++it;
-      }
-    }
-    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
-    cv_.wait_until(lk, deadline);
-  }
-}
-
-// ---------------------------------------------------------------------------------- sockets
-
-Result<UniqueFd> ListenUnix(const std::string& path) {
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (path.empty() || path.size() >= sizeof(addr.sun_path)) {
-    return Status(Errc::kInvalidArgument, "unix socket path '" + path + "' is empty or longer than " +
-                                              std::to_string(sizeof(addr.sun_path) - 1) + " bytes");
-  }
-  std::memcpy(addr.sun_path, path.data(), path.size());
-  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!fd.valid()) return Status::FromErrno(errno, "socket(AF_UNIX)");
-  struct stat st;
-  if (::lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode))
-    ::unlink(path.c_str());  // stale, from a dead process
-  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    return Status::FromErrno(errno, "bind unix socket " + path);
-  }
-  if (::listen(fd.get(), 128) != 0) return Status::FromErrno(errno, "listen on " + path);
-  return fd;
-}
-
-namespace {
-Result<addrinfo*> Resolve(const std::string& host, uint16_t port, bool passive) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = passive ? AI_PASSIVE : 0;
-  addrinfo* res = nullptr;
-  const std::string service = std::to_string(port);
-  const int rc = ::getaddrinfo(host.empty() ? nullptr : host.c_str(), service.c_str(), &hints, &res);
-  if (rc != 0) {
-    return Status(Errc::kInvalidArgument, "cannot resolve '" + host + "': " + ::gai_strerror(rc));
-  }
-  return res;
-}
-
-std::string FormatSockaddr(const sockaddr* sa) {
-  char host[INET6_ADDRSTRLEN] = "?";
-  uint16_t port = 0;
-  if (sa->sa_family == AF_INET) {
-    const auto* in = reinterpret_cast<const sockaddr_in*>(sa);
-    ::inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
-    port = ntohs(in->sin_port);
-    return std::string(host) + ":" + std::to_string(port);
-  }
-  if (sa->sa_family == AF_INET6) {
-    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(sa);
-    ::inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
-    port = ntohs(in6->sin6_port);
-    return "[" + std::string(host) + "]:" + std::to_string(port);
-  }
-  if (sa->sa_family == AF_UNIX) return "unix-peer";
-  return "?";
-}
-}  // namespace
-
-std::string SocketPeerName(int fd) {
-  sockaddr_storage ss{};
-  socklen_t len = sizeof ss;
-  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return "?";
-  return FormatSockaddr(reinterpret_cast<sockaddr*>(&ss));
-}
-
-Result<UniqueFd> ListenTcp(const std::string& host, uint16_t port, std::string* bound) {
-  RDMQ_ASSIGN_OR_RETURN(addrinfo * res, Resolve(host, port, true));
-  std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> guard(res, &::freeaddrinfo);
-  Status last(Errc::kInvalidArgument, "no address for '" + host + "'");
-  for (addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
-    UniqueFd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol));
-    if (!fd.valid()) {
-      last = Status::FromErrno(errno, "socket for " + host);
-      continue;
-    }
-    int one = 1;
-    ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (::bind(fd.get(), ai->ai_addr, ai->ai_addrlen) != 0) {
-      last = Status::FromErrno(errno, "bind " + host + ":" + std::to_string(port));
-      continue;
-    }
-    if (::listen(fd.get(), 128) != 0) {
-      last = Status::FromErrno(errno, "listen on " + host + ":" + std::to_string(port));
-      continue;
-    }
-    sockaddr_storage ss{};
-    socklen_t len = sizeof ss;
-    ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&ss), &len);
-    *bound = FormatSockaddr(reinterpret_cast<sockaddr*>(&ss));
-    return fd;
-  }
-  return last;
-}
-
-namespace {
-Status WaitConnected(int fd, std::chrono::milliseconds timeout, const std::string& what) {
-  pollfd p{fd, POLLOUT, 0};
-  int rc;
-  do {
-    rc = ::poll(&p, 1, static_cast<int>(timeout.count()));
-  } while (rc < 0 && errno == EINTR);
-  if (rc == 0) return Status(Errc::kTimeout, "connect to " + what + " timed out");
-  int err = 0;
-  socklen_t len = sizeof err;
-  ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
-  if (err != 0) return Status::FromErrno(err, "connect to " + what);
-  return Status::Ok();
-}
-Status ConnectWithTimeout(int fd, const sockaddr* sa, socklen_t len, std::chrono::milliseconds timeout,
-                          const std::string& what) {
-  const int flags = ::fcntl(fd, F_GETFL);
-  ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
-  Status s;
-  if (::connect(fd, sa, len) != 0) {
-    if (errno == EINPROGRESS || errno == EAGAIN) {
-      s = WaitConnected(fd, timeout, what);
-    } else {
-      s = Status::FromErrno(errno, "connect to " + what);
-    }
-  }
-  ::fcntl(fd, F_SETFL, flags);
-  return s;
-}
-}  // namespace
-
-Result<UniqueFd> ConnectUnix(const std::string& path, std::chrono::milliseconds timeout) {
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (path.empty() || path.size() >= sizeof(addr.sun_path)) {
-    return Status(Errc::kInvalidArgument, "unix socket path '" + path + "' is empty or too long");
-  }
-  std::memcpy(addr.sun_path, path.data(), path.size());
-  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!fd.valid()) return Status::FromErrno(errno, "socket(AF_UNIX)");
-  RDMQ_RETURN_IF_ERROR(
-      ConnectWithTimeout(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr, timeout, "unix:" + path));
-  return fd;
-}
-
-Result<UniqueFd> ConnectTcp(const std::string& host, uint16_t port, std::chrono::milliseconds timeout) {
-  RDMQ_ASSIGN_OR_RETURN(addrinfo * res, Resolve(host, port, false));
-  std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> guard(res, &::freeaddrinfo);
-  Status last(Errc::kInvalidArgument, "no address for '" + host + "'");
-  for (addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
-    UniqueFd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol));
-    if (!fd.valid()) {
-      last = Status::FromErrno(errno, "socket for " + host);
-      continue;
-    }
-    Status s =
-        ConnectWithTimeout(fd.get(), ai->ai_addr, ai->ai_addrlen, timeout, host + ":" + std::to_string(port));
-    if (!s.ok()) {
-      last = s;
-      continue;
-    }
-    int one = 1;
-    ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    return fd;
-  }
-  return last;
 }
 
 }  // namespace rdmq::fabric::internal

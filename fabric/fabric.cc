@@ -1,47 +1,36 @@
 #include "rdmq/fabric/fabric.h"
 
+#include <array>
+
 #include "providers.h"
 
 namespace rdmq::fabric {
 
+namespace {
+// Names indexed by the enums' values (0: none).
+constexpr std::array<std::string_view, 4> kProviderNames = {"", "shm", "tcp", "verbs"};
+constexpr std::array<std::string_view, 8> kOpcodeNames = {
+    "", "WRITE", "WRITE_WITH_IMM", "READ", "FETCH_ADD", "COMPARE_SWAP", "SEND", "RECV"};
+static_assert(static_cast<size_t>(Provider::kVerbs) + 1 == kProviderNames.size());
+static_assert(static_cast<size_t>(Opcode::kRecv) + 1 == kOpcodeNames.size());
+}  // namespace
+
 std::string_view ProviderName(Provider p) noexcept {
-  switch (p) {
-    case Provider::kShm:
-      return "shm";
-    case Provider::kTcp:
-      return "tcp";
-    case Provider::kVerbs:
-      return "verbs";
-  }
-  return "unknown";
+  const auto i = static_cast<size_t>(p);
+  return i > 0 && i < kProviderNames.size() ? kProviderNames[i] : "unknown";
 }
 
 Result<Provider> ParseProvider(std::string_view name) {
-  if (name == "shm") return Provider::kShm;
-  if (name == "tcp") return Provider::kTcp;
-  if (name == "verbs") return Provider::kVerbs;
+  for (size_t i = 1; i < kProviderNames.size(); ++i) {
+    if (name == kProviderNames[i]) return static_cast<Provider>(i);
+  }
   return Status(Errc::kInvalidArgument,
                 "unknown fabric provider '" + std::string(name) + "' (shm, tcp, verbs)");
 }
 
 std::string_view OpcodeName(Opcode op) noexcept {
-  switch (op) {
-    case Opcode::kWrite:
-      return "WRITE";
-    case Opcode::kWriteImm:
-      return "WRITE_WITH_IMM";
-    case Opcode::kRead:
-      return "READ";
-    case Opcode::kFetchAdd:
-      return "FETCH_ADD";
-    case Opcode::kCompareSwap:
-      return "COMPARE_SWAP";
-    case Opcode::kSend:
-      return "SEND";
-    case Opcode::kRecv:
-      return "RECV";
-  }
-  return "UNKNOWN";
+  const auto i = static_cast<size_t>(op);
+  return i > 0 && i < kOpcodeNames.size() ? kOpcodeNames[i] : "UNKNOWN";
 }
 
 Result<std::unique_ptr<Fabric>> Fabric::Open(const FabricOptions& options) {

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
+#include "futex.h"
 #include "rdmq/common/clock.h"
-#include "util.h"
 
 namespace rdmq::fabric::internal {
 
@@ -14,7 +14,7 @@ void RingBell(Bell* bell) noexcept {
 
 void SoftCq::Push(const Completion& c) {
   {
-    std::lock_guard lk(mu_);
+    MutexLock l(mu_);
     queue_.push_back(c);
     queued_.fetch_add(1, std::memory_order_release);
   }
@@ -24,7 +24,7 @@ void SoftCq::Push(const Completion& c) {
 void SoftCq::PushMany(std::span<const Completion> cs) {
   if (cs.empty()) return;
   {
-    std::lock_guard lk(mu_);
+    MutexLock l(mu_);
     queue_.insert(queue_.end(), cs.begin(), cs.end());
     queued_.fetch_add(cs.size(), std::memory_order_release);
   }
@@ -32,13 +32,13 @@ void SoftCq::PushMany(std::span<const Completion> cs) {
 }
 
 void SoftCq::AddSource(CqSource* s) {
-  std::lock_guard lk(sources_mu_);
+  MutexLock l(sources_mu_);
   sources_.push_back(s);
   nsources_.store(sources_.size(), std::memory_order_release);
 }
 
 void SoftCq::RemoveSource(CqSource* s) {
-  std::lock_guard lk(sources_mu_);
+  MutexLock l(sources_mu_);
   sources_.erase(std::remove(sources_.begin(), sources_.end(), s), sources_.end());
   nsources_.store(sources_.size(), std::memory_order_release);
 }
@@ -47,14 +47,14 @@ size_t SoftCq::Poll(std::span<Completion> out) {
   size_t n = 0;
   if (out.empty()) return 0;
   if (nsources_.load(std::memory_order_acquire) != 0) {
-    std::lock_guard lk(sources_mu_);
+    MutexLock l(sources_mu_);
     for (CqSource* s : sources_) {
       if (n == out.size()) break;
       n += s->Drain(out.subspan(n));
     }
   }
   if (n < out.size() && queued_.load(std::memory_order_acquire) != 0) {
-    std::lock_guard lk(mu_);
+    MutexLock l(mu_);
     while (n < out.size() && !queue_.empty()) {
       out[n++] = queue_.front();
       queue_.pop_front();
@@ -67,7 +67,7 @@ size_t SoftCq::Poll(std::span<Completion> out) {
 bool SoftCq::HasWork() noexcept {
   if (queued_.load(std::memory_order_acquire) != 0) return true;
   if (nsources_.load(std::memory_order_acquire) == 0) return false;
-  std::lock_guard lk(sources_mu_);
+  MutexLock l(sources_mu_);
   for (CqSource* s : sources_) {
     if (s->Ready()) return true;
   }

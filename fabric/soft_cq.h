@@ -12,21 +12,25 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <deque>
-#include <mutex>
 #include <span>
 #include <vector>
 
+#include "rdmq/common/mutex.h"
 #include "rdmq/fabric/fabric.h"
 
 namespace rdmq::fabric::internal {
 
+// The doorbell: {u32 sequence, u32 sleepers} (docs/fabric.md, "shm mailbox layout"). On shm it
+// lives in a memfd page that the peer maps.
 struct Bell {
   std::atomic<uint32_t> seq{0};
   std::atomic<uint32_t> waiters{0};
 };
 static_assert(sizeof(Bell) == 8 && std::atomic<uint32_t>::is_always_lock_free);
+static_assert(offsetof(Bell, seq) == 0 && offsetof(Bell, waiters) == 4);
 
 // Bumps the doorbell and wakes sleepers (of any process) if there are any.
 void RingBell(Bell* bell) noexcept;
@@ -46,24 +50,24 @@ class SoftCq : public CompletionQueue {
   explicit SoftCq(Bell* bell) : bell_(bell) {}
   ~SoftCq() override = default;
 
-  void Push(const Completion& c);
-  void PushMany(std::span<const Completion> cs);
+  void Push(const Completion& c) EXCLUDES(mu_);
+  void PushMany(std::span<const Completion> cs) EXCLUDES(mu_);
   void Ring() noexcept { RingBell(bell_); }
-  void AddSource(CqSource* s);
-  void RemoveSource(CqSource* s);
+  void AddSource(CqSource* s) EXCLUDES(sources_mu_);
+  void RemoveSource(CqSource* s) EXCLUDES(sources_mu_);
 
-  size_t Poll(std::span<Completion> out) override;
-  Status Wait(std::chrono::nanoseconds timeout) override;
+  size_t Poll(std::span<Completion> out) override EXCLUDES(mu_, sources_mu_);
+  Status Wait(std::chrono::nanoseconds timeout) override EXCLUDES(sources_mu_);
 
  private:
-  bool HasWork() noexcept;
+  bool HasWork() noexcept EXCLUDES(sources_mu_);
 
   Bell* bell_;
-  std::mutex mu_;
-  std::deque<Completion> queue_;
+  Mutex mu_;
+  std::deque<Completion> queue_ GUARDED_BY(mu_);
   std::atomic<size_t> queued_{0};
-  std::mutex sources_mu_;
-  std::vector<CqSource*> sources_;
+  Mutex sources_mu_;  // held while a source drains, so that RemoveSource waits for it
+  std::vector<CqSource*> sources_ GUARDED_BY(sources_mu_);
   std::atomic<size_t> nsources_{0};
 };
 

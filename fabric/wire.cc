@@ -1,111 +1,86 @@
 #include "wire.h"
 
+#include <cstring>
+
 #include "rdmq/common/coding.h"
 #include "rdmq/fabric/fabric.h"
 
 namespace rdmq::fabric::internal::wire {
 namespace {
 Status Bad(const std::string& what) { return Status(FabricErrc::kProtocol, what); }
-constexpr size_t kMaxNode = 1024;
 constexpr uint32_t kMaxErrc = 64;
+
+// The bytes of a wire image.
+template <class T>
+std::string Bytes(const T& image) {
+  static_assert(kWireImage<T>);
+  return std::string(reinterpret_cast<const char*>(&image), sizeof image);
+}
+// The wire image at the start of `b` (which holds at least sizeof(T) bytes).
+template <class T>
+T Image(std::span<const std::byte> b) {
+  static_assert(kWireImage<T>);
+  T t;
+  std::memcpy(&t, b.data(), sizeof t);
+  return t;
+}
 }  // namespace
 
 std::string EncodeHello(const Hello& h) {
-  std::string out;
-  coding::Writer w(&out);
-  w.LE<uint32_t>(h.version);
-  w.LE<uint32_t>(h.flags);
-  w.LE<uint64_t>(h.endpoint_id);
-  w.LE<uint32_t>(h.mailbox_capacity);
-  w.LE<uint32_t>(h.aux);
-  w.LE<uint16_t>(static_cast<uint16_t>(h.node.size()));
-  w.Bytes(h.node);
-  return out;
+  const auto n = static_cast<uint16_t>(h.node.size());
+  std::string out = Bytes(static_cast<const HelloFixed&>(h));
+  out.append(reinterpret_cast<const char*>(&n), sizeof n);
+  return out + h.node;
 }
 
 Result<Hello> DecodeHello(std::span<const std::byte> b) {
-  coding::Reader r(b);
+  if (b.size() < kHelloHeader) return Bad("hello: truncated");
   Hello h;
-  h.version = r.LE<uint32_t>();
-  h.flags = r.LE<uint32_t>();
-  h.endpoint_id = r.LE<uint64_t>();
-  h.mailbox_capacity = r.LE<uint32_t>();
-  h.aux = r.LE<uint32_t>();
-  const uint16_t n = r.LE<uint16_t>();
-  if (!r.ok()) return Bad("hello: truncated");
+  static_cast<HelloFixed&>(h) = Image<HelloFixed>(b);
+  const auto n = coding::LoadLE<uint16_t>(b.data() + kHelloNodeLengthAt);
   if (h.version != kProtocolVersion) return Bad("hello: protocol version " + std::to_string(h.version));
-  if (n > kMaxNode || r.remaining() != n) return Bad("hello: bad node length " + std::to_string(n));
-  h.node.assign(coding::AsChars(r.Bytes(n)));
+  if (n > kMaxHelloNode || b.size() - kHelloHeader != n) {
+    return Bad("hello: bad node length " + std::to_string(n));
+  }
+  h.node.assign(coding::AsChars(b.subspan(kHelloHeader)));
   return h;
 }
 
-std::string EncodeAttachRequest(const AttachRequest& a) {
-  std::string out;
-  coding::Writer w(&out);
-  w.LE<uint64_t>(a.req_id);
-  w.LE<uint64_t>(a.key);
-  return out;
-}
+std::string EncodeAttachRequest(const AttachRequest& a) { return Bytes(a); }
 
 Result<AttachRequest> DecodeAttachRequest(std::span<const std::byte> b) {
-  if (b.size() != 16) return Bad("attach request: " + std::to_string(b.size()) + " bytes, want 16");
-  coding::Reader r(b);
-  AttachRequest a;
-  a.req_id = r.LE<uint64_t>();
-  a.key = r.LE<uint64_t>();
-  return a;
+  if (b.size() != sizeof(AttachRequest)) {
+    return Bad("attach request: " + std::to_string(b.size()) + " bytes, want 16");
+  }
+  return Image<AttachRequest>(b);
 }
 
 std::string EncodeAttachReply(const AttachReply& a) {
-  std::string out;
-  coding::Writer w(&out);
-  w.LE<uint64_t>(a.req_id);
-  w.LE<uint32_t>(a.errc);
-  w.LE<uint32_t>(a.access);
-  w.LE<uint64_t>(a.base);
-  w.LE<uint64_t>(a.length);
-  w.LE<uint64_t>(a.file_offset);
-  w.LE<uint32_t>(a.slot);
-  w.LE<uint32_t>(0);
-  return out;
+  AttachReply image = a;
+  image.reserved = 0;
+  return Bytes(image);
 }
 
 Result<AttachReply> DecodeAttachReply(std::span<const std::byte> b) {
-  if (b.size() != 48) return Bad("attach reply: " + std::to_string(b.size()) + " bytes, want 48");
-  coding::Reader r(b);
-  AttachReply a;
-  a.req_id = r.LE<uint64_t>();
-  a.errc = r.LE<uint32_t>();
-  a.access = r.LE<uint32_t>();
-  a.base = r.LE<uint64_t>();
-  a.length = r.LE<uint64_t>();
-  a.file_offset = r.LE<uint64_t>();
-  a.slot = r.LE<uint32_t>();
-  if (r.LE<uint32_t>() != 0) return Bad("attach reply: reserved field not zero");
+  if (b.size() != sizeof(AttachReply)) {
+    return Bad("attach reply: " + std::to_string(b.size()) + " bytes, want 48");
+  }
+  const auto a = Image<AttachReply>(b);
+  if (a.reserved != 0) return Bad("attach reply: reserved field not zero");
   if (a.errc > kMaxErrc) return Bad("attach reply: error code " + std::to_string(a.errc));
   if ((a.access & ~0xfu) != 0) return Bad("attach reply: access bits " + std::to_string(a.access));
   if (a.errc == 0 && a.length == 0) return Bad("attach reply: empty window");
-  if (a.base + a.length < a.base || a.file_offset + a.length < a.file_offset)
+  if (a.base + a.length < a.base || a.file_offset + a.length < a.file_offset) {
     return Bad("attach reply: overflow");
+  }
   return a;
 }
 
-void EncodeMailboxEntry(std::byte* at, const MailboxEntry& e) {
-  coding::StoreLE<uint32_t>(at, e.length);
-  coding::StoreLE<uint16_t>(at + 4, e.kind);
-  coding::StoreLE<uint16_t>(at + 6, e.flags);
-  coding::StoreLE<uint32_t>(at + 8, e.imm);
-  coding::StoreLE<uint32_t>(at + 12, e.total);
-}
+void EncodeMailboxEntry(std::byte* at, const MailboxEntry& e) { std::memcpy(at, &e, sizeof e); }
 
 Result<MailboxEntry> DecodeMailboxEntry(std::span<const std::byte> at, size_t max_send) {
   if (at.size() < kEntryHeader) return Bad("mailbox: entry header crosses the ring end");
-  MailboxEntry e;
-  e.length = coding::LoadLE<uint32_t>(at.data());
-  e.kind = coding::LoadLE<uint16_t>(at.data() + 4);
-  e.flags = coding::LoadLE<uint16_t>(at.data() + 6);
-  e.imm = coding::LoadLE<uint32_t>(at.data() + 8);
-  e.total = coding::LoadLE<uint32_t>(at.data() + 12);
+  const auto e = Image<MailboxEntry>(at);
   if (e.total < kEntryHeader || e.total % 16 != 0 || e.total > at.size()) {
     return Bad("mailbox: entry of " + std::to_string(e.total) + " bytes with " + std::to_string(at.size()) +
                " to the ring end");
@@ -130,35 +105,16 @@ Result<MailboxEntry> DecodeMailboxEntry(std::span<const std::byte> at, size_t ma
 }
 
 void EncodeTcpRequest(std::byte* out, const TcpRequest& r) {
-  out[0] = static_cast<std::byte>(r.opcode);
-  out[1] = static_cast<std::byte>(r.flags);
-  coding::StoreLE<uint16_t>(out + 2, 0);
-  coding::StoreLE<uint32_t>(out + 4, r.length);
-  coding::StoreLE<uint64_t>(out + 8, r.seq);
-  coding::StoreLE<uint64_t>(out + 16, r.key);
-  coding::StoreLE<uint64_t>(out + 24, r.offset);
-  coding::StoreLE<uint64_t>(out + 32, r.operand);
-  coding::StoreLE<uint64_t>(out + 40, r.swap);
-  coding::StoreLE<uint32_t>(out + 48, r.imm);
-  coding::StoreLE<uint32_t>(out + 52, 0);
+  TcpRequest image = r;
+  image.reserved0 = 0;
+  image.reserved1 = 0;
+  std::memcpy(out, &image, sizeof image);
 }
 
 Result<TcpRequest> DecodeTcpRequest(std::span<const std::byte> f) {
   if (f.size() < kTcpRequestHeader) return Bad("tcp request: " + std::to_string(f.size()) + " bytes");
-  TcpRequest r;
-  const std::byte* p = f.data();
-  r.opcode = static_cast<uint8_t>(p[0]);
-  r.flags = static_cast<uint8_t>(p[1]);
-  if (coding::LoadLE<uint16_t>(p + 2) != 0 || coding::LoadLE<uint32_t>(p + 52) != 0) {
-    return Bad("tcp request: reserved field not zero");
-  }
-  r.length = coding::LoadLE<uint32_t>(p + 4);
-  r.seq = coding::LoadLE<uint64_t>(p + 8);
-  r.key = coding::LoadLE<uint64_t>(p + 16);
-  r.offset = coding::LoadLE<uint64_t>(p + 24);
-  r.operand = coding::LoadLE<uint64_t>(p + 32);
-  r.swap = coding::LoadLE<uint64_t>(p + 40);
-  r.imm = coding::LoadLE<uint32_t>(p + 48);
+  const auto r = Image<TcpRequest>(f);
+  if (r.reserved0 != 0 || r.reserved1 != 0) return Bad("tcp request: reserved field not zero");
   const size_t payload = f.size() - kTcpRequestHeader;
   switch (static_cast<Opcode>(r.opcode)) {
     case Opcode::kWrite:
@@ -176,24 +132,15 @@ Result<TcpRequest> DecodeTcpRequest(std::span<const std::byte> f) {
     default:
       return Bad("tcp request: unknown opcode " + std::to_string(r.opcode));
   }
-  if ((r.flags & ~1u) != 0) return Bad("tcp request: unknown flags");
+  if ((r.flags & ~kTcpFlagImm) != 0) return Bad("tcp request: unknown flags");
   return r;
 }
 
-void EncodeTcpResponse(std::byte* out, const TcpResponse& r) {
-  coding::StoreLE<uint64_t>(out, r.seq);
-  coding::StoreLE<uint32_t>(out + 8, r.errc);
-  coding::StoreLE<uint32_t>(out + 12, r.length);
-  coding::StoreLE<uint64_t>(out + 16, r.value);
-}
+void EncodeTcpResponse(std::byte* out, const TcpResponse& r) { std::memcpy(out, &r, sizeof r); }
 
 Result<TcpResponse> DecodeTcpResponse(std::span<const std::byte> f) {
   if (f.size() < kTcpResponseHeader) return Bad("tcp response: " + std::to_string(f.size()) + " bytes");
-  TcpResponse r;
-  r.seq = coding::LoadLE<uint64_t>(f.data());
-  r.errc = coding::LoadLE<uint32_t>(f.data() + 8);
-  r.length = coding::LoadLE<uint32_t>(f.data() + 12);
-  r.value = coding::LoadLE<uint64_t>(f.data() + 16);
+  const auto r = Image<TcpResponse>(f);
   if (r.errc > kMaxErrc) return Bad("tcp response: error code " + std::to_string(r.errc));
   if (f.size() - kTcpResponseHeader != r.length)
     return Bad("tcp response: payload does not match its length");

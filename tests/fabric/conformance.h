@@ -1,10 +1,13 @@
-// The fabric conformance suite's fixture. The suite (conformance_test.cc) is compiled once and
-// linked into one binary per provider (fabric_conformance_shm, _tcp, _verbs); each binary defines
-// kProvider.
+// The fabric conformance suite's fixture and helpers. The suite (conformance_*_test.cc, one file
+// per concept: data, messages, atomics, errors, failure) is compiled once and linked into one
+// binary per provider (fabric_conformance_shm, _tcp, _verbs); each binary defines kProvider.
 #pragma once
 
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -66,5 +69,21 @@ WorkRequest MakeAtomic(Opcode op, const Region& local, size_t local_off, const R
 
 // Posts `wr` (signalled) and waits for its completion (REQUIREs exactly one, with its tag).
 Completion Run(Endpoint& ep, CompletionQueue& cq, WorkRequest wr);
+// Posts `wrs`, polling `cq` into `done` whenever the send queue is full.
+void PostRetrying(Endpoint& ep, CompletionQueue& cq, std::span<const WorkRequest> wrs,
+                  std::vector<Completion>* done);
+
+inline constexpr uint32_t kAll = kLocalWrite | kRemoteRead | kRemoteWrite | kRemoteAtomic;
+// A region of `n` bytes allocated on `f` (REQUIREs success).
+std::unique_ptr<Region> Alloc(Fabric& f, size_t n, uint32_t access = kAll);
+inline bool IsError(const Completion& c, FabricErrc e) { return c.status == make_error_code(e); }
+inline bool IsCondition(const Completion& c, Errc e) { return Status(c.status).is(e); }
+// The 8-byte word at `off` (acquire).
+uint64_t LoadWord(const Region& r, size_t off);
+// A copy of the region's bytes, and whether the region still holds them.
+std::vector<std::byte> Snapshot(const Region& r);
+bool Unchanged(const Region& r, const std::vector<std::byte>& snapshot);
+// `n` bytes of anonymous memory (REQUIREs success; never unmapped).
+void* MapAnonymousForTest(size_t n);
 
 }  // namespace rdmq::fabric::test

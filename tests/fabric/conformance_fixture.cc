@@ -1,6 +1,11 @@
+#include <sys/mman.h>
+
+#include <atomic>
+#include <cstring>
 #include <thread>
 
 #include "conformance.h"
+#include "rdmq/common/clock.h"
 #include "rdmq/common/coding.h"
 
 namespace rdmq::fabric::test {
@@ -134,6 +139,45 @@ Completion Run(Endpoint& ep, CompletionQueue& cq, WorkRequest wr) {
   REQUIRE(got[0].opcode == wr.opcode);
   REQUIRE(got[0].endpoint_id == ep.id());
   return got[0];
+}
+
+void PostRetrying(Endpoint& ep, CompletionQueue& cq, std::span<const WorkRequest> wrs,
+                  std::vector<Completion>* done) {
+  const uint64_t deadline = MonoNanos() + 30'000'000'000ULL;
+  for (;;) {
+    Status s = ep.Post(wrs);
+    if (s.ok()) return;
+    INFO("post: " << s.ToString());
+    REQUIRE(s.is(FabricErrc::kQueueFull));
+    REQUIRE(MonoNanos() < deadline);
+    auto got = PollCompletions(cq, 1, 100ms);
+    done->insert(done->end(), got.begin(), got.end());
+  }
+}
+
+std::unique_ptr<Region> Alloc(Fabric& f, size_t n, uint32_t access) {
+  auto r = f.Allocate(n, access);
+  REQUIRE_OK(r);
+  return std::move(r).value();
+}
+
+uint64_t LoadWord(const Region& r, size_t off) {
+  return std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(r.data() + off))
+      .load(std::memory_order_acquire);
+}
+
+std::vector<std::byte> Snapshot(const Region& r) {
+  return std::vector<std::byte>(r.data(), r.data() + r.size());
+}
+
+bool Unchanged(const Region& r, const std::vector<std::byte>& snapshot) {
+  return std::memcmp(r.data(), snapshot.data(), snapshot.size()) == 0;
+}
+
+void* MapAnonymousForTest(size_t n) {
+  void* p = ::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(p != MAP_FAILED);
+  return p;
 }
 
 }  // namespace rdmq::fabric::test

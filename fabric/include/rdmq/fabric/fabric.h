@@ -75,7 +75,7 @@ enum class Provider : uint8_t { kShm = 1, kTcp = 2, kVerbs = 3 };
 
 // Largest SEND payload on every provider (a receive buffer must be at least as long as the
 // SEND it takes; a longer SEND fails with kTooLong).
-inline constexpr size_t kMaxSendSize = 64 * 1024;
+inline constexpr size_t kMaxSendSize = size_t{64} * 1024;
 std::string_view ProviderName(Provider p) noexcept;
 // "shm", "tcp", "verbs".
 Result<Provider> ParseProvider(std::string_view name);
