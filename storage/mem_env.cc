@@ -27,14 +27,7 @@ class MemMappedFile final : public MappedFile {
  public:
   MemMappedFile(MemEnv* env, std::shared_ptr<MemEnv::File> file, std::string path, int fd, std::byte* data,
                 size_t size, bool writable, bool is_pmem)
-      : env_(env), file_(std::move(file)) {
-    path_ = std::move(path);
-    fd_ = fd;
-    data_ = data;
-    size_ = size;
-    writable_ = writable;
-    is_pmem_ = is_pmem;
-  }
+      : MappedFile(std::move(path), fd, data, size, writable, is_pmem), env_(env), file_(std::move(file)) {}
   ~MemMappedFile() override {
     if (data_ != nullptr) ::munmap(data_, size_);
     if (fd_ >= 0) ::close(fd_);

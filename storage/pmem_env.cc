@@ -62,14 +62,7 @@ class PmemMappedFile final : public MappedFile {
   // `via_pmem`: the mapping came from pmem_map_file (unmap with pmem_unmap).
   PmemMappedFile(std::string path, int fd, std::byte* data, size_t size, bool writable, bool is_pmem,
                  bool via_pmem)
-      : via_pmem_(via_pmem) {
-    path_ = std::move(path);
-    fd_ = fd;
-    data_ = data;
-    size_ = size;
-    writable_ = writable;
-    is_pmem_ = is_pmem;
-  }
+      : MappedFile(std::move(path), fd, data, size, writable, is_pmem), via_pmem_(via_pmem) {}
   ~PmemMappedFile() override {
     if (data_ != nullptr) {
       if (via_pmem_) {

@@ -30,6 +30,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "rdmq/common/mutex.h"
@@ -77,6 +78,8 @@ class MappedFile {
 
  protected:
   MappedFile() = default;
+  MappedFile(std::string path, int fd, std::byte* data, size_t size, bool writable, bool is_pmem)
+      : data_(data), size_(size), fd_(fd), writable_(writable), is_pmem_(is_pmem), path_(std::move(path)) {}
   std::byte* data_ = nullptr;
   size_t size_ = 0;
   int fd_ = -1;
