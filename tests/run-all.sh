@@ -18,7 +18,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 stages=("$@")
-[[ ${#stages[@]} -gt 0 ]] || stages=(release asan fuzz verbs)
+[[ ${#stages[@]} -gt 0 ]] || stages=(lint release asan fuzz verbs)
 jobs=${RDMQ_JOBS:-$(nproc)}
 fuzz_seconds=${RDMQ_FUZZ_SECONDS:-10}
 declare -A result=() took=()
