@@ -19,9 +19,11 @@
 #include "rdmq/bench/driver.h"
 #include "rdmq/bench/limits.h"
 #include "rdmq/bench/report.h"
+#include "rdmq/bench/run_config.h"
 #include "rdmq/bench/system.h"
 #include "rdmq/common/main.h"
 #include "rdmq/config/args.h"
+#include "rdmq/config/options.h"
 
 using namespace rdmq;
 using namespace rdmq::bench;
@@ -59,112 +61,32 @@ void DieOfInterrupt() {
 }
 
 int RunCommand(const std::vector<std::string>& args) {
-  Workload w;
-  RunOptions ro;
-  double duration_s = 0, linger_ms = 0, drain_s = 30;
-  std::string json_path, plot_path, progress = "auto";
-  const config::CommandSpec spec{
+  config::CommandSpec spec{
       .path = "rdmq-bench",
       .usage = "[run] [options]",
       .summary = "End-to-end benchmark of rdmq and peer brokers (Redis Streams, NATS JetStream).",
       .description = kRunDescription,
-      .options = {
-          {"system", 0, "NAME", "rdmq | redis | nats | mem (default mem)"},
-          {"address", 0, "ADDR", "server address (rdmq bootstrap, redis host:port, nats URL)"},
-          {"topic", 0, "NAME", "topic / stream name prefix, recreated per run (default bench)"},
-          {"producers", 'p', "N", "producers (default 1)"},
-          {"consumers", 'c', "N", "consumers (0: produce only; default 1)"},
-          {"procs", 0, "", "a process per producer/consumer instead of a thread"},
-          {"size", 's', "BYTES", "message size in bytes (>= 16; default 100)"},
-          {"count", 'n', "N", "records per producer (default 100000 unless --duration)"},
-          {"duration", 'd', "SECONDS", "run for this many seconds instead of --count"},
-          {"batch-size", 0, "BYTES", "bytes a client batches before sending (default 262144)"},
-          {"linger-ms", 0, "MS", "how long a client may wait to fill a batch (fractions allowed; default 0)"},
-          {"acks", 0, "N", "0 or 1 (rdmq; the peers always acknowledge; default 1)"},
-          {"partitions", 0, "N", "partitions (streams for the peers; default 1)"},
-          {"mode", 0, "MODE", "rdmq producer mode: exclusive | shared (default exclusive)"},
-          {"fabric", 0, "NAME", "rdmq fabric: shm | tcp | verbs (default shm)"},
-          {"durability", 0, "CLASS",
-           "rdmq topic durability: durable | visibility; for peers the class of their setting\n(default "
-           "durable)"},
-          {"window", 'w', "N", "records in flight per producer (1: latency; default 1024)"},
-          {"rate", 0, "N", "records/s per producer, evenly spaced (0: unlimited; default 0)"},
-          {"label", 0, "TEXT", "durability setting text for tables, e.g. 'appendfsync always'"},
-          {"producer-set", 0, "KEY=VALUE",
-           "rdmq: a producer setting (repeatable; `rdmq config list producer`)", true},
-          {"consumer-set", 0, "KEY=VALUE",
-           "rdmq: a consumer setting (repeatable; `rdmq config list consumer`)", true},
-          {"start-broker", 0, "", "rdmq: start rdmq-broker (beside rdmq-bench) for this run"},
-          {"broker-dir", 0, "DIR", "rdmq: --start-broker's data directory (default: fresh, deleted after)"},
-          {"server-pid", 0, "PID", "pid of the server whose CPU time to report"},
-          {"drain-timeout", 0, "SECONDS", "seconds consumers get to catch up at the end (default 30)"},
-          {"json", 0, "FILE", "write the result as JSON to this file"},
-          {"plot", 0, "FILE", "write a PNG plot (gnuplot) to this file"},
-          {"progress", 0, "MODE", "auto | tty | plain | none (default auto)"}}};
+      // One option per key of the "bench" table (`rdmq config list bench`), plus the client
+      // settings handed through to rdmq's producers and consumers.
+      .options = config::OptionsFromKeys(RunConfigDef().Describe(), RunShortOptions())};
+  spec.options.push_back({"producer-set", 0, "KEY=VALUE",
+                          "rdmq: a producer setting (repeatable; `rdmq config list producer`)", true});
+  spec.options.push_back({"consumer-set", 0, "KEY=VALUE",
+                          "rdmq: a consumer setting (repeatable; `rdmq config list consumer`)", true});
   int exit = 0;
   const auto a = config::ParseCommandLine(spec, args, &exit);
   if (!a) return exit;
-  constexpr int64_t kIntMax = std::numeric_limits<int32_t>::max();
-  constexpr int64_t kIntMin = std::numeric_limits<int32_t>::min();
-  constexpr int64_t kU32Max = std::numeric_limits<uint32_t>::max();
-  const Status parsed = [&]() -> Status {
-    w.system = a->GetOr("system", w.system);
-    w.address = a->GetOr("address", w.address);
-    w.topic = a->GetOr("topic", w.topic);
-    RDMQ_ASSIGN_OR_RETURN(const int64_t producers, a->GetInt("producers", w.producers, kIntMin, kIntMax));
-    RDMQ_ASSIGN_OR_RETURN(const int64_t consumers, a->GetInt("consumers", w.consumers, kIntMin, kIntMax));
-    RDMQ_ASSIGN_OR_RETURN(const int64_t size, a->GetInt("size", w.message_size, 0, kU32Max));
-    RDMQ_ASSIGN_OR_RETURN(const int64_t count, a->GetInt("count", 0, 0, std::numeric_limits<int64_t>::max()));
-    RDMQ_ASSIGN_OR_RETURN(duration_s, a->GetDouble("duration", 0, 0, 1e9));
-    RDMQ_ASSIGN_OR_RETURN(const int64_t batch, a->GetInt("batch-size", w.batch_size, 0, kU32Max));
-    RDMQ_ASSIGN_OR_RETURN(linger_ms, a->GetDouble("linger-ms", 0, 0, 1e9));
-    RDMQ_ASSIGN_OR_RETURN(const int64_t acks, a->GetInt("acks", w.acks, kIntMin, kIntMax));
-    RDMQ_ASSIGN_OR_RETURN(const int64_t partitions, a->GetInt("partitions", w.partitions, kIntMin, kIntMax));
-    RDMQ_ASSIGN_OR_RETURN(const int64_t window, a->GetInt("window", w.window, 0, kU32Max));
-    RDMQ_ASSIGN_OR_RETURN(w.rate, a->GetDouble("rate", 0, 0, 1e12));
-    RDMQ_ASSIGN_OR_RETURN(const int64_t server_pid, a->GetInt("server-pid", 0, 0, kIntMax));
-    RDMQ_ASSIGN_OR_RETURN(drain_s, a->GetDouble("drain-timeout", drain_s, 0, 1e9));
-    w.producers = static_cast<int>(producers);
-    w.consumers = static_cast<int>(consumers);
-    w.processes = a->Has("procs");
-    w.message_size = static_cast<uint32_t>(size);
-    w.count = static_cast<uint64_t>(count);
-    w.batch_size = static_cast<uint32_t>(batch);
-    w.acks = static_cast<int>(acks);
-    w.partitions = static_cast<int>(partitions);
-    w.mode = a->GetOr("mode", w.mode);
-    w.fabric = a->GetOr("fabric", w.fabric);
-    w.durability = a->GetOr("durability", w.durability);
-    w.window = static_cast<uint32_t>(window);
-    w.label = a->GetOr("label", w.label);
-    w.producer_settings = a->GetAll("producer-set");
-    w.consumer_settings = a->GetAll("consumer-set");
-    w.start_broker = a->Has("start-broker");
-    w.broker_dir = a->GetOr("broker-dir", w.broker_dir);
-    ro.server_pid = static_cast<int>(server_pid);
-    json_path = a->GetOr("json", "");
-    plot_path = a->GetOr("plot", "");
-    progress = a->GetOr("progress", progress);
-    return Status::Ok();
-  }();
-  if (!parsed.ok()) return Usage(std::string(parsed.context()));
-  w.duration = std::chrono::milliseconds(static_cast<int64_t>(duration_s * 1000));
-  if (duration_s > 0 && w.duration.count() == 0) return Usage("--duration must be at least 0.001 s");
-  w.linger = std::chrono::microseconds(static_cast<int64_t>(linger_ms * 1000));
-  ro.drain_timeout = std::chrono::milliseconds(static_cast<int64_t>(drain_s * 1000));
+  RunConfig c;
+  if (Status s = config::ApplyOptions(RunConfigDef(), *a, &c); !s.ok())
+    return Usage(std::string(s.context()));
+  Workload& w = c.workload;
+  const RunOptions& ro = c.run;
+  w.producer_settings = a->GetAll("producer-set");
+  w.consumer_settings = a->GetAll("consumer-set");
   if (w.count == 0 && w.duration.count() == 0) w.count = 100000;
-  if (progress == "auto") {
-    ro.progress = ProgressMode::kAuto;
-  } else if (progress == "tty") {
-    ro.progress = ProgressMode::kTty;
-  } else if (progress == "plain") {
-    ro.progress = ProgressMode::kPlain;
-  } else if (progress == "none") {
-    ro.progress = ProgressMode::kNone;
-  } else {
-    return Usage("--progress must be auto, tty, plain or none, not '" + progress + "'");
-  }
   if (Status s = ValidateWorkload(w); !s.ok()) return Usage(std::string(s.context()));
+  const std::string& json_path = c.json_path;
+  const std::string& plot_path = c.plot_path;
 
   auto system = MakeSystem(w);
   if (!system.ok()) {

@@ -2,6 +2,7 @@
 
 #include <iostream>
 
+#include "rdmq/bench/run_config.h"
 #include "rdmq/broker/config.h"
 #include "rdmq/client/options.h"
 #include "rdmq/consumer/consumer.h"
@@ -16,7 +17,8 @@ constexpr std::string_view kIntro = R"(# Configuration
 Every configuration key of rdmq, by the component that reads it. This file is generated from the
 key tables in the code (`config::ConfigDef`, one per component) by
 `rdmq config list --markdown > docs/configuration.md`; a test fails when it is not current.
-`rdmq config list [broker|topic|producer|consumer|client] [--json]` prints the same on a terminal.
+`rdmq config list [broker|topic|producer|consumer|client|bench] [--json]` prints the same on a
+terminal.
 
 Values are text, whatever their source (a JSON file, `--set`, `-X`, `--config`):
 
@@ -63,17 +65,25 @@ config::TableDoc Client() {
           client::ClientConfigDef().Describe()};
 }
 
+config::TableDoc Bench() {
+  return {"bench",
+          "The settings of `rdmq-bench run`, each given as the option of its name (`--size 1KiB`, "
+          "`--linger-ms 0.5`, `--procs`).",
+          bench::RunConfigDef().Describe()};
+}
+
 }  // namespace
 
 Result<std::vector<config::TableDoc>> ConfigTables(std::string_view which) {
-  if (which.empty()) return std::vector<config::TableDoc>{Broker(), Topic(), Producer(), Consumer()};
+  if (which.empty()) return std::vector<config::TableDoc>{Broker(), Topic(), Producer(), Consumer(), Bench()};
   if (which == "broker") return std::vector<config::TableDoc>{Broker()};
   if (which == "topic") return std::vector<config::TableDoc>{Topic()};
   if (which == "producer") return std::vector<config::TableDoc>{Producer()};
   if (which == "consumer") return std::vector<config::TableDoc>{Consumer()};
   if (which == "client") return std::vector<config::TableDoc>{Client()};
+  if (which == "bench") return std::vector<config::TableDoc>{Bench()};
   return UsageError("unknown component '" + std::string(which) +
-                    "' (broker, topic, producer, consumer or client); see 'rdmq config list --help'");
+                    "' (broker, topic, producer, consumer, client or bench); see 'rdmq config list --help'");
 }
 
 int ConfigList(const ParsedArgs& args) {
@@ -99,11 +109,11 @@ int ConfigList(const ParsedArgs& args) {
 CommandSpec ConfigListSpec() {
   return CommandSpec{
       .path = "rdmq config list",
-      .usage = "[broker|topic|producer|consumer|client] [--json|--markdown]",
+      .usage = "[broker|topic|producer|consumer|client|bench] [--json|--markdown]",
       .summary = "Print every configuration key with its type, default, accepted values and doc.",
       .description =
-          "Without a component: the broker, topic, producer and consumer keys (the producer's\n"
-          "and consumer's include the client keys). Needs no broker.",
+          "Without a component: the broker, topic, producer, consumer and bench (rdmq-bench run)\n"
+          "keys (the producer's and consumer's include the client keys). Needs no broker.",
       .options = {{"json", 0, "", "print JSON: {\"<component>\": [{name, type, default, ...}]}"},
                   {"markdown", 0, "", "print docs/configuration.md"}},
       .examples = {"rdmq config list producer", "rdmq config list --json | jq '.broker[].name'",

@@ -10,7 +10,7 @@
 
 namespace rdmq::cli {
 
-// The tables of `which` (broker, topic, producer, consumer, client; "" = the first four).
+// The tables of `which` (broker, topic, producer, consumer, client, bench; "" = all but client).
 // kUsage naming `which` when it is none of them.
 Result<std::vector<config::TableDoc>> ConfigTables(std::string_view which);
 // The command: positional [COMPONENT], flags --json and --markdown. Returns the exit status.

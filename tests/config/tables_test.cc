@@ -2,6 +2,7 @@
 // they did before the tables (names, ranges and defaults unchanged).
 #include <catch2/catch.hpp>
 
+#include "rdmq/bench/run_config.h"
 #include "rdmq/broker/config.h"
 #include "rdmq/client/options.h"
 #include "rdmq/consumer/consumer.h"
@@ -36,6 +37,49 @@ TEST_CASE("every table's defaults are valid values of their keys", "[config]") {
   CheckTable(producer::ProducerConfigDef());
   CheckTable(consumer::ConsumerConfigDef());
   CheckTable(client::ClientConfigDef());
+  CheckTable(bench::RunConfigDef());
+}
+
+TEST_CASE("bench keys set the workload and run fields rdmq-bench's options set before the table",
+          "[config]") {
+  const bench::Workload defaults;
+  bench::RunConfig c;
+  const auto& def = bench::RunConfigDef();
+  REQUIRE_OK(def.Set(&c, "system", "rdmq"));
+  CHECK(c.workload.system == "rdmq");
+  REQUIRE_OK(def.Set(&c, "size", "1KiB"));
+  CHECK(c.workload.message_size == 1024);
+  REQUIRE_OK(def.Set(&c, "linger-ms", "0.5"));
+  CHECK(c.workload.linger == std::chrono::microseconds(500));
+  REQUIRE_OK(def.Set(&c, "duration", "1.5"));
+  CHECK(c.workload.duration == std::chrono::milliseconds(1500));
+  REQUIRE_OK(def.Set(&c, "acks", "all"));
+  CHECK(c.workload.acks == -1);
+  REQUIRE_OK(def.Set(&c, "rate", "10000"));
+  CHECK(c.workload.rate == 10000.0);
+  REQUIRE_OK(def.Set(&c, "procs", "true"));
+  CHECK(c.workload.processes);
+  REQUIRE_OK(def.Set(&c, "progress", "none"));
+  CHECK(c.run.progress == bench::ProgressMode::kNone);
+  REQUIRE_OK(def.Set(&c, "drain-timeout", "2s"));
+  CHECK(c.run.drain_timeout == std::chrono::milliseconds(2000));
+  REQUIRE_OK(def.Set(&c, "json", "r.json"));
+  CHECK(c.json_path == "r.json");
+  // Ranges the driver needs are the table's: a record holds the 16-byte header, at most 64
+  // workers, a known system.
+  CHECK(def.Set(&c, "size", "8").is(Errc::kInvalidArgument));
+  CHECK(def.Set(&c, "producers", "65").is(Errc::kInvalidArgument));
+  CHECK(def.Set(&c, "system", "kafka").is(Errc::kInvalidArgument));
+  CHECK(c.workload.message_size == 1024);
+  // The table's defaults are the workload's.
+  for (const auto& [key, value] : def.Entries(bench::RunConfig{})) {
+    INFO(key << "=" << value);
+    bench::RunConfig d;
+    REQUIRE_OK(def.Set(&d, key, value));
+  }
+  CHECK(bench::RunConfig{}.workload.window == defaults.window);
+  CHECK(def.Get(bench::RunConfig{}, *def.Find("window")) == "1024");
+  CHECK(def.Get(bench::RunConfig{}, *def.Find("durability")) == "durable");
 }
 
 TEST_CASE("producer keys set the producer's fields, client keys its client options", "[config]") {
