@@ -170,7 +170,7 @@ void BrokerImpl::EndSession(uint64_t client_id, const char* why) {
   }
   RDMQ_LOG(kDebug, "broker", "client gone")
       .kv("client", client_id)
-      .kv("name", s->name)
+      .kv("name", s->Name())
       .kv("why", why)
       .kv("leases", ids.size());
 }

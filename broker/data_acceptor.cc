@@ -70,7 +70,7 @@ void DataAcceptor::Handshake(std::unique_ptr<fabric::Endpoint> e) {
     reply(WireError::kOk_, "");
     s->ep = std::move(e);
   }
-  RDMQ_LOG(kDebug, "broker", "data endpoint bound").kv("client", client_id).kv("name", s->name);
+  RDMQ_LOG(kDebug, "broker", "data endpoint bound").kv("client", client_id).kv("name", s->Name());
 }
 
 }  // namespace rdmq::broker::internal

@@ -31,7 +31,7 @@ Status LeaseManager::Admit(Partition& p, const Session& session, const LeaseRequ
         EndLocked(p, h, WireError::kInvalidProducerEpoch, true);  // fenced by the newer epoch
       } else {
         return Status(WireError::kPartitionBusy, p.where() + " is held by an exclusive producer (client '" +
-                                                     h->session->name + "', lease " +
+                                                     h->session->Name() + "', lease " +
                                                      std::to_string(h->id.value()) + ")");
       }
     }
@@ -41,7 +41,7 @@ Status LeaseManager::Admit(Partition& p, const Session& session, const LeaseRequ
     }
   } else if (p.exclusive()) {
     return Status(WireError::kPartitionBusy, p.where() + " is held by an exclusive producer (client '" +
-                                                 p.exclusive()->session->name + "')");
+                                                 p.exclusive()->session->Name() + "')");
   }
   if (req.producer_id.value() >= 0) {
     const std::optional<int16_t> seen = p.producers().Epoch(req.producer_id);

@@ -14,7 +14,7 @@ std::shared_ptr<Session> SessionTable::Hello(uint64_t client_id, const std::stri
   MutexLock lock(mu_);
   auto& s = by_client_[client_id];
   if (!s) s = std::make_shared<Session>(client_id);
-  s->name = name;
+  s->SetName(name);
   return s;
 }
 

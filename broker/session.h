@@ -2,8 +2,9 @@
 // once the data handshake bound it. SessionTable: every session, by client id and by endpoint.
 //
 // Threading: a Session's endpoint, receive accounting, lease ids and closed flag are guarded by
-// its `mu` (which also serialises posting on the endpoint). The table's lock is a leaf: nothing
-// is locked under it (the data acceptor takes it inside a Session's `mu`).
+// its `mu` (which also serialises posting on the endpoint); its name by a leaf lock of its own.
+// The table's lock is a leaf: nothing is locked under it (the data acceptor takes it inside a
+// Session's `mu`).
 #pragma once
 
 #include <atomic>
@@ -24,7 +25,15 @@ struct Session {
   explicit Session(uint64_t id) : client_id(id) {}
 
   const uint64_t client_id;
-  std::string name;  // the client's name, as its Hello said
+  // The client's name, as its last Hello said (a later Hello on the connection renames it).
+  std::string Name() const EXCLUDES(name_mu_) {
+    MutexLock lock(name_mu_);
+    return name_;
+  }
+  void SetName(const std::string& name) EXCLUDES(name_mu_) {
+    MutexLock lock(name_mu_);
+    name_ = name;
+  }
   // The data endpoint's id, 0 until bound; read without `mu` to tell whether it is bound.
   std::atomic<uint64_t> ep_id{0};
 
@@ -38,6 +47,10 @@ struct Session {
   bool usable() const REQUIRES(mu) { return !closed && ep != nullptr; }
   // `n` receives were consumed: posts them again, 32 or more at a time.
   void Repost(uint32_t n) EXCLUDES(mu);
+
+ private:
+  mutable Mutex name_mu_;  // a leaf: nothing is locked under it
+  std::string name_ GUARDED_BY(name_mu_);
 };
 
 class SessionTable {
