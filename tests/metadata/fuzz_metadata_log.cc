@@ -1,9 +1,11 @@
-// Fuzzes the metadata log decoder and the JSON mutation/checkpoint decoders over arbitrary bytes.
+// Fuzzes the metadata log decoder and the JSON mutation/checkpoint decoders (topic store and
+// offset store) over arbitrary bytes.
 #include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "metadata/offsets_json.h"
 #include "metadata/store_json.h"
 #include "metadata/topic_json.h"
 #include "metadata/wal.h"
@@ -13,8 +15,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
   auto r = md::wal::DecodeLog(bytes, "fuzz");
   if (r.ok()) {
-    for (const auto& rec : r->records) (void)md::internal::DecodeMutation(rec.payload, "fuzz", rec.seq);
+    for (const auto& rec : r->records) {
+      (void)md::internal::DecodeMutation(rec.payload, "fuzz", rec.seq);
+      (void)md::internal::DecodeOffsetMutation(rec.payload, "fuzz", rec.seq);
+    }
   }
+  (void)md::internal::DecodeOffsetMutation(bytes, "fuzz", 1);
+  md::internal::OffsetState offsets;
+  (void)md::internal::DecodeOffsetCheckpoint(bytes, "fuzz", &offsets);
   (void)md::internal::DecodeMutation(bytes, "fuzz", 1);
   md::internal::StoreState state;
   (void)md::internal::DecodeCheckpoint(bytes, "fuzz", &state);

@@ -29,6 +29,7 @@ namespace rdmq::metadata {
 namespace internal {
 struct Mutation;
 struct StoreState;
+class Journal;
 }  // namespace internal
 
 struct StoreOptions {
@@ -73,8 +74,7 @@ class MetadataStore {
   const StoreOptions options_;
   mutable Mutex mu_;
   const std::unique_ptr<internal::StoreState> state_ PT_GUARDED_BY(mu_);
-  int wal_fd_ GUARDED_BY(mu_) = -1;
-  uint32_t since_checkpoint_ GUARDED_BY(mu_) = 0;
+  const std::unique_ptr<internal::Journal> journal_ PT_GUARDED_BY(mu_);
 };
 
 }  // namespace rdmq::metadata

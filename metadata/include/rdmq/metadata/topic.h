@@ -17,14 +17,16 @@
 #include "rdmq/common/types.h"
 #include "rdmq/config/config_def.h"
 
-#define RDMQ_METADATA_ERRORS(X)                                    \
-  X(kBadTopicName, kInvalidArgument, "invalid topic name")         \
-  X(kBadConfig, kInvalidArgument, "invalid configuration value")   \
-  X(kUnknownConfig, kInvalidArgument, "unknown configuration key") \
-  X(kTopicExists, kAlreadyExists, "topic already exists")          \
-  X(kNoSuchTopic, kNotFound, "no such topic")                      \
-  X(kCorruptLog, kCorruption, "metadata log is corrupt")           \
-  X(kCorruptCheckpoint, kCorruption, "metadata checkpoint is corrupt")
+#define RDMQ_METADATA_ERRORS(X)                                        \
+  X(kBadTopicName, kInvalidArgument, "invalid topic name")             \
+  X(kBadConfig, kInvalidArgument, "invalid configuration value")       \
+  X(kUnknownConfig, kInvalidArgument, "unknown configuration key")     \
+  X(kTopicExists, kAlreadyExists, "topic already exists")              \
+  X(kNoSuchTopic, kNotFound, "no such topic")                          \
+  X(kCorruptLog, kCorruption, "metadata log is corrupt")               \
+  X(kCorruptCheckpoint, kCorruption, "metadata checkpoint is corrupt") \
+  X(kBadGroupId, kInvalidArgument, "invalid group id")                 \
+  X(kNoSuchGroup, kNotFound, "no such group")
 RDMQ_DEFINE_ERRORS(rdmq::metadata, MetadataErrc, "metadata", RDMQ_METADATA_ERRORS)
 
 namespace rdmq::metadata {
