@@ -123,6 +123,7 @@ Result<protocol::TopicResponse> AdminHandlers::CreateTopic(const protocol::Creat
     topic.partitions.push_back(std::move(*p));
   }
   topics_.Insert(std::move(topic));
+  groups_.TopicsChanged();
   RDMQ_LOG(kInfo, "broker", "topic created")
       .kv("topic", req.name)
       .kv("id", info->id)
@@ -134,6 +135,11 @@ Result<protocol::Empty> AdminHandlers::DeleteTopic(const protocol::TopicNameRequ
   MutexLock admin(admin_mu_);
   if (Status s = meta_.DeleteTopic(req.name); !s.ok()) return FromMeta(s);
   for (auto& p : topics_.Remove(req.name)) topics_.Close(*p, true);
+  if (Status s = groups_.TopicDeleted(req.name); !s.ok()) {
+    RDMQ_LOG(kWarn, "broker", "forgetting a deleted topic's committed offsets failed")
+        .kv("topic", req.name)
+        .kv("error", s);
+  }
   RDMQ_LOG(kInfo, "broker", "topic deleted").kv("topic", req.name);
   return protocol::Empty{};
 }
@@ -183,6 +189,7 @@ Result<protocol::TopicResponse> AdminHandlers::AlterTopic(const protocol::AlterT
     added.push_back(std::move(*p));
   }
   topics_.Extend(*info, std::move(added));
+  groups_.TopicsChanged();
   RDMQ_LOG(kInfo, "broker", "topic altered").kv("topic", req.name).kv("partitions", info->config.partitions);
   return protocol::TopicResponse{ToWire(*info)};
 }

@@ -5,6 +5,7 @@
 // deletion and changes are serialised by the handlers' own lock.
 #pragma once
 
+#include "group_coordinator.h"
 #include "rdmq/broker/config.h"
 #include "rdmq/common/mutex.h"
 #include "rdmq/fabric/fabric.h"
@@ -18,8 +19,13 @@ namespace rdmq::broker::internal {
 class AdminHandlers {
  public:
   AdminHandlers(const BrokerConfig& cfg, const fabric::Fabric& data_fabric, metadata::MetadataStore& meta,
-                SessionTable& sessions, TopicTable& topics)
-      : cfg_(cfg), data_fabric_(data_fabric), meta_(meta), sessions_(sessions), topics_(topics) {}
+                SessionTable& sessions, TopicTable& topics, GroupCoordinator& groups)
+      : cfg_(cfg),
+        data_fabric_(data_fabric),
+        meta_(meta),
+        sessions_(sessions),
+        topics_(topics),
+        groups_(groups) {}
 
   Status Register(rpc::Server& server);
 
@@ -37,7 +43,8 @@ class AdminHandlers {
   metadata::MetadataStore& meta_;
   SessionTable& sessions_;
   TopicTable& topics_;
-  Mutex admin_mu_;  // serialises topic creation, deletion and changes
+  GroupCoordinator& groups_;  // told of topic changes
+  Mutex admin_mu_;            // serialises topic creation, deletion and changes
 };
 
 }  // namespace rdmq::broker::internal

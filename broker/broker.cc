@@ -93,6 +93,8 @@ Status BrokerImpl::Init() {
   metadata::StoreOptions mo;
   mo.dir = cfg_.data_dir + "/meta";
   RDMQ_ASSIGN_OR_RETURN(meta_, metadata::MetadataStore::Open(mo));
+  RDMQ_ASSIGN_OR_RETURN(offsets_, metadata::OffsetStore::Open(mo));
+  groups_ = std::make_unique<GroupCoordinator>(cfg_, *meta_, *offsets_);
   RDMQ_RETURN_IF_ERROR(OpenFabrics());
 
   publisher_ = std::make_unique<Publisher>(data_fabric_->provider(), staging_.get(),
@@ -111,12 +113,14 @@ Status BrokerImpl::Init() {
   rpc::ServerOptions so;
   so.worker_threads = cfg_.rpc_workers;
   RDMQ_ASSIGN_OR_RETURN(rpc_, rpc::Server::Create(*control_fabric_, so));
-  admin_ = std::make_unique<AdminHandlers>(cfg_, *data_fabric_, *meta_, sessions_, *topics_);
+  admin_ = std::make_unique<AdminHandlers>(cfg_, *data_fabric_, *meta_, sessions_, *topics_, *groups_);
+  group_rpcs_ = std::make_unique<GroupHandlers>(*groups_, sessions_);
   produce_ = std::make_unique<ProduceHandlers>(sessions_, *topics_, *leases_, *publisher_, n_);
   consume_ = std::make_unique<ConsumeHandlers>(sessions_, *topics_);
   RDMQ_RETURN_IF_ERROR(admin_->Register(*rpc_));
   RDMQ_RETURN_IF_ERROR(produce_->Register(*rpc_));
   RDMQ_RETURN_IF_ERROR(consume_->Register(*rpc_));
+  RDMQ_RETURN_IF_ERROR(group_rpcs_->Register(*rpc_));
   rpc_->OnDisconnect([this](uint64_t client_id) { EndSession(client_id, "RPC connection closed"); });
 
   CommitPoller::Deps cd;
@@ -135,6 +139,7 @@ Status BrokerImpl::Init() {
       std::make_unique<DataAcceptor>(*data_fabric_, *data_send_cq_, *data_recv_cq_, kRecvDepth, sessions_);
   committer_->Start();
   housekeeper_->Start();
+  groups_->Start();
   acceptor_->Start();
   RDMQ_RETURN_IF_ERROR(rpc_->Start());
 
@@ -187,6 +192,7 @@ Status BrokerImpl::Shutdown() {
   // 2. Finish the commits already delivered (the poller drains its queue before it stops).
   stopping_.store(true, std::memory_order_release);
   if (housekeeper_) housekeeper_->Stop();
+  if (groups_) groups_->Stop();
   if (committer_) committer_->Join();
   // 3. End every client's leases, then checkpoint and close every log.
   if (leases_) {
@@ -203,6 +209,11 @@ Status BrokerImpl::Shutdown() {
   if (meta_) {
     result = meta_->Checkpoint();
     if (!result.ok()) RDMQ_LOG(kWarn, "broker", "metadata checkpoint failed").kv("error", result);
+  }
+  if (offsets_) {
+    Status s = offsets_->Checkpoint();
+    if (!s.ok()) RDMQ_LOG(kWarn, "broker", "offset checkpoint failed").kv("error", s);
+    if (result.ok()) result = s;
   }
   rpc_.reset();
   if (topics_) topics_->ClearBuried();

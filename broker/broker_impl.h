@@ -6,7 +6,8 @@
 //   Publisher       slot wake-ups, Watches       CommitValidator         commit checks (sans-I/O)
 //   CommitPoller    the data plane's thread      ProducerStateTable      idempotence (sans-I/O)
 //   DataAcceptor    data endpoint handshakes     Housekeeper             expiry, retention, checkpoints
-//   AdminHandlers, ProduceHandlers, ConsumeHandlers: the RPCs, grouped by concern
+//   GroupCoordinator consumer groups (group::Group) and committed offsets (metadata::OffsetStore)
+//   AdminHandlers, ProduceHandlers, ConsumeHandlers, GroupHandlers: the RPCs, grouped by concern
 //
 // Lock order (outer to inner): the topic table → Partition::mu → the lease table, the session
 // table, a Session's mu (the session table's lock is also taken inside a Session's) → the
@@ -23,6 +24,8 @@
 #include "consume_handlers.h"
 #include "counters.h"
 #include "data_acceptor.h"
+#include "group_coordinator.h"
+#include "group_handlers.h"
 #include "housekeeper.h"
 #include "lease_manager.h"
 #include "produce_handlers.h"
@@ -32,6 +35,7 @@
 #include "rdmq/common/mutex.h"
 #include "rdmq/common/status.h"
 #include "rdmq/fabric/fabric.h"
+#include "rdmq/metadata/offsets.h"
 #include "rdmq/metadata/store.h"
 #include "rdmq/rpc/server.h"
 #include "session.h"
@@ -67,6 +71,8 @@ class BrokerImpl final : public Broker {
   const BrokerConfig cfg_;
   int lock_fd_ = -1;  // flock on <data.dir>/rdmq.lock
   std::unique_ptr<metadata::MetadataStore> meta_;
+  std::unique_ptr<metadata::OffsetStore> offsets_;
+  std::unique_ptr<GroupCoordinator> groups_;
   std::unique_ptr<fabric::Fabric> control_fabric_;
   std::unique_ptr<fabric::Fabric> data_fabric_;
   std::unique_ptr<fabric::CompletionQueue> data_send_cq_;
@@ -82,6 +88,7 @@ class BrokerImpl final : public Broker {
   std::unique_ptr<AdminHandlers> admin_;
   std::unique_ptr<ProduceHandlers> produce_;
   std::unique_ptr<ConsumeHandlers> consume_;
+  std::unique_ptr<GroupHandlers> group_rpcs_;
   std::unique_ptr<rpc::Server> rpc_;
   std::unique_ptr<DataAcceptor> acceptor_;
   std::unique_ptr<CommitPoller> committer_;

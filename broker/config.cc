@@ -127,6 +127,35 @@ const config::ConfigDef<BrokerConfig>& BrokerConfigDef() {
                .max = 1'000'000,
                .unit = Unit::kMicros},
               Field(&BrokerConfig::data_spin_us));
+    d->Define({.name = "group.heartbeat.interval.ms",
+               .type = Type::kDuration,
+               .doc = "How often consumer-group members heartbeat; a member uses at most a third of its "
+                      "session timeout.",
+               .component = broker,
+               .min = 10,
+               .max = 3'600'000},
+              Field(&BrokerConfig::group_heartbeat_interval_ms));
+    d->Define({.name = "group.min.session.timeout.ms",
+               .type = Type::kDuration,
+               .doc = "The shortest session timeout a group member may ask for.",
+               .component = broker,
+               .min = 10,
+               .max = 3'600'000},
+              Field(&BrokerConfig::group_min_session_timeout_ms));
+    d->Define({.name = "group.max.session.timeout.ms",
+               .type = Type::kDuration,
+               .doc = "The longest session timeout a group member may ask for.",
+               .component = broker,
+               .min = 10,
+               .max = 86'400'000},
+              Field(&BrokerConfig::group_max_session_timeout_ms));
+    d->Define({.name = "group.max.size",
+               .type = Type::kInt,
+               .doc = "Most members in one consumer group (0: no limit).",
+               .component = broker,
+               .min = 0,
+               .max = 1'000'000},
+              Field(&BrokerConfig::group_max_size));
     d->Define({.name = "log.level",
                .type = Type::kEnum,
                .doc = "The least severe log message written.",
@@ -191,6 +220,11 @@ std::vector<std::pair<std::string, std::string>> ConfigEntries(const BrokerConfi
 
 Status Validate(const BrokerConfig& c) {
   RDMQ_RETURN_IF_ERROR(metadata::ValidateConfig(c.topic_defaults).WithContext("topic defaults"));
+  if (c.group_min_session_timeout_ms > c.group_max_session_timeout_ms) {
+    return Bad("group.min.session.timeout.ms", std::to_string(c.group_min_session_timeout_ms),
+               "must not exceed group.max.session.timeout.ms (" +
+                   std::to_string(c.group_max_session_timeout_ms) + ")");
+  }
   if (c.fabric != "shm") {
     for (const auto& addr : {c.ControlAddress(), c.DataAddress()}) {
       if (!IsHostPort(addr)) return Bad("listen", addr, "tcp and verbs listeners are host:port");

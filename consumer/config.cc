@@ -48,6 +48,54 @@ const config::ConfigDef<ConsumerConfig>& ConsumerConfigDef() {
                .max = 10'000'000,
                .unit = config::Unit::kMicros},
               Field(&ConsumerConfig::spin));
+    d->Define({.name = "group.id",
+               .type = Type::kString,
+               .doc = "The consumer group to join on Subscribe (empty: no group; partitions are assigned by "
+                      "hand and positions are not committed).",
+               .component = consumer},
+              Field(&ConsumerConfig::group_id));
+    d->Define({.name = "group.instance.id",
+               .type = Type::kString,
+               .doc = "Static membership: a consumer restarted with the same id within session.timeout.ms "
+                      "gets its partitions back without a rebalance.",
+               .component = consumer},
+              Field(&ConsumerConfig::group_instance_id));
+    d->Define({.name = "partition.assignment.strategy",
+               .type = Type::kString,
+               .doc = "How the broker spreads partitions over members: cooperative-sticky (incremental: "
+                      "only moved partitions are revoked), range or roundrobin (eager: every member revokes "
+                      "everything first).",
+               .component = consumer,
+               .non_empty = true},
+              Field(&ConsumerConfig::assignor));
+    d->Define({.name = "session.timeout.ms",
+               .type = Type::kDuration,
+               .doc = "A member whose heartbeats stop this long is removed and its partitions move.",
+               .component = consumer,
+               .min = 10,
+               .max = 86'400'000},
+              Field(&ConsumerConfig::session_timeout));
+    d->Define({.name = "max.poll.interval.ms",
+               .type = Type::kDuration,
+               .doc = "The rebalance timeout: a member that does not Poll (and so give up revoked "
+                      "partitions) this long is removed.",
+               .component = consumer,
+               .min = 10,
+               .max = 86'400'000},
+              Field(&ConsumerConfig::max_poll_interval));
+    d->Define({.name = "enable.auto.commit",
+               .type = Type::kBool,
+               .doc = "Commit the positions of assigned partitions every auto.commit.interval.ms (inside "
+                      "Poll), before partitions are revoked, and at Close.",
+               .component = consumer},
+              Field(&ConsumerConfig::enable_auto_commit));
+    d->Define({.name = "auto.commit.interval.ms",
+               .type = Type::kDuration,
+               .doc = "How often enable.auto.commit commits.",
+               .component = consumer,
+               .min = 1,
+               .max = 86'400'000},
+              Field(&ConsumerConfig::auto_commit_interval));
     d->Include(client::ClientConfigDef(), &ConsumerConfig::client);
     return d;
   }();

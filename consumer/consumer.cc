@@ -14,6 +14,7 @@
 #include <string>
 #include <thread>
 
+#include "consumer/group_consumer.h"
 #include "rdmq/client/connection.h"
 #include "rdmq/common/clock.h"
 #include "rdmq/common/coding.h"
@@ -629,7 +630,8 @@ class ConsumerImpl final : public Consumer {
 Result<std::unique_ptr<Consumer>> Consumer::Create(const ConsumerConfig& config) {
   auto c = std::make_unique<ConsumerImpl>(config);
   RDMQ_RETURN_IF_ERROR(c->Init());
-  return std::unique_ptr<Consumer>(std::move(c));
+  if (config.group_id.empty()) return std::unique_ptr<Consumer>(std::move(c));
+  return internal::MakeGroupConsumer(config, std::move(c));
 }
 
 }  // namespace rdmq::consumer

@@ -39,11 +39,14 @@ Result<std::unique_ptr<OffsetStore>> OffsetStore::Open(const StoreOptions& optio
 
 Status OffsetStore::Load() {
   MutexLock lock(mu_);
+  // The journal calls these while Load holds mu_ (the analysis does not look into lambdas).
   const auto load = [&](std::string_view text, const std::string& path) -> Result<uint64_t> {
+    mu_.AssertHeld();
     RDMQ_RETURN_IF_ERROR(internal::DecodeOffsetCheckpoint(text, path, state_.get()));
     return state_->seq;
   };
   const auto apply = [&](std::string_view payload, const std::string& log, uint64_t seq) -> Status {
+    mu_.AssertHeld();
     RDMQ_ASSIGN_OR_RETURN(OffsetMutation m, internal::DecodeOffsetMutation(payload, log, seq));
     state_->Apply(m);
     state_->seq = seq;

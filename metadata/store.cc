@@ -36,11 +36,14 @@ Result<std::unique_ptr<MetadataStore>> MetadataStore::Open(const StoreOptions& o
 Status MetadataStore::Load() {
   MutexLock lock(mu_);
   uint64_t replayed = 0;
+  // The journal calls these while Load holds mu_ (the analysis does not look into lambdas).
   const auto load = [&](std::string_view text, const std::string& path) -> Result<uint64_t> {
+    mu_.AssertHeld();
     RDMQ_RETURN_IF_ERROR(internal::DecodeCheckpoint(text, path, state_.get()));
     return state_->seq;
   };
   const auto apply = [&](std::string_view payload, const std::string& log, uint64_t seq) -> Status {
+    mu_.AssertHeld();
     RDMQ_ASSIGN_OR_RETURN(internal::Mutation op, internal::DecodeMutation(payload, log, seq));
     RDMQ_RETURN_IF_ERROR(state_->Apply(op).WithContext(log + " record " + std::to_string(seq)));
     state_->seq = seq;

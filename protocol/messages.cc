@@ -34,6 +34,18 @@ std::string_view ApiName(Api api) noexcept {
       return "ListOffsets";
     case Api::kWatch:
       return "Watch";
+    case Api::kGroupHeartbeat:
+      return "GroupHeartbeat";
+    case Api::kOffsetCommit:
+      return "OffsetCommit";
+    case Api::kOffsetFetch:
+      return "OffsetFetch";
+    case Api::kListGroups:
+      return "ListGroups";
+    case Api::kDescribeGroup:
+      return "DescribeGroup";
+    case Api::kDeleteGroup:
+      return "DeleteGroup";
   }
   return "Unknown";
 }

@@ -324,15 +324,17 @@ E2E_BOTH(MalformedRpc, "malformed RPCs get INVALID_REQUEST and the broker keeps 
   REQUIRE_OK(admin->CreateTopic("t", {}));
   RawClient raw(broker.Options());
   const std::vector<Api> apis = {
-      Api::kHello,      Api::kCreateTopic,    Api::kDeleteTopic, Api::kDescribeTopic, Api::kListTopics,
-      Api::kAlterTopic, Api::kInitProducerId, Api::kOpenProduce, Api::kRenewLease,    Api::kReleaseLease,
-      Api::kCommit,     Api::kOpenConsume,    Api::kGetSegment,  Api::kListOffsets,   Api::kWatch};
+      Api::kHello,          Api::kCreateTopic,    Api::kDeleteTopic, Api::kDescribeTopic, Api::kListTopics,
+      Api::kAlterTopic,     Api::kInitProducerId, Api::kOpenProduce, Api::kRenewLease,    Api::kReleaseLease,
+      Api::kCommit,         Api::kOpenConsume,    Api::kGetSegment,  Api::kListOffsets,   Api::kWatch,
+      Api::kGroupHeartbeat, Api::kOffsetCommit,   Api::kOffsetFetch, Api::kListGroups,    Api::kDescribeGroup,
+      Api::kDeleteGroup};
   std::mt19937_64 rng(TestSeed());
   for (Api api : apis) {
     for (int trial = 0; trial < 20; ++trial) {
       std::string junk(rng() % 64, '\0');
       for (auto& ch : junk) ch = static_cast<char>(rng());
-      if (api == Api::kListTopics || api == Api::kInitProducerId)
+      if (api == Api::kListTopics || api == Api::kInitProducerId || api == Api::kListGroups)
         junk.push_back('x');  // empty bodies are valid
       auto r = raw.conn().CallRaw(api, junk);
       REQUIRE_OK(r);
@@ -340,8 +342,13 @@ E2E_BOTH(MalformedRpc, "malformed RPCs get INVALID_REQUEST and the broker keeps 
       protocol::ResponseHeader h;
       REQUIRE_OK(protocol::DecodeFrom(&rd, &h));
       INFO("api " << protocol::ApiName(api) << " junk of " << junk.size() << " bytes");
-      // Junk that happens to decode may name a missing topic or lease; never anything else.
+      // Junk that happens to decode may name a missing topic, lease, group or member; never
+      // anything else.
       CHECK((h.error == static_cast<uint16_t>(WireError::kInvalidRequest) ||
+             h.error == static_cast<uint16_t>(WireError::kInvalidGroupId) ||
+             h.error == static_cast<uint16_t>(WireError::kUnknownGroup) ||
+             h.error == static_cast<uint16_t>(WireError::kUnknownMemberId) ||
+             h.error == static_cast<uint16_t>(WireError::kInconsistentAssignor) ||
              h.error == static_cast<uint16_t>(WireError::kUnknownTopic) ||
              h.error == static_cast<uint16_t>(WireError::kInvalidTopicName) ||
              h.error == static_cast<uint16_t>(WireError::kInvalidConfig) ||

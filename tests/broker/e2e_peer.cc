@@ -5,11 +5,17 @@
 //       acknowledged record (partition, offset, index i) and "done" at the end. Keys:
 //       partition=N (default -1), keyed=1 (key "k<TAG>-<i>"), min=, max= (value sizes),
 //       seed=, and any producer config key (partition.mode, acks, linger.ms, ...).
+//   rdmq_e2e_peer group BOOTSTRAP GROUP TOPIC [key=value ...]
+//       Joins GROUP subscribed to TOPIC and consumes until killed or SIGTERM: prints
+//       "assigned|revoked|lost P..." from the rebalance listener, "rec P O" for each record, and after
+//       each CommitSync "committed P POS" for every assigned partition. Keys: sleep.ms= (after each
+//       Poll), commit=0 (no CommitSync), and any consumer config key.
 //   rdmq_e2e_peer reserve BOOTSTRAP TOPIC PARTITION BYTES
 //       Opens a shared lease, reserves BYTES with FETCH_ADD, prints "reserved POS", then sleeps
 //       until killed (a producer that dies holding a reservation).
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -19,6 +25,7 @@
 
 #include "e2e_values.h"
 #include "rdmq/client/connection.h"
+#include "rdmq/consumer/consumer.h"
 #include "rdmq/producer/producer.h"
 #include "rdmq/protocol/data_plane.h"
 
@@ -106,6 +113,83 @@ int Produce(int argc, char** argv) {
   return s.ok() && failed == 0 ? 0 : 1;
 }
 
+volatile std::sig_atomic_t g_stop = 0;
+
+struct PrintingListener : consumer::RebalanceListener {
+  static void Print(const char* what, const std::vector<consumer::TopicPartition>& tps) {
+    std::printf("%s", what);
+    for (const auto& tp : tps) std::printf(" %d", tp.partition);
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+  void OnAssigned(const std::vector<consumer::TopicPartition>& tps) override { Print("assigned", tps); }
+  void OnRevoked(const std::vector<consumer::TopicPartition>& tps) override { Print("revoked", tps); }
+  void OnLost(const std::vector<consumer::TopicPartition>& tps) override { Print("lost", tps); }
+};
+
+int Group(int argc, char** argv) {
+  if (argc < 5) return Usage();
+  consumer::ConsumerConfig cfg;
+  cfg.client.bootstrap = argv[2];
+  cfg.group_id = argv[3];
+  const std::string topic = argv[4];
+  int sleep_ms = 0;
+  bool commit = true;
+  for (int i = 5; i < argc; ++i) {
+    std::string kv = argv[i];
+    const auto eq = kv.find('=');
+    if (eq == std::string::npos) return Usage();
+    const std::string k = kv.substr(0, eq), v = kv.substr(eq + 1);
+    if (k == "sleep.ms") {
+      sleep_ms = std::atoi(v.c_str());
+    } else if (k == "commit") {
+      commit = v == "1";
+    } else if (Status s = cfg.Set(k, v); !s.ok()) {
+      std::fprintf(stderr, "peer: %s\n", s.ToString().c_str());
+      return 2;
+    }
+  }
+  std::signal(SIGTERM, [](int) { g_stop = 1; });
+  auto c = consumer::Consumer::Create(cfg);
+  if (!c.ok()) {
+    std::fprintf(stderr, "peer: %s\n", c.status().ToString().c_str());
+    return 1;
+  }
+  PrintingListener listener;
+  if (Status s = (*c)->Subscribe({topic}, &listener); !s.ok()) {
+    std::fprintf(stderr, "peer: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  while (g_stop == 0) {
+    auto records = (*c)->Poll(std::chrono::milliseconds(100));
+    if (!records.ok()) {
+      std::printf("error %s\n", records.status().ToString().c_str());
+      std::fflush(stdout);
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      continue;
+    }
+    for (const auto& r : *records)
+      std::printf("rec %d %lld\n", r.partition, static_cast<long long>(r.offset));
+    std::fflush(stdout);
+    if (commit && !records->empty()) {
+      if (Status s = (*c)->CommitSync(); s.ok()) {
+        for (const auto& tp : (*c)->Assignment()) {
+          auto pos = (*c)->Position(tp);
+          if (pos.ok()) std::printf("committed %d %lld\n", tp.partition, static_cast<long long>(*pos));
+        }
+      } else {
+        std::printf("commit-error %s\n", s.ToString().c_str());
+      }
+      std::fflush(stdout);
+    }
+    if (sleep_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
+  }
+  (*c)->Close();
+  std::printf("closed\n");
+  std::fflush(stdout);
+  return 0;
+}
+
 int Reserve(int argc, char** argv) {
   if (argc != 6) return Usage();
   client::ClientOptions co;
@@ -158,5 +242,6 @@ int main(int argc, char** argv) {
   const std::string mode = argv[1];
   if (mode == "produce") return Produce(argc, argv);
   if (mode == "reserve") return Reserve(argc, argv);
+  if (mode == "group") return Group(argc, argv);
   return Usage();
 }

@@ -1,6 +1,7 @@
 // Every request and response type, for tests and the fuzzer that must cover them all.
 #pragma once
 
+#include "rdmq/protocol/group_messages.h"
 #include "rdmq/protocol/messages.h"
 
 namespace rdmq::protocol::testing {
@@ -30,6 +31,14 @@ void ForEachMessageType(F&& f) {
   f.template operator()<ListOffsetsResponse>();
   f.template operator()<WatchRequest>();
   f.template operator()<WatchResponse>();
+  f.template operator()<GroupHeartbeatRequest>();
+  f.template operator()<GroupHeartbeatResponse>();
+  f.template operator()<OffsetCommitRequest>();
+  f.template operator()<OffsetFetchRequest>();
+  f.template operator()<OffsetFetchResponse>();
+  f.template operator()<ListGroupsResponse>();
+  f.template operator()<GroupRequest>();
+  f.template operator()<DescribeGroupResponse>();
 }
 
 }  // namespace rdmq::protocol::testing

@@ -34,7 +34,15 @@
   X(kUnavailable, kUnavailable, "UNAVAILABLE")                            \
   X(kStorageError, kIoError, "STORAGE_ERROR")                             \
   X(kNotSupported, kUnsupported, "NOT_SUPPORTED")                         \
-  X(kInternal, kInternal, "INTERNAL")
+  X(kInternal, kInternal, "INTERNAL")                                     \
+  X(kInvalidGroupId, kInvalidArgument, "INVALID_GROUP_ID")                \
+  X(kUnknownGroup, kNotFound, "UNKNOWN_GROUP")                            \
+  X(kGroupNotEmpty, kFailedPrecondition, "GROUP_NOT_EMPTY")               \
+  X(kUnknownMemberId, kFailedPrecondition, "UNKNOWN_MEMBER_ID")           \
+  X(kFencedMemberEpoch, kFailedPrecondition, "FENCED_MEMBER_EPOCH")       \
+  X(kStaleMemberEpoch, kFailedPrecondition, "STALE_MEMBER_EPOCH")         \
+  X(kInconsistentAssignor, kInvalidArgument, "INCONSISTENT_ASSIGNOR")     \
+  X(kGroupMaxSizeReached, kResourceExhausted, "GROUP_MAX_SIZE_REACHED")
 RDMQ_DEFINE_ERRORS(rdmq::protocol, WireError, "rdmq", RDMQ_WIRE_ERRORS)
 
 namespace rdmq::protocol {
@@ -58,6 +66,12 @@ enum class Api : uint16_t {
   kGetSegment = 31,
   kListOffsets = 32,
   kWatch = 33,
+  kGroupHeartbeat = 40,  // group_messages.h
+  kOffsetCommit = 41,
+  kOffsetFetch = 42,
+  kListGroups = 43,
+  kDescribeGroup = 44,
+  kDeleteGroup = 45,
 };
 std::string_view ApiName(Api api) noexcept;
 
