@@ -1,11 +1,14 @@
 // AdminClient: topic administration and partition inspection against a broker (the control
-// plane only). What `rdmq topic create|list|describe|delete|alter` uses.
+// plane only), and consumer-group administration (docs/groups.md). What `rdmq topic ...` and
+// `rdmq group ...` use.
 //
 // Thread safety: every method is thread-safe. Errors: protocol::WireError codes carried in the
-// Status (UNKNOWN_TOPIC, TOPIC_EXISTS, INVALID_CONFIG, ...) with the broker's message, or
-// kUnavailable when the broker cannot be reached.
+// Status (UNKNOWN_TOPIC, TOPIC_EXISTS, INVALID_CONFIG, UNKNOWN_GROUP, GROUP_NOT_EMPTY, ...) with
+// the broker's message, or kUnavailable when the broker cannot be reached.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -35,6 +38,54 @@ struct TopicDescription {
   int32_t partition_count() const;
 };
 
+// --- Consumer groups ---------------------------------------------------------------------------
+
+struct GroupListing {
+  std::string group;
+  std::string state;  // Empty, Reconciling, Stable (docs/groups.md)
+  uint32_t members = 0;
+};
+
+struct GroupMemberDescription {
+  std::string member_id;
+  std::string instance_id;  // group.instance.id; empty for a dynamic member
+  std::string client_id;
+  int32_t member_epoch = 0;
+  std::vector<std::string> topics;         // the subscription: names...
+  std::string topic_regex;                 // ...or a regex
+  std::vector<TopicPartition> assignment;  // owned now
+  std::vector<TopicPartition> target;      // where a rebalance in progress is heading
+};
+
+// One partition of a group's view: it has a committed offset, or a member owns it, or both.
+struct GroupPartitionDescription {
+  std::string topic;
+  int32_t partition = 0;
+  int64_t committed_offset = -1;  // -1: the group committed nothing for it
+  std::string metadata;           // the committer's string
+  int64_t commit_ms = -1;         // when the broker stored the commit (-1: none)
+  int64_t log_start_offset = -1;  // -1 when the topic is gone
+  int64_t log_end_offset = -1;    // the high watermark; -1 when the topic is gone
+  int64_t lag = -1;               // log end - committed, never negative; -1 when either is unknown
+  std::string owner;              // the member id that owns it now; empty for none
+};
+
+struct GroupDescription {
+  std::string group;
+  std::string state;
+  int32_t group_epoch = 0;
+  std::string assignor;
+  std::vector<GroupMemberDescription> members;
+  std::vector<GroupPartitionDescription> partitions;  // sorted by topic, partition
+};
+
+// A group's committed position for a partition (OffsetFetch).
+struct CommittedOffset {
+  int64_t offset = -1;  // -1: nothing committed
+  std::string metadata;
+  int64_t commit_ms = -1;
+};
+
 class AdminClient {
  public:
   static Result<std::unique_ptr<AdminClient>> Connect(const ClientOptions& options);
@@ -49,6 +100,27 @@ class AdminClient {
   virtual Result<std::vector<TopicDescription>> ListTopics() = 0;
   virtual Result<TopicDescription> AlterTopic(
       const std::string& name, const std::vector<std::pair<std::string, std::string>>& configs) = 0;
+
+  // --- Consumer groups (docs/groups.md) ---------------------------------------------------------
+  // Every group with members or committed offsets, sorted by name.
+  virtual Result<std::vector<GroupListing>> ListGroups() = 0;
+  // Members, and every partition with a committed offset or an owner, with the log's ends and
+  // the lag (one DescribeTopic per topic involved). UNKNOWN_GROUP when the group has neither
+  // members nor committed offsets.
+  virtual Result<GroupDescription> DescribeGroup(const std::string& group) = 0;
+  // Forgets the group and its committed offsets. GROUP_NOT_EMPTY while it has members,
+  // UNKNOWN_GROUP when there is nothing to delete.
+  virtual Status DeleteGroup(const std::string& group) = 0;
+  // The group's committed offsets for these partitions (offset -1 where none), or for every
+  // partition it committed when `partitions` is empty.
+  virtual Result<std::map<TopicPartition, CommittedOffset>> ListGroupOffsets(
+      const std::string& group, const std::vector<TopicPartition>& partitions) = 0;
+  // A "simple" commit from outside the group (member id empty, epoch -1): all or none. The broker
+  // refuses it (UNKNOWN_MEMBER_ID) while the group has members.
+  virtual Status CommitGroupOffsets(const std::string& group,
+                                    const std::map<TopicPartition, int64_t>& offsets) = 0;
+  // The first offset whose timestamp is >= timestamp_ms, or -1 when no record is that recent.
+  virtual Result<int64_t> OffsetForTimestamp(const TopicPartition& tp, int64_t timestamp_ms) = 0;
 };
 
 }  // namespace rdmq::client
