@@ -194,5 +194,35 @@ TEST_CASE("value formatting", "[cli][output]") {
   CHECK(SanitizeUtf8("\xf0\x9f\x98\x80") == "\xf0\x9f\x98\x80");
 }
 
+TEST_CASE("ISO 8601 dates and times for --to-datetime", "[cli][args]") {
+  auto ms = [](std::string_view t) {
+    auto r = ParseDateTimeMs(t, "--to-datetime");
+    INFO(t << ": " << FormatError(r.status()));
+    REQUIRE(r.ok());
+    return *r;
+  };
+  CHECK(ms("1970-01-01") == 0);
+  CHECK(ms("2023-11-14T22:13:20.123Z") == 1700000000123);
+  CHECK(ms("2023-11-14T22:13:20.123") == 1700000000123);  // no zone: UTC
+  CHECK(ms("2023-11-14 22:13:20.1234567Z") == 1700000000123);
+  CHECK(ms("2023-11-14T22:13:20Z") == 1700000000000);
+  CHECK(ms("2023-11-14T22:13Z") == 1700000000000 - 20000);
+  CHECK(ms("2023-11-15T00:13:20+02:00") == 1700000000000);
+  CHECK(ms("2023-11-15T00:13:20+0200") == 1700000000000);
+  CHECK(ms("2023-11-14T20:13:20-02") == 1700000000000);
+  CHECK(ms("2024-02-29") == ms("2024-03-01") - 86400000);  // leap day
+  // Every rejection is a usage error that names the option and shows the form.
+  for (const char* bad : {"", "yesterday", "2023-13-01", "2023-02-29", "2023-11-14T25:00", "2023-11-14T10",
+                          "2023-11-14T10:00:00.", "2023-11-14T10:00:00+5", "2023-11-14T10:00:00 UTC",
+                          "1969-12-31", "1700000000000"}) {
+    auto r = ParseDateTimeMs(bad, "--to-datetime");
+    INFO(bad);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().is(CliErrc::kUsage));
+    CHECK(FormatError(r.status()).find("--to-datetime: '" + std::string(bad) + "'") == 0);
+    CHECK(FormatError(r.status()).find("YYYY-MM-DD") != std::string::npos);
+  }
+}
+
 }  // namespace
 }  // namespace rdmq::cli

@@ -43,6 +43,12 @@ using config::ParseKeyValue;
 // Turns the escapes \n \t \r \0 \\ and \xHH into bytes (for delimiters given on a command line).
 Result<std::string> Unescape(std::string_view text, std::string_view what);
 
+// An ISO 8601 date and time as milliseconds since the epoch: YYYY-MM-DD, then optionally
+// THH:MM, :SS and a fraction (.f to .fffffffff, truncated to milliseconds), then optionally a
+// zone: Z, +HH:MM, -HH:MM, +HHMM or +HH. Without a zone the time is UTC. A space may stand for
+// the T. A usage error names `what` and the accepted form.
+Result<int64_t> ParseDateTimeMs(std::string_view text, std::string_view what);
+
 // A Status as one line for a user: "<context> (<code name>)", or the message alone.
 std::string FormatError(const Status& status);
 
