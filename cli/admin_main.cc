@@ -1,5 +1,6 @@
 // rdmq: the admin CLI. Topic administration and cluster status against a broker (AdminClient),
-// and `partition inspect`, which reads a partition's files directly.
+// consumer groups (group_commands.cc), and `partition inspect`, which reads a partition's files
+// directly. This file holds the topic, partition and cluster commands and the dispatcher.
 //
 //   rdmq [--broker ADDR] [--json] <command> <subcommand> [options] [arguments]
 //
@@ -12,7 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "admin_common.h"
 #include "config_list.h"
+#include "group_commands.h"
 #include "rdmq/cli/args.h"
 #include "rdmq/cli/inspect.h"
 #include "rdmq/cli/output.h"
@@ -23,76 +26,18 @@
 namespace rdmq::cli {
 namespace {
 
+using admin::CommandGroup;
+using admin::Connect;
+using admin::Fail;
+using admin::GlobalOptions;
+using admin::GroupCommands;
+using admin::Subcommand;
+using admin::Usage;
+using admin::WithGlobals;
 using client::AdminClient;
 using client::TopicDescription;
 using nlohmann::ordered_json;
 using Configs = std::vector<std::pair<std::string, std::string>>;
-
-const std::vector<OptionSpec>& GlobalOptions() {
-  static const std::vector<OptionSpec> kGlobal = {
-      {"broker", 'b', "ADDR",
-       "broker control address: unix:PATH (shm), tcp:HOST:PORT, verbs:HOST:PORT\n"
-       "(default: $RDMQ_BROKER, else unix:./rdmq-data/rdmq.sock)"},
-      {"json", 0, "", "print JSON (stable field names) instead of tables"},
-      {"timeout", 0, "MS", "request timeout in milliseconds (default 30000)"},
-      {"client-config", 'X', "KEY=VALUE",
-       "client setting (client.id, request.timeout.ms, rdma.device); repeatable", true},
-  };
-  return kGlobal;
-}
-
-std::vector<OptionSpec> WithGlobals(std::vector<OptionSpec> own) {
-  for (const auto& g : GlobalOptions()) own.push_back(g);
-  return own;
-}
-
-struct Subcommand;
-using Handler = int (*)(const Subcommand&, const ParsedArgs&);
-struct Subcommand {
-  CommandSpec spec;
-  Handler run;
-};
-
-// ---------------------------------------------------------------------------------------------
-// Helpers
-
-int Fail(const std::string& what, const Status& s) {
-  std::cerr << "rdmq: " << what << ": " << FormatError(s) << "\n";
-  return kExitError;
-}
-
-int Usage(const Status& s) {
-  std::cerr << "rdmq: " << FormatError(s) << "\n";
-  return kExitUsage;
-}
-
-Result<client::ClientOptions> ClientOptionsFrom(const ParsedArgs& a) {
-  client::ClientOptions o;
-  o.client_name = "rdmq-cli";
-  for (const auto& kv : a.GetAll("client-config")) {
-    RDMQ_ASSIGN_OR_RETURN(auto p, ParseKeyValue(kv, "-X"));
-    if (Status s = o.Set(p.first, p.second); !s.ok()) return UsageError("-X " + kv + ": " + FormatError(s));
-  }
-  if (auto b = a.Get("broker")) o.bootstrap = *b;
-  RDMQ_ASSIGN_OR_RETURN(int64_t timeout, a.GetInt("timeout", o.request_timeout.count(), 1, 3'600'000));
-  o.request_timeout = std::chrono::milliseconds(timeout);
-  return o;
-}
-
-// Connects, or prints why not. `code` receives the exit status on failure.
-std::unique_ptr<AdminClient> Connect(const ParsedArgs& a, int* code) {
-  auto opts = ClientOptionsFrom(a);
-  if (!opts.ok()) {
-    *code = Usage(opts.status());
-    return nullptr;
-  }
-  auto admin = AdminClient::Connect(*opts);
-  if (!admin.ok()) {
-    *code = Fail("cannot reach the broker at " + opts->ResolvedBootstrap(), admin.status());
-    return nullptr;
-  }
-  return std::move(*admin);
-}
 
 Result<Configs> ConfigsFrom(const ParsedArgs& a) {
   Configs out;
@@ -313,7 +258,7 @@ int PartitionInspect(const Subcommand&, const ParsedArgs& a) {
 // cluster
 
 int ClusterStatus(const Subcommand&, const ParsedArgs& a) {
-  auto opts = ClientOptionsFrom(a);
+  auto opts = admin::ClientOptionsFrom(a);
   if (!opts.ok()) return Usage(opts.status());
   const std::string addr = opts->ResolvedBootstrap();
   const bool json = a.Has("json");
@@ -396,28 +341,9 @@ int ClusterStatus(const Subcommand&, const ParsedArgs& a) {
 // ---------------------------------------------------------------------------------------------
 // The command tree
 
-struct Group {
-  std::string name;
-  std::string summary;
-  std::vector<Subcommand> subcommands;
-  CommandSpec Spec() const {
-    CommandSpec s;
-    s.path = "rdmq " + name;
-    s.usage = "<command> [options]";
-    s.summary = summary;
-    s.options = GlobalOptions();
-    for (const auto& sc : subcommands) {
-      s.subcommands.emplace_back(sc.spec.path.substr(s.path.size() + 1), sc.spec.summary);
-    }
-    s.examples.push_back("rdmq " + name + " " + subcommands.front().spec.path.substr(s.path.size() + 1) +
-                         " --help");
-    return s;
-  }
-};
-
-std::vector<Group> Commands() {
-  std::vector<Group> g;
-  g.push_back(Group{
+std::vector<CommandGroup> Commands() {
+  std::vector<CommandGroup> g;
+  g.push_back(CommandGroup{
       "topic",
       "Create, list, describe, alter and delete topics.",
       {
@@ -480,7 +406,8 @@ std::vector<Group> Commands() {
                           .max_positional = 1000},
               TopicDelete},
       }});
-  g.push_back(Group{
+  g.push_back(GroupCommands());
+  g.push_back(CommandGroup{
       "partition",
       "Look inside partition logs.",
       {Subcommand{
@@ -511,30 +438,31 @@ std::vector<Group> Commands() {
               .min_positional = 1,
               .max_positional = 2},
           PartitionInspect}}});
-  g.push_back(Group{
+  g.push_back(CommandGroup{
       "config",
       "The configuration keys of every component.",
       {Subcommand{ConfigListSpec(), [](const Subcommand&, const ParsedArgs& a) { return ConfigList(a); }}}});
-  g.push_back(
-      Group{"cluster",
-            "Broker-wide views.",
-            {Subcommand{CommandSpec{.path = "rdmq cluster status",
-                                    .usage = "[options]",
-                                    .summary = "Is the broker reachable; its topics, partitions and high "
-                                               "watermarks.",
-                                    .options = WithGlobals({}),
-                                    .examples = {"rdmq cluster status",
-                                                 "rdmq --broker unix:/var/lib/rdmq/rdmq.sock cluster status "
-                                                 "--json"}},
-                        ClusterStatus}}});
+  g.push_back(CommandGroup{
+      "cluster",
+      "Broker-wide views.",
+      {Subcommand{CommandSpec{.path = "rdmq cluster status",
+                              .usage = "[options]",
+                              .summary = "Is the broker reachable; its topics, partitions and high "
+                                         "watermarks.",
+                              .options = WithGlobals({}),
+                              .examples = {"rdmq cluster status",
+                                           "rdmq --broker unix:/var/lib/rdmq/rdmq.sock cluster status "
+                                           "--json"}},
+                  ClusterStatus}}});
   return g;
 }
 
-CommandSpec TopSpec(const std::vector<Group>& groups) {
+CommandSpec TopSpec(const std::vector<CommandGroup>& groups) {
   CommandSpec s;
   s.path = "rdmq";
   s.usage = "[--broker ADDR] [--json] <command> <subcommand> [options] [arguments]";
-  s.summary = "Administer an rdmq broker: topics, partitions, cluster status; list config keys.";
+  s.summary =
+      "Administer an rdmq broker: topics, consumer groups, partitions, cluster status; list config keys.";
   s.description =
       "Every command takes --help. Exit status: 0 success, 1 the operation failed, 2 bad command line.\n"
       "Related tools: rdmq-produce (stdin lines to records), rdmq-consume (records to stdout), rdmq-broker.";
@@ -545,6 +473,8 @@ CommandSpec TopSpec(const std::vector<Group>& groups) {
   s.examples = {"rdmq topic create orders --partitions 3",
                 "rdmq topic list",
                 "rdmq topic describe orders --json",
+                "rdmq group describe billing",
+                "rdmq group reset-offsets billing --topic orders --to-earliest --execute",
                 "rdmq cluster status",
                 "rdmq partition inspect rdmq-data/topics/orders-0",
                 "rdmq config list producer"};
@@ -586,13 +516,13 @@ int Main(int argc, char** argv) {
     return Usage(UsageError("no command given"));
   }
   const std::string& cmd = words[at[0]];
-  const Group* group = nullptr;
+  const CommandGroup* group = nullptr;
   for (const auto& g : groups) {
     if (g.name == cmd) group = &g;
   }
   if (group == nullptr) {
-    return Usage(UsageError("unknown command '" + cmd + "' (commands: topic, partition, config, cluster); " +
-                            top.SeeHelp()));
+    return Usage(UsageError("unknown command '" + cmd +
+                            "' (commands: topic, group, partition, config, cluster); " + top.SeeHelp()));
   }
   const CommandSpec gspec = group->Spec();
   if (at.size() < 2) {

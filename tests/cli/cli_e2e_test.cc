@@ -12,69 +12,13 @@
 #include <set>
 #include <sstream>
 
-#include "cli/process_util.h"
-#include "support/test_util.h"
+#include "cli/cli_fixture.h"
 
 namespace rdmq::test {
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-// A broker on a fresh data directory, and shortcuts to run the tools against it.
-class Fixture {
- public:
-  Fixture() : broker_(tmp_.str() + "/data") {
-    std::string error;
-    const bool up = broker_.Start(&error);
-    INFO(error);
-    REQUIRE(up);
-  }
-
-  RunResult Rdmq(std::vector<std::string> args, const std::string& input = "") {
-    args.insert(args.begin(), {Bin("rdmq"), "--broker", broker_.address()});
-    return Run(args, input);
-  }
-  RunResult Produce(std::vector<std::string> args, const std::string& input) {
-    args.insert(args.begin(), {Bin("rdmq-produce"), "-b", broker_.address()});
-    return Run(args, input);
-  }
-  RunResult Consume(std::vector<std::string> args) {
-    args.insert(args.begin(), {Bin("rdmq-consume"), "-b", broker_.address()});
-    return Run(args);
-  }
-  // A shell command line, run in the test's temporary directory with $RDMQ_BROKER set to this
-  // broker and the tools on PATH.
-  RunResult Sh(const std::string& command, int timeout_s = 120) {
-    return Shell("cd '" + tmp_.str() + "' || exit 99\n" + command, timeout_s,
-                 {{"RDMQ_BROKER", broker_.address()}});
-  }
-  BrokerProcess& broker() { return broker_; }
-  const TempDir& tmp() const { return tmp_; }
-
- private:
-  TempDir tmp_{"rdmq-cli-e2e"};
-  BrokerProcess broker_;
-};
-
-// Evaluates `r` (a RunResult, or a call that runs a command) once.
-#define REQUIRE_RUN(r, expected_code)                                                     \
-  do {                                                                                    \
-    const ::rdmq::test::RunResult& run_ = (r);                                            \
-    INFO("exit " << run_.code << "\nstdout:\n" << run_.out << "\nstderr:\n" << run_.err); \
-    REQUIRE(run_.code == (expected_code));                                                \
-  } while (0)
-
-json ParseJson(const RunResult& r) {
-  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
-  json j;
-  REQUIRE_NOTHROW(j = json::parse(r.out));
-  return j;
-}
-
-bool Contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
 
 TEST_CASE("topic create, list, describe, alter and delete against a broker", "[e2e][cli]") {
   Fixture f;
