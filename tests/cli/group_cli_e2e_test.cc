@@ -157,7 +157,7 @@ TEST_CASE("rdmq-consume -g --commit -e twice: the second run prints only what is
   CHECK(Contains(r.err, "UNKNOWN_TOPIC"));
 }
 
-TEST_CASE("rdmq group list, describe and delete; refusals while a member is active", "[e2e][cli][group]") {
+TEST_CASE("rdmq group list, describe and delete, refused while a member is active", "[e2e][cli][group]") {
   Fixture f;
   auto r = f.Rdmq({"group", "list"});
   REQUIRE_RUN(r, 0);
