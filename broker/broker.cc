@@ -237,6 +237,8 @@ Broker::Stats BrokerImpl::stats() const {
   s.leases_expired = n_.leases_expired.load();
   s.notifications = n_.notifications.load();
   s.duplicates = n_.duplicates.load();
+  s.poller_wakeups = n_.poller_wakeups.load();
+  s.poller_spins = n_.poller_spins.load();
   s.sessions = sessions_.size();
   s.partitions = topics_ ? topics_->partition_count() : 0;
   return s;

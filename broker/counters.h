@@ -13,8 +13,10 @@ struct Counters {
   std::atomic<uint64_t> acks{0};           // ack blocks written
   std::atomic<uint64_t> leases_granted{0};
   std::atomic<uint64_t> leases_expired{0};
-  std::atomic<uint64_t> notifications{0};  // Watch notifications sent
-  std::atomic<uint64_t> duplicates{0};     // idempotent batches found to be duplicates
+  std::atomic<uint64_t> notifications{0};   // Watch notifications sent
+  std::atomic<uint64_t> duplicates{0};      // idempotent batches found to be duplicates
+  std::atomic<uint64_t> poller_wakeups{0};  // the commit poller's sleeps that ended (wake or timeout)
+  std::atomic<uint64_t> poller_spins{0};    // spin phases the commit poller began (after completions)
 
   static void Add(std::atomic<uint64_t>& c, uint64_t n = 1) { c.fetch_add(n, std::memory_order_relaxed); }
 };

@@ -77,6 +77,7 @@ Result<std::string> ClientImpl::Call(uint16_t handler, std::span<const std::byte
   call.seq = ts->next_seq++;
   call.handler = handler;
   call.deadline = Clock::now() + timeout;
+  const SyncCallScope scope(this, ts, &call);  // destroyed before `call`: see PendingCall
   Presence presence(this);
   bool taken = false;
   Status st = Submit(*ts, call, request, presence, &taken);
@@ -124,6 +125,21 @@ bool ClientImpl::Unregister(ThreadState& ts, PendingCall& call) {
   ts.pending.pop_back();
   outstanding_.fetch_sub(1, std::memory_order_acq_rel);
   return true;
+}
+
+SyncCallScope::~SyncCallScope() { c_->Retire(*ts_, *call_); }
+
+void ClientImpl::Retire(ThreadState& ts, PendingCall& call) {
+  // Every path out of Call has unregistered the call or seen a completer take it; what matters
+  // is the lock: a completer writes the record (status, payload, done) only while holding it, so
+  // once we hold it nobody else is inside the record, and it is not in `pending` for anyone to
+  // find later. The removal is a safety net for a path that forgot to unregister.
+  MutexLock g(ts.mu);
+  auto it = std::find(ts.pending.begin(), ts.pending.end(), &call);
+  if (it == ts.pending.end()) return;
+  *it = ts.pending.back();
+  ts.pending.pop_back();
+  outstanding_.fetch_sub(1, std::memory_order_acq_rel);
 }
 
 Status ClientImpl::Submit(ThreadState& ts, PendingCall& call, std::span<const std::byte> request,

@@ -51,13 +51,19 @@ inline constexpr Backoff kLockBackoff{256, 0, std::chrono::microseconds(0)};
 
 struct ThreadState;
 
+// A call's record. Ownership (docs/rpc.md, "Failure handling"): while it is in its thread's
+// `pending` list any completer (a response, FailAll, an async deadline) may take it, and every
+// completer writes it only under ThreadState::mu. A synchronous record lives on its caller's
+// stack: the caller leaves Call only through a SyncCallScope, which takes that lock once more, so
+// the record is unreachable from `pending` and no completer is still inside it when it dies. An
+// async record belongs to whoever takes it from `pending`, which runs the callback and deletes it.
 struct PendingCall {
   uint32_t seq = 0;
   uint32_t channel = 0;
   uint16_t handler = 0;
   bool async = false;
   Clock::time_point deadline;
-  std::atomic<uint32_t> done{0};  // 1 once status/payload are final (set under the owner's mu)
+  std::atomic<uint32_t> done{0};  // 1 once status/payload are final (stored under the thread's mu)
   Status status;
   std::string payload;
   Client::Callback callback;
@@ -164,6 +170,21 @@ class Presence {
   bool pure_ = false;
 };
 
+// Declared after a synchronous call's PendingCall, so that it runs before the record dies, on
+// every way out of Call.
+class SyncCallScope {
+ public:
+  SyncCallScope(ClientImpl* c, ThreadState* ts, PendingCall* call) : c_(c), ts_(ts), call_(call) {}
+  ~SyncCallScope();
+  SyncCallScope(const SyncCallScope&) = delete;
+  SyncCallScope& operator=(const SyncCallScope&) = delete;
+
+ private:
+  ClientImpl* c_;
+  ThreadState* ts_;
+  PendingCall* call_;
+};
+
 class ClientImpl final : public Client {
  public:
   ClientImpl(fabric::Fabric& fabric, const ClientOptions& o) : fabric_(fabric), opts_(o) {
@@ -237,6 +258,11 @@ class ClientImpl final : public Client {
   // Poller only: applies the credit limit and active flag a response message carries.
   void OnServerState(Channel& ch, const MessageHeader& h) EXCLUDES(ch.credit_mu);
   bool Unregister(ThreadState& ts, PendingCall& call) EXCLUDES(ts.mu);
+  // The last step of a synchronous call (SyncCallScope): under the thread's lock, takes the call
+  // out of `pending` if it is still there, so no completer can reach it any more, and waits out
+  // a completer that took it and may still be writing it.
+  void Retire(ThreadState& ts, PendingCall& call) EXCLUDES(ts.mu);
+  friend class SyncCallScope;
   void HelpWhileWaiting(Presence& presence, int round);
 
   size_t PollOnce(std::vector<PendingCall*>* async_done, std::vector<ThreadState*>* to_wake);

@@ -18,7 +18,9 @@ void ServerImpl::SchedulerLoop() {
     if (Clock::now() >= next_tick) {
       Redistribute();
       CheckLiveness();
-      next_tick = Clock::now() + opts_.schedule_interval;
+      // With no client there is nothing to redistribute or check: look ten times less often (a
+      // new client's channels get their share from the acceptor; a receive still wakes us).
+      next_tick = Clock::now() + (clients() == 0 ? 10 * opts_.schedule_interval : opts_.schedule_interval);
     }
   }
 }

@@ -39,8 +39,12 @@ class Broker {
     uint64_t leases_expired = 0;
     uint64_t notifications = 0;  // Watch notifications sent
     uint64_t duplicates = 0;     // idempotent batches dropped as duplicates
-    uint64_t sessions = 0;       // clients connected now
-    uint64_t partitions = 0;     // partitions open now
+    // The commit poller: sleeps that ended (a completion or the 10 ms slice), and spin phases
+    // begun (only after completions: an idle broker has none).
+    uint64_t poller_wakeups = 0;
+    uint64_t poller_spins = 0;
+    uint64_t sessions = 0;    // clients connected now
+    uint64_t partitions = 0;  // partitions open now
   };
 
   // Validates the config, recovers the metadata and every partition log, opens the listeners
