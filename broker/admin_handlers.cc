@@ -181,7 +181,20 @@ Result<protocol::TopicResponse> AdminHandlers::AlterTopic(const protocol::AlterT
   RDMQ_ASSIGN_OR_RETURN(metadata::TopicConfig cfg, ApplyConfigs(topic->info.config, req.configs));
   auto info = meta_.AlterTopic(req.name, cfg);
   if (!info.ok()) return FromMeta(info.status());
-  // New partitions open now; other changes apply to partitions as they are reopened (restart).
+  // The open partitions take the new config now (what applies when: Partition::Reconfigure);
+  // new partitions open with it.
+  Status reconfigured;
+  for (const auto& pp : topic->partitions) {
+    Partition& p = *pp;
+    MutexLock lock(p.mu);
+    if (p.deleted()) continue;
+    if (Status s = p.Reconfigure(info->config); !s.ok()) {
+      RDMQ_LOG(kError, "broker", "reconfiguring a partition failed")
+          .kv("partition", p.where())
+          .kv("error", s);
+      if (reconfigured.ok()) reconfigured = Status(WireError::kStorageError, p.where() + ": " + s.ToString());
+    }
+  }
   std::vector<std::shared_ptr<Partition>> added;
   for (auto i = static_cast<int32_t>(topic->partitions.size()); i < info->config.partitions; ++i) {
     auto p = topics_.OpenPartition(*info, PartitionId(i));
@@ -191,6 +204,7 @@ Result<protocol::TopicResponse> AdminHandlers::AlterTopic(const protocol::AlterT
   topics_.Extend(*info, std::move(added));
   groups_.TopicsChanged();
   RDMQ_LOG(kInfo, "broker", "topic altered").kv("topic", req.name).kv("partitions", info->config.partitions);
+  RDMQ_RETURN_IF_ERROR(reconfigured);
   return protocol::TopicResponse{ToWire(*info)};
 }
 

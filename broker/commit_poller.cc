@@ -61,7 +61,7 @@ void CommitPoller::Commit(const std::shared_ptr<Lease>& l, Session& session, uin
     // now that the producer can no longer write.
     if (!p.deleted() && l->segment_base == p.active().base) p.SpoilTail(p.active().committed, byte_len);
   };
-  if (p.deleted()) return fail(TopicDeleted(p.topic().name));
+  if (p.deleted()) return fail(TopicDeleted(p.topic_name()));
   const ActiveSegment& a = p.active();
   const Committer who{l->producer_id, l->producer_epoch, l->shared()};
   const CommitValidator v = p.Validator();

@@ -30,6 +30,7 @@ struct ActiveSegment {
   Offset base{0};
   std::byte* data = nullptr;  // the data area (after the segment header)
   uint64_t capacity = 0;      // bytes in the data area
+  bool durable = false;       // its commits are made durable (msync), not only visible
   Position committed{0};      // the committed end
   Offset high_watermark{0};
 };

@@ -15,7 +15,7 @@ using protocol::WireError;
 
 Status LeaseManager::CheckLive(const Partition& p, const Lease& l) {
   if (l.ended) return Status(WireError::kLeaseExpired, "lease " + std::to_string(l.id.value()) + " ended");
-  if (p.deleted()) return TopicDeleted(p.topic().name);
+  if (p.deleted()) return TopicDeleted(p.topic_name());
   return Status::Ok();
 }
 

@@ -23,17 +23,17 @@ namespace {
 constexpr uint32_t kSegmentAccess =
     fabric::kLocalWrite | fabric::kRemoteRead | fabric::kRemoteWrite | fabric::kRemoteAtomic;
 
-storage::LogOptions LogOptionsFor(const metadata::TopicInfo& t, PartitionId index,
+storage::LogOptions LogOptionsFor(TopicId topic, const metadata::TopicConfig& c, PartitionId index,
                                   const PartitionOptions& po) {
   storage::LogOptions o;
-  o.topic = t.id;
+  o.topic = topic;
   o.partition = index;
-  o.segment_bytes = t.config.segment_bytes;
-  o.persist = t.config.durability == metadata::Durability::kDurable ? storage::PersistMode::kMsync
-                                                                    : storage::PersistMode::kNone;
-  o.index_interval_bytes = t.config.index_interval_bytes;
-  o.retention_bytes = t.config.retention_bytes > 0 ? static_cast<uint64_t>(t.config.retention_bytes) : 0;
-  o.retention_ms = t.config.retention_ms > 0 ? t.config.retention_ms : 0;
+  o.segment_bytes = c.segment_bytes;
+  o.persist = c.durability == metadata::Durability::kDurable ? storage::PersistMode::kMsync
+                                                             : storage::PersistMode::kNone;
+  o.index_interval_bytes = c.index_interval_bytes;
+  o.retention_bytes = c.retention_bytes > 0 ? static_cast<uint64_t>(c.retention_bytes) : 0;
+  o.retention_ms = c.retention_ms > 0 ? c.retention_ms : 0;
   o.reservation_lease_ns = uint64_t{po.lease_ms} * 1'000'000;
   o.checkpoint_interval_ms = po.checkpoint_interval_ms;
   return o;
@@ -68,19 +68,22 @@ Status TopicDeleted(const std::string& topic) {
 }
 
 Partition::Partition(const metadata::TopicInfo& topic, PartitionId index, const PartitionOptions& options)
-    : topic_(topic),
+    : topic_name_(topic.name),
+      topic_id_(topic.id),
+      options_(options),
       index_(index),
       where_(topic.name + "-" + std::to_string(index.value())),
       dir_(options.data_dir + "/topics/" + where_),
-      fabric_(options.fabric) {}
+      fabric_(options.fabric),
+      config_(topic.config) {}
 
 Partition::~Partition() = default;
 
 Result<std::shared_ptr<Partition>> Partition::Open(const metadata::TopicInfo& topic, PartitionId index,
                                                    const PartitionOptions& options) {
   std::shared_ptr<Partition> p(new Partition(topic, index, options));
-  auto log =
-      storage::PartitionLog::Open(storage::DefaultEnv(), p->dir_, LogOptionsFor(topic, index, options));
+  auto log = storage::PartitionLog::Open(storage::DefaultEnv(), p->dir_,
+                                         LogOptionsFor(topic.id, topic.config, index, options));
   if (!log.ok()) return log.status().WithContext("partition " + p->where_ + " in " + p->dir_);
   MutexLock lock(p->mu);
   p->log_ = std::move(*log);
@@ -118,6 +121,7 @@ void Partition::RefreshActive() {
   active_.base = a.base_offset;
   active_.data = a.data();
   active_.capacity = a.capacity;
+  active_.durable = a.persist != storage::PersistMode::kNone;
   active_.committed = a.committed;
   active_.high_watermark = log_->HighWatermark();
 }
@@ -197,7 +201,7 @@ void Partition::SpoilTail(Position position, uint64_t len) {
   if (active_.data == nullptr || pos >= active_.capacity || len == 0) return;
   const uint64_t n = std::min<uint64_t>({len, storage::kBatchHeaderSize, active_.capacity - pos});
   std::memset(active_.data + pos, 0, n);
-  if (topic_.config.durability == metadata::Durability::kDurable) {
+  if (active_.durable) {
     // From the start of the page holding the first spoiled byte to the last one.
     std::byte* first = active_.data + pos;
     std::byte* page = first - (reinterpret_cast<uintptr_t>(first) & uintptr_t{4095});
@@ -213,7 +217,14 @@ uint64_t Partition::SlotGeneration() const {
 }
 
 CommitValidator Partition::Validator() const {
-  return CommitValidator(where_, producers_, topic_.config.max_message_bytes);
+  return CommitValidator(where_, producers_, config_.max_message_bytes);
+}
+
+Status Partition::Reconfigure(const metadata::TopicConfig& config) {
+  if (deleted_ || log_ == nullptr) return TopicDeleted(topic_name_);
+  RDMQ_RETURN_IF_ERROR(log_->Reconfigure(LogOptionsFor(topic_id_, config, index_, options_)));
+  config_ = config;
+  return Status::Ok();
 }
 
 void Partition::AddLease(const std::shared_ptr<Lease>& l, uint64_t now_ns, uint64_t linger_ns) {

@@ -3,7 +3,8 @@
 // (one exclusive or any number of shared), its idempotent producers, the shared ranges waiting
 // for their offsets and the Watches.
 //
-// Threading: everything but the identity (topic, index) is guarded by `mu`. Lock order: the
+// Threading: everything but the identity (topic name and id, index) is guarded by `mu`, the
+// topic's config included (AlterTopic changes it while the partition is open). Lock order: the
 // topic table → Partition::mu → the lease and session tables, a Session's mu → the log's own
 // mutex. Nothing slow but the log's own work (a roll, a checkpoint) runs under `mu`.
 // Lifetime: shared by the topic table, its leases and the requests working on it; Close ends
@@ -103,13 +104,22 @@ class Partition : public std::enable_shared_from_this<Partition> {
   Partition& operator=(const Partition&) = delete;
   ~Partition();
 
-  const metadata::TopicInfo& topic() const { return topic_; }  // as of open
+  const std::string& topic_name() const { return topic_name_; }
+  TopicId topic_id() const { return topic_id_; }
   PartitionId index() const { return index_; }
   const std::string& where() const { return where_; }  // "<topic>-<index>", for messages
 
   mutable Mutex mu;
 
   bool deleted() const REQUIRES(mu) { return deleted_; }
+  // The topic's config now in force: as of open, then as of the last Reconfigure.
+  const metadata::TopicConfig& config() const REQUIRES(mu) { return config_; }
+  // A topic config change (AlterTopic) for the open partition. The commit validator's
+  // max.message.bytes and retention apply at once; segment.bytes, index.interval.bytes and
+  // durability apply to the segments created from the next roll on (the active segment keeps its
+  // own; SpoilTail follows the active segment's mode). `partitions` is not the partition's
+  // business. kInvalidOptions from the log (nothing changed), kUnknownTopic when deleted.
+  Status Reconfigure(const metadata::TopicConfig& config) REQUIRES(mu);
   storage::PartitionLog& log() REQUIRES(mu) { return *log_; }
   const ActiveSegment& active() const REQUIRES(mu) { return active_; }
   // After a commit of the active segment: the new committed end and high watermark.
@@ -173,12 +183,15 @@ class Partition : public std::enable_shared_from_this<Partition> {
   Partition(const metadata::TopicInfo& topic, PartitionId index, const PartitionOptions& options);
   void RefreshActive() REQUIRES(mu);
 
-  const metadata::TopicInfo topic_;
+  const std::string topic_name_;
+  const TopicId topic_id_;
+  const PartitionOptions options_;
   const PartitionId index_;
   const std::string where_;
   const std::string dir_;
   fabric::Fabric* const fabric_;
 
+  metadata::TopicConfig config_ GUARDED_BY(mu);
   std::unique_ptr<storage::PartitionLog> log_ GUARDED_BY(mu);
   std::map<Offset, SegmentReg> segments_ GUARDED_BY(mu);  // by base offset
   // Segments retention deleted, kept registered (and mapped) for a grace period: a consumer

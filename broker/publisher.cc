@@ -24,7 +24,7 @@ void Publisher::Publish(Partition& p) {
     if (!s) continue;
     const uint32_t slot = cursor_.fetch_add(1, std::memory_order_relaxed) % slots_;
     std::byte* buf = staging_->data() + offset_ + uint64_t{slot} * kNotificationBytes;
-    protocol::EncodeNotification({p.topic().id, p.index(), gen}, buf);
+    protocol::EncodeNotification({p.topic_id(), p.index(), gen}, buf);
     fabric::WorkRequest wr;
     wr.opcode = fabric::Opcode::kSend;
     wr.signaled = false;

@@ -9,6 +9,7 @@
 //   log_read.cc      Read by offset, OffsetForTimestamp, the watermarks
 // Threading: every member below is guarded by mu_ except the constants set at construction and
 // stats_, which Open writes before the log is shared; the segments' state is guarded by mu_ too.
+// The options are guarded as well: Reconfigure replaces them while the log is open.
 #pragma once
 
 #include <cstdint>
@@ -48,7 +49,9 @@ class PartitionLog::Impl {
   // --- open and recovery (log_open.cc) ---
   Status OpenLocked() REQUIRES(mu_);
   struct DirScan;
-  Status ValidateDirectory(DirScan* scan) const;
+  Status ValidateDirectory(DirScan* scan) const REQUIRES(mu_);
+  // kInvalidOptions for sizes the log cannot work with (Open and Reconfigure).
+  static Status CheckOptions(const LogOptions& o);
   Status LoadSegments(DirScan& scan, std::shared_ptr<Segment>* last_rw, Position* scan_start) REQUIRES(mu_);
   // Opens the partition slot, or creates it (under a temporary name, then renamed).
   Status OpenSlot(const DirScan& scan) REQUIRES(mu_);
@@ -77,7 +80,7 @@ class PartitionLog::Impl {
   Status MaybeCheckpoint(Segment& seg) REQUIRES(mu_);
   Result<std::shared_ptr<Segment>> CreateSegment(Offset base) REQUIRES(mu_);
   // kSegmentTooLarge / kNoSpace when a new segment would not fit the device.
-  Status CheckSpace(Offset base) const;
+  Status CheckSpace(Offset base) const REQUIRES(mu_);
   Status EnsureActive() REQUIRES(mu_);
   Status RollLocked() REQUIRES(mu_);
   void Drop(const Segment& seg, Position pos, uint64_t len) REQUIRES(mu_) {
@@ -105,9 +108,9 @@ class PartitionLog::Impl {
 
   Env* const env_;
   const std::string dir_;
-  const LogOptions opt_;
   // Serialises every call; the segments' state (Segment's public members) is guarded by it too.
   mutable Mutex mu_;
+  LogOptions opt_ GUARDED_BY(mu_);  // as of Open, then as of the last Reconfigure
   std::map<Offset, std::shared_ptr<Segment>> segments_ GUARDED_BY(mu_);  // by base offset
   std::shared_ptr<Segment> active_ GUARDED_BY(mu_);                      // the last segment
   std::shared_ptr<MappedFile> slot_file_ GUARDED_BY(mu_);

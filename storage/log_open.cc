@@ -39,14 +39,7 @@ struct PartitionLog::Impl::DirScan {
 
 Status PartitionLog::Impl::OpenLocked() {
   const uint64_t t0 = MonoNanos();
-  if (opt_.segment_bytes < format::kSegmentHeaderSize + 4096 || opt_.segment_bytes > (uint64_t{1} << 40)) {
-    return Status(StorageErrc::kInvalidOptions,
-                  "segment_bytes " + Num(opt_.segment_bytes) +
-                      " must be between 8192 and 1 TiB (4 KiB header included)");
-  }
-  if (opt_.index_interval_bytes == 0) {
-    return Status(StorageErrc::kInvalidOptions, "index_interval_bytes must be positive");
-  }
+  RDMQ_RETURN_IF_ERROR(CheckOptions(opt_));
 
   DirScan scan;
   RDMQ_RETURN_IF_ERROR(ValidateDirectory(&scan));

@@ -127,6 +127,7 @@ SegmentInfo PartitionLog::Impl::Info(const std::shared_ptr<Segment>& s) const {
   i.file_offset = s->file().file_offset();
   i.capacity = s->capacity();
   i.sealed = s->sealed;
+  i.persist = s->mode();
   i.committed = s->committed;
   i.next_offset = s->next_offset;
   i.pin = s;
@@ -210,6 +211,44 @@ SlotInfo PartitionLog::Slot() const {
 
 const RecoveryStats& PartitionLog::recovery() const { return impl_->stats_; }
 const std::string& PartitionLog::dir() const { return impl_->dir_; }
-const LogOptions& PartitionLog::options() const { return impl_->opt_; }
+LogOptions PartitionLog::options() const {
+  MutexLock lock(impl_->mu_);
+  return impl_->opt_;
+}
+
+Status PartitionLog::Impl::CheckOptions(const LogOptions& o) {
+  if (o.segment_bytes < format::kSegmentHeaderSize + 4096 || o.segment_bytes > (uint64_t{1} << 40)) {
+    return Status(
+        StorageErrc::kInvalidOptions,
+        "segment_bytes " + Num(o.segment_bytes) + " must be between 8192 and 1 TiB (4 KiB header included)");
+  }
+  if (o.index_interval_bytes == 0) {
+    return Status(StorageErrc::kInvalidOptions, "index_interval_bytes must be positive");
+  }
+  return Status::Ok();
+}
+
+Status PartitionLog::Reconfigure(const LogOptions& options) {
+  Impl& m = *impl_;
+  MutexLock lock(m.mu_);
+  RDMQ_RETURN_IF_ERROR(m.CheckOpen());
+  if (options.topic != m.opt_.topic || options.partition != m.opt_.partition) {
+    return Status(StorageErrc::kInvalidOptions, "log " + m.dir_ + " belongs to topic " + Num(m.opt_.topic) +
+                                                    " partition " + Num(m.opt_.partition) +
+                                                    "; Reconfigure cannot move it");
+  }
+  RDMQ_RETURN_IF_ERROR(Impl::CheckOptions(options));
+  const Offset initial = m.opt_.initial_offset;
+  const bool must_exist = m.opt_.must_exist;
+  m.opt_ = options;
+  m.opt_.initial_offset = initial;  // only meaningful when Open creates the log
+  m.opt_.must_exist = must_exist;
+  RDMQ_LOG(kInfo, "storage", "log reconfigured")
+      .kv("dir", m.dir_)
+      .kv("segment_bytes", options.segment_bytes)
+      .kv("retention_bytes", options.retention_bytes)
+      .kv("retention_ms", options.retention_ms);
+  return Status::Ok();
+}
 
 }  // namespace rdmq::storage

@@ -60,6 +60,7 @@ class Segment {
   // The bytes from `p` to `until` (at most the data area's end).
   std::span<const std::byte> bytes(Position p, Position until) const { return {at(p), until - p}; }
   MappedFile& file() const { return *file_; }
+  PersistMode mode() const { return mode_; }
   // The reservation word (a position: where the next reservation starts).
   Position reserved() const { return Position(reservation().load(std::memory_order_acquire)); }
   std::atomic_ref<uint64_t> reservation() const {

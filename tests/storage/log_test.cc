@@ -540,6 +540,52 @@ TEST_CASE("retention deletes whole sealed segments by size and by age", "[log]")
   CheckRecords(*log);
 }
 
+TEST_CASE("Reconfigure: new segments take the new size and mode, retention applies at once", "[log]") {
+  MemEnv env;
+  auto log = OpenOk(&env, "/p", Small(16 << 10));
+  AppendN(*log, 10);
+  const Offset first_active = log->ActiveSegment().base_offset;
+
+  LogOptions o = Small(32 << 10);
+  o.persist = PersistMode::kNone;
+  o.retention_bytes = 40 << 10;
+  REQUIRE_OK(log->Reconfigure(o));
+  CHECK(log->options().segment_bytes == (32u << 10));
+  CHECK(log->options().retention_bytes == (40u << 10));
+  // The active segment keeps the size and mode it was created with.
+  SegmentInfo a = log->ActiveSegment();
+  CHECK(a.base_offset == first_active);
+  CHECK(a.capacity == (16u << 10) - format::kSegmentHeaderSize);
+  CHECK(a.persist == PersistMode::kMsync);
+  // The next roll creates a segment of the new size, in the new mode.
+  while (log->Segments().size() < 2) AppendN(*log, 10);
+  a = log->ActiveSegment();
+  CHECK(a.capacity == (32u << 10) - format::kSegmentHeaderSize);
+  CHECK(a.persist == PersistMode::kNone);
+  CHECK(log->Segments()[0].persist == PersistMode::kMsync);
+  // Retention uses the new limit: 16 + 32 + 32 KiB > 40 KiB deletes whole segments from the start.
+  while (log->Segments().size() < 3) AppendN(*log, 10);
+  auto ret = log->ApplyRetention(TimestampMs(0));
+  REQUIRE_OK(ret.status());
+  CHECK(ret->segments_deleted == 2);
+  CHECK(log->Segments().size() == 1);
+  CheckRecords(*log, log->LogStartOffset());
+
+  // Refused, changing nothing: another partition, a segment too small, no index interval.
+  LogOptions bad = o;
+  bad.partition = PartitionId(4);
+  CHECK(log->Reconfigure(bad).is(StorageErrc::kInvalidOptions));
+  bad = o;
+  bad.segment_bytes = 4096;
+  CHECK(log->Reconfigure(bad).is(StorageErrc::kInvalidOptions));
+  bad = o;
+  bad.index_interval_bytes = 0;
+  CHECK(log->Reconfigure(bad).is(StorageErrc::kInvalidOptions));
+  CHECK(log->options().segment_bytes == (32u << 10));
+  REQUIRE_OK(log->Close());
+  CHECK(log->Reconfigure(o).is(Errc::kFailedPrecondition));
+}
+
 TEST_CASE("the partition slot publishes position, watermark and a changing generation", "[log]") {
   ::rdmq::test::TempDir dir("rdmq-log");
   auto log = OpenOk(DefaultEnv(), dir.str(), Small());

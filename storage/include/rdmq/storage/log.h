@@ -98,8 +98,9 @@ struct SegmentInfo {
   uint64_t capacity = 0;                              // bytes of the data area
   uint64_t reservation_word_offset = format::kReservationWord;  // file offset, 8-byte aligned
   bool sealed = false;
-  Position committed{0};  // end of the committed batches
-  Offset next_offset{0};  // offset after the last committed record
+  PersistMode persist = PersistMode::kMsync;  // how this segment's commits are made durable
+  Position committed{0};                      // end of the committed batches
+  Offset next_offset{0};                      // offset after the last committed record
   std::shared_ptr<const void> pin;
   std::byte* data() const { return mapping + data_offset; }
 };
@@ -257,7 +258,21 @@ class PartitionLog {
   SlotInfo Slot() const;
   const RecoveryStats& recovery() const;
   const std::string& dir() const;
-  const LogOptions& options() const;
+  // The options now in force (a copy: Reconfigure may replace them at any time).
+  LogOptions options() const;
+
+  // Replaces the options of the open log (topic and partition must stay the same; initial_offset
+  // and must_exist only matter to Open and are kept). What applies when:
+  //   * retention_bytes, retention_ms: the next ApplyRetention.
+  //   * checkpoint_every_commits, checkpoint_interval_ms: the next commit or append.
+  //   * reservation_lease_ns: the next ExpireReservations (reservations already made included).
+  //   * segment_bytes, persist, index_interval_bytes: segments created from now on (the next
+  //     roll); the active segment keeps its size, persistence mode and index interval until it is
+  //     sealed, and SegmentInfo::persist says which mode a segment uses. Reopening the log applies
+  //     persist and index_interval_bytes to every segment it opens.
+  // kInvalidOptions (nothing changed) for another topic/partition or sizes Open would refuse;
+  // kFailedPrecondition after Close.
+  Status Reconfigure(const LogOptions& options);
 
   class Impl;
 
