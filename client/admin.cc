@@ -1,7 +1,10 @@
 #include "rdmq/client/admin.h"
 
 #include <charconv>
+#include <chrono>
+#include <thread>
 
+#include "rdmq/client/backoff.h"
 #include "rdmq/client/connection.h"
 
 namespace rdmq::client {
@@ -26,6 +29,10 @@ TopicDescription FromInfo(const protocol::TopicInfo& t) {
   return d;
 }
 
+// A call that failed because the broker was unreachable (the connection broke, or a new one could
+// not be made yet) is retried until its request timeout.
+bool BrokerAway(const Status& s) { return s.is(Errc::kUnavailable); }
+
 class AdminClientImpl final : public AdminClient {
  public:
   explicit AdminClientImpl(std::unique_ptr<Connection> c) : conn_(std::move(c)) {}
@@ -33,16 +40,16 @@ class AdminClientImpl final : public AdminClient {
   Result<TopicDescription> CreateTopic(
       const std::string& name, const std::vector<std::pair<std::string, std::string>>& configs) override {
     protocol::CreateTopicRequest req{name, ToEntries(configs)};
-    RDMQ_ASSIGN_OR_RETURN(auto resp, (conn_->Call<protocol::TopicResponse>(Api::kCreateTopic, req)));
+    RDMQ_ASSIGN_OR_RETURN(auto resp, (Call<protocol::TopicResponse>(Api::kCreateTopic, req)));
     return FromInfo(resp.topic);
   }
 
   Status DeleteTopic(const std::string& name) override {
-    return conn_->Call<protocol::Empty>(Api::kDeleteTopic, protocol::TopicNameRequest{name}).status();
+    return Call<protocol::Empty>(Api::kDeleteTopic, protocol::TopicNameRequest{name}).status();
   }
 
   Result<TopicDescription> DescribeTopic(const std::string& name) override {
-    RDMQ_ASSIGN_OR_RETURN(auto resp, (conn_->Call<protocol::DescribeTopicResponse>(
+    RDMQ_ASSIGN_OR_RETURN(auto resp, (Call<protocol::DescribeTopicResponse>(
                                          Api::kDescribeTopic, protocol::TopicNameRequest{name})));
     TopicDescription d = FromInfo(resp.topic);
     for (const auto& p : resp.partitions) {
@@ -61,7 +68,7 @@ class AdminClientImpl final : public AdminClient {
 
   Result<std::vector<TopicDescription>> ListTopics() override {
     RDMQ_ASSIGN_OR_RETURN(auto resp,
-                          (conn_->Call<protocol::ListTopicsResponse>(Api::kListTopics, protocol::Empty{})));
+                          (Call<protocol::ListTopicsResponse>(Api::kListTopics, protocol::Empty{})));
     std::vector<TopicDescription> out;
     for (const auto& t : resp.topics) out.push_back(FromInfo(t));
     return out;
@@ -70,11 +77,39 @@ class AdminClientImpl final : public AdminClient {
   Result<TopicDescription> AlterTopic(
       const std::string& name, const std::vector<std::pair<std::string, std::string>>& configs) override {
     protocol::AlterTopicRequest req{name, ToEntries(configs)};
-    RDMQ_ASSIGN_OR_RETURN(auto resp, (conn_->Call<protocol::TopicResponse>(Api::kAlterTopic, req)));
+    RDMQ_ASSIGN_OR_RETURN(auto resp, (Call<protocol::TopicResponse>(Api::kAlterTopic, req)));
     return FromInfo(resp.topic);
   }
 
  private:
+  // One admin RPC, retried with backoff (retry.backoff.ms, doubling up to
+  // reconnect.backoff.max.ms) while the broker is away, reconnecting before each retry, until
+  // request.timeout.ms passes. Errors the broker returns are not retried.
+  template <class Resp, class Req>
+  Result<Resp> Call(protocol::Api api, const Req& req) {
+    using Clock = std::chrono::steady_clock;
+    const auto deadline = Clock::now() + conn_->options().request_timeout;
+    Backoff backoff(conn_->options().retry_backoff, conn_->options().reconnect_backoff_max);
+    while (true) {
+      Status s;
+      if (conn_->connected()) {
+        auto r = conn_->Call<Resp>(api, req);
+        if (r.ok() || !BrokerAway(r.status())) return r;
+        s = r.status();
+      } else {
+        s = conn_->Reconnect();
+        if (s.ok()) continue;
+        if (!BrokerAway(s)) return s;
+      }
+      const auto now = Clock::now();
+      if (now >= deadline) {
+        return s.WithContext("the broker stayed unreachable for request.timeout.ms=" +
+                             std::to_string(conn_->options().request_timeout.count()));
+      }
+      std::this_thread::sleep_for(std::min<Clock::duration>(backoff.Next(), deadline - now));
+    }
+  }
+
   std::unique_ptr<Connection> conn_;
 };
 
