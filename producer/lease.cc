@@ -63,8 +63,7 @@ Status Core::OpenLease(PState& ps) {
   l.prefault_to = l.write_pos;
   l.last_confirmed_ns = MonoNanos();
   l.need_roll = false;
-  // Sync with the ack block's generation so that old acks are not taken for new ones.
-  ps.ack.Sync();
+  // (The ack block was cleared when attached: every generation the broker writes now is new.)
   ps.tracker.LeaseOpened(resp.last_sequence);
   return Status::Ok();
 }
