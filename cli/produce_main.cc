@@ -197,8 +197,11 @@ int Main(int argc, char** argv) {
     }
     ++sent;
   }
-  Status flushed = prod->Flush(cfg.delivery_timeout);
-  Status closed = prod->Close(cfg.delivery_timeout);
+  // Each record fails by itself once delivery.timeout.ms passes (the broker away meanwhile: the
+  // producer reconnects and resends until then), so this waits a little longer than that for
+  // them to report their own errors; Close then has nothing left to wait for.
+  Status flushed = prod->Flush(cfg.delivery_timeout + std::chrono::seconds(1));
+  Status closed = prod->Close(std::chrono::seconds(5));
   std::cout.flush();
   const uint64_t failed = shared.failed.load() + bad_lines;
   if (!flushed.ok()) std::cerr << "rdmq-produce: flush: " << FormatError(flushed) << "\n";

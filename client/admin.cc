@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <set>
+#include <thread>
 
+#include "rdmq/client/backoff.h"
 #include "rdmq/client/connection.h"
 #include "rdmq/protocol/group_messages.h"
 
@@ -29,6 +32,10 @@ TopicDescription FromInfo(const protocol::TopicInfo& t) {
   return d;
 }
 
+// A call that failed because the broker was unreachable (the connection broke, or a new one could
+// not be made yet) is retried until its request timeout.
+bool BrokerAway(const Status& s) { return s.is(Errc::kUnavailable); }
+
 class AdminClientImpl final : public AdminClient {
  public:
   explicit AdminClientImpl(std::unique_ptr<Connection> c) : conn_(std::move(c)) {}
@@ -36,16 +43,16 @@ class AdminClientImpl final : public AdminClient {
   Result<TopicDescription> CreateTopic(
       const std::string& name, const std::vector<std::pair<std::string, std::string>>& configs) override {
     protocol::CreateTopicRequest req{name, ToEntries(configs)};
-    RDMQ_ASSIGN_OR_RETURN(auto resp, (conn_->Call<protocol::TopicResponse>(Api::kCreateTopic, req)));
+    RDMQ_ASSIGN_OR_RETURN(auto resp, (Call<protocol::TopicResponse>(Api::kCreateTopic, req)));
     return FromInfo(resp.topic);
   }
 
   Status DeleteTopic(const std::string& name) override {
-    return conn_->Call<protocol::Empty>(Api::kDeleteTopic, protocol::TopicNameRequest{name}).status();
+    return Call<protocol::Empty>(Api::kDeleteTopic, protocol::TopicNameRequest{name}).status();
   }
 
   Result<TopicDescription> DescribeTopic(const std::string& name) override {
-    RDMQ_ASSIGN_OR_RETURN(auto resp, (conn_->Call<protocol::DescribeTopicResponse>(
+    RDMQ_ASSIGN_OR_RETURN(auto resp, (Call<protocol::DescribeTopicResponse>(
                                          Api::kDescribeTopic, protocol::TopicNameRequest{name})));
     TopicDescription d = FromInfo(resp.topic);
     for (const auto& p : resp.partitions) {
@@ -64,7 +71,7 @@ class AdminClientImpl final : public AdminClient {
 
   Result<std::vector<TopicDescription>> ListTopics() override {
     RDMQ_ASSIGN_OR_RETURN(auto resp,
-                          (conn_->Call<protocol::ListTopicsResponse>(Api::kListTopics, protocol::Empty{})));
+                          (Call<protocol::ListTopicsResponse>(Api::kListTopics, protocol::Empty{})));
     std::vector<TopicDescription> out;
     for (const auto& t : resp.topics) out.push_back(FromInfo(t));
     return out;
@@ -73,7 +80,7 @@ class AdminClientImpl final : public AdminClient {
   Result<TopicDescription> AlterTopic(
       const std::string& name, const std::vector<std::pair<std::string, std::string>>& configs) override {
     protocol::AlterTopicRequest req{name, ToEntries(configs)};
-    RDMQ_ASSIGN_OR_RETURN(auto resp, (conn_->Call<protocol::TopicResponse>(Api::kAlterTopic, req)));
+    RDMQ_ASSIGN_OR_RETURN(auto resp, (Call<protocol::TopicResponse>(Api::kAlterTopic, req)));
     return FromInfo(resp.topic);
   }
 
@@ -81,7 +88,7 @@ class AdminClientImpl final : public AdminClient {
 
   Result<std::vector<GroupListing>> ListGroups() override {
     RDMQ_ASSIGN_OR_RETURN(auto resp,
-                          (conn_->Call<protocol::ListGroupsResponse>(Api::kListGroups, protocol::Empty{})));
+                          (Call<protocol::ListGroupsResponse>(Api::kListGroups, protocol::Empty{})));
     std::vector<GroupListing> out;
     for (const auto& g : resp.groups) out.push_back({g.group, g.state, g.members});
     std::sort(out.begin(), out.end(), [](const auto& x, const auto& y) { return x.group < y.group; });
@@ -89,8 +96,8 @@ class AdminClientImpl final : public AdminClient {
   }
 
   Result<GroupDescription> DescribeGroup(const std::string& group) override {
-    RDMQ_ASSIGN_OR_RETURN(auto resp, (conn_->Call<protocol::DescribeGroupResponse>(
-                                         Api::kDescribeGroup, protocol::GroupRequest{group})));
+    RDMQ_ASSIGN_OR_RETURN(auto resp, (Call<protocol::DescribeGroupResponse>(Api::kDescribeGroup,
+                                                                            protocol::GroupRequest{group})));
     auto tps = [](const std::vector<protocol::TopicPartitionRef>& refs) {
       std::vector<TopicPartition> out;
       for (const auto& r : refs) out.push_back({r.topic, r.partition.value()});
@@ -145,14 +152,14 @@ class AdminClientImpl final : public AdminClient {
   }
 
   Status DeleteGroup(const std::string& group) override {
-    return conn_->Call<protocol::Empty>(Api::kDeleteGroup, protocol::GroupRequest{group}).status();
+    return Call<protocol::Empty>(Api::kDeleteGroup, protocol::GroupRequest{group}).status();
   }
 
   Result<std::map<TopicPartition, CommittedOffset>> ListGroupOffsets(
       const std::string& group, const std::vector<TopicPartition>& partitions) override {
     protocol::OffsetFetchRequest req{group, {}};
     for (const auto& tp : partitions) req.partitions.push_back({tp.topic, PartitionId(tp.partition)});
-    RDMQ_ASSIGN_OR_RETURN(auto resp, (conn_->Call<protocol::OffsetFetchResponse>(Api::kOffsetFetch, req)));
+    RDMQ_ASSIGN_OR_RETURN(auto resp, (Call<protocol::OffsetFetchResponse>(Api::kOffsetFetch, req)));
     std::map<TopicPartition, CommittedOffset> out;
     for (const auto& e : resp.offsets) {
       const bool none = e.offset.value() < 0;
@@ -175,7 +182,7 @@ class AdminClientImpl final : public AdminClient {
       }
       req.offsets.push_back({tp.topic, PartitionId(tp.partition), Offset(offset), -1, "", TimestampMs(0)});
     }
-    return conn_->Call<protocol::Empty>(Api::kOffsetCommit, req).status();
+    return Call<protocol::Empty>(Api::kOffsetCommit, req).status();
   }
 
   Result<int64_t> OffsetForTimestamp(const TopicPartition& tp, int64_t timestamp_ms) override {
@@ -184,11 +191,39 @@ class AdminClientImpl final : public AdminClient {
                     "OffsetForTimestamp with a negative timestamp " + std::to_string(timestamp_ms));
     }
     protocol::ListOffsetsRequest req{tp.topic, PartitionId(tp.partition), timestamp_ms, Offset(0)};
-    RDMQ_ASSIGN_OR_RETURN(auto resp, (conn_->Call<protocol::ListOffsetsResponse>(Api::kListOffsets, req)));
+    RDMQ_ASSIGN_OR_RETURN(auto resp, (Call<protocol::ListOffsetsResponse>(Api::kListOffsets, req)));
     return resp.offset.value() < 0 ? int64_t{-1} : resp.offset.value();
   }
 
  private:
+  // One admin RPC, retried with backoff (retry.backoff.ms, doubling up to
+  // reconnect.backoff.max.ms) while the broker is away, reconnecting before each retry, until
+  // request.timeout.ms passes. Errors the broker returns are not retried.
+  template <class Resp, class Req>
+  Result<Resp> Call(protocol::Api api, const Req& req) {
+    using Clock = std::chrono::steady_clock;
+    const auto deadline = Clock::now() + conn_->options().request_timeout;
+    Backoff backoff(conn_->options().retry_backoff, conn_->options().reconnect_backoff_max);
+    while (true) {
+      Status s;
+      if (conn_->connected()) {
+        auto r = conn_->Call<Resp>(api, req);
+        if (r.ok() || !BrokerAway(r.status())) return r;
+        s = r.status();
+      } else {
+        s = conn_->Reconnect();
+        if (s.ok()) continue;
+        if (!BrokerAway(s)) return s;
+      }
+      const auto now = Clock::now();
+      if (now >= deadline) {
+        return s.WithContext("the broker stayed unreachable for request.timeout.ms=" +
+                             std::to_string(conn_->options().request_timeout.count()));
+      }
+      std::this_thread::sleep_for(std::min<Clock::duration>(backoff.Next(), deadline - now));
+    }
+  }
+
   std::unique_ptr<Connection> conn_;
 };
 

@@ -1,5 +1,7 @@
 #include "rdmq/client/connection.h"
 
+#include <utility>
+
 #include "rdmq/common/coding.h"
 #include "rdmq/common/log.h"
 #include "rdmq/protocol/data_plane.h"
@@ -25,8 +27,9 @@ Result<std::unique_ptr<Connection>> Connection::Open(const ClientOptions& client
                                                      const ConnectionOptions& opts) {
   std::unique_ptr<Connection> c(new Connection());
   c->options_ = client;
-  c->address_ = NormalizeAddress(client.ResolvedBootstrap());
-  RDMQ_ASSIGN_OR_RETURN(c->provider_, ProviderOfAddress(c->address_));
+  c->conn_options_ = opts;
+  RDMQ_ASSIGN_OR_RETURN(c->servers_, client.BootstrapServers());
+  RDMQ_ASSIGN_OR_RETURN(c->provider_, ProviderOfAddress(c->servers_.front()));
 
   fabric::FabricOptions fo;
   fo.provider = c->provider_;
@@ -35,73 +38,141 @@ Result<std::unique_ptr<Connection>> Connection::Open(const ClientOptions& client
   if (!fab.ok())
     return fab.status().WithContext("open the " + std::string(fabric::ProviderName(fo.provider)) + " fabric");
   c->fabric_ = std::move(*fab);
-
-  rpc::ClientOptions ro;
-  ro.channels = opts.rpc_channels;
-  ro.connect_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
-      std::min<std::chrono::milliseconds>(client.request_timeout, std::chrono::milliseconds(10000)));
-  auto rpc = rpc::Client::Connect(*c->fabric_, c->address_, ro);
-  if (!rpc.ok()) {
-    return Status(Errc::kUnavailable, "cannot reach the rdmq broker at " + c->address_ + ": " +
-                                          rpc.status().ToString() + " (is rdmq-broker running there?)");
+  if (opts.data_endpoint) {
+    RDMQ_ASSIGN_OR_RETURN(c->send_cq_, c->fabric_->CreateCompletionQueue(opts.cq_depth));
+    RDMQ_ASSIGN_OR_RETURN(c->recv_cq_, c->fabric_->CreateCompletionQueue(opts.cq_depth));
   }
-  c->rpc_ = std::move(*rpc);
-
-  protocol::HelloRequest hello;
-  hello.client_name = client.client_name;
-  RDMQ_ASSIGN_OR_RETURN(c->hello_, (c->Call<protocol::HelloResponse>(protocol::Api::kHello, hello)));
-  if (c->hello_.provider != static_cast<uint8_t>(c->provider_)) {
-    return Status(Errc::kUnsupported, "the broker at " + c->address_ +
-                                          " serves its data over another fabric (" +
-                                          std::to_string(c->hello_.provider) + ")");
-  }
-  if (!opts.data_endpoint) return c;
-
-  RDMQ_ASSIGN_OR_RETURN(c->send_cq_, c->fabric_->CreateCompletionQueue(opts.cq_depth));
-  RDMQ_ASSIGN_OR_RETURN(c->recv_cq_, c->fabric_->CreateCompletionQueue(opts.cq_depth));
-  fabric::EndpointOptions eo;
-  eo.send_cq = c->send_cq_.get();
-  eo.recv_cq = c->recv_cq_.get();
-  eo.max_send_wr = opts.max_send_wr;
-  eo.max_recv_wr = opts.max_recv_wr;
-  eo.connect_timeout = ro.connect_timeout;
-  auto ep = c->fabric_->Connect(c->hello_.data_address, eo);
-  if (!ep.ok()) {
-    return ep.status().WithContext("connect to the broker's data address " + c->hello_.data_address);
-  }
-  c->data_ = std::move(*ep);
-  std::byte id[protocol::kDataHelloSize];
-  coding::StoreLE<uint64_t>(id, c->hello_.client_id);
-  RDMQ_RETURN_IF_ERROR(c->data_->SendControl(id));
-  auto reply = c->data_->RecvControl(client.request_timeout);
-  if (!reply.ok())
-    return reply.status().WithContext("data endpoint handshake with " + c->hello_.data_address);
-  coding::Reader r(std::as_bytes(std::span(reply->data(), reply->size())));
-  protocol::ResponseHeader h;
-  if (!protocol::DecodeFrom(&r, &h).ok()) {
-    return Status(Errc::kCorruption,
-                  "data endpoint handshake with " + c->hello_.data_address + ": malformed reply");
-  }
-  if (h.error != 0) return Status(static_cast<protocol::WireError>(h.error), h.message);
+  RDMQ_ASSIGN_OR_RETURN(auto link, c->Dial());
+  c->Install(std::move(link));
   return c;
 }
 
-Connection::~Connection() = default;
+Result<std::unique_ptr<Connection::Link>> Connection::Dial() const {
+  Status last;
+  std::string tried;
+  for (const std::string& address : servers_) {
+    auto link = DialOne(address);
+    if (link.ok() || servers_.size() == 1) return link;
+    // A broker that answered and refused (another fabric, an error of its own) is as good as
+    // absent: the next server may serve.
+    last = link.status();
+    tried += (tried.empty() ? "" : "; ") + link.status().ToString();
+  }
+  if (last.is(Errc::kUnavailable))
+    return Status(Errc::kUnavailable, "no bootstrap server answered: " + tried);
+  return Status(last.code(), "no bootstrap server answered: " + tried);
+}
+
+Result<std::unique_ptr<Connection::Link>> Connection::DialOne(const std::string& address) const {
+  auto link = std::make_unique<Link>();
+  link->address = address;
+  rpc::ClientOptions ro;
+  ro.channels = conn_options_.rpc_channels;
+  ro.connect_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::min<std::chrono::milliseconds>(options_.request_timeout, std::chrono::milliseconds(10000)));
+  auto rpc = rpc::Client::Connect(*fabric_, address, ro);
+  if (!rpc.ok()) {
+    return Status(Errc::kUnavailable, "cannot reach the rdmq broker at " + address + ": " +
+                                          rpc.status().ToString() + " (is rdmq-broker running there?)");
+  }
+  link->rpc = std::shared_ptr<rpc::Client>(std::move(*rpc));
+
+  protocol::HelloRequest hello;
+  hello.client_name = options_.client_name;
+  auto raw = link->rpc->Call(static_cast<uint16_t>(protocol::Api::kHello), protocol::Encode(hello),
+                             options_.request_timeout);
+  if (!raw.ok()) return raw.status().WithContext("Hello to " + address);
+  RDMQ_ASSIGN_OR_RETURN(link->hello, protocol::DecodeResponse<protocol::HelloResponse>(
+                                         std::as_bytes(std::span(raw->data(), raw->size()))));
+  if (link->hello.provider != static_cast<uint8_t>(provider_)) {
+    return Status(Errc::kUnsupported, "the broker at " + address + " serves its data over another fabric (" +
+                                          std::to_string(link->hello.provider) + ")");
+  }
+  if (!conn_options_.data_endpoint) return link;
+
+  fabric::EndpointOptions eo;
+  eo.send_cq = send_cq_.get();
+  eo.recv_cq = recv_cq_.get();
+  eo.max_send_wr = conn_options_.max_send_wr;
+  eo.max_recv_wr = conn_options_.max_recv_wr;
+  eo.connect_timeout = ro.connect_timeout;
+  const std::string& data_address = link->hello.data_address;
+  auto ep = fabric_->Connect(data_address, eo);
+  if (!ep.ok()) return ep.status().WithContext("connect to the broker's data address " + data_address);
+  link->data = std::move(*ep);
+  std::byte id[protocol::kDataHelloSize];
+  coding::StoreLE<uint64_t>(id, link->hello.client_id);
+  RDMQ_RETURN_IF_ERROR(link->data->SendControl(id));
+  auto reply = link->data->RecvControl(options_.request_timeout);
+  if (!reply.ok()) return reply.status().WithContext("data endpoint handshake with " + data_address);
+  coding::Reader r(std::as_bytes(std::span(reply->data(), reply->size())));
+  protocol::ResponseHeader h;
+  if (!protocol::DecodeFrom(&r, &h).ok()) {
+    return Status(Errc::kCorruption, "data endpoint handshake with " + data_address + ": malformed reply");
+  }
+  if (h.error != 0) return Status(static_cast<protocol::WireError>(h.error), h.message);
+  return link;
+}
+
+void Connection::Install(std::unique_ptr<Link> link) {
+  std::shared_ptr<rpc::Client> old_rpc;
+  std::unique_ptr<fabric::Endpoint> old_data;
+  {
+    MutexLock lock(mu_);
+    address_ = link->address;
+    old_rpc = std::exchange(rpc_, std::move(link->rpc));
+    old_data = std::exchange(data_, std::move(link->data));
+    hello_ = std::move(link->hello);
+    ++generation_;
+  }
+  // Destroyed here, outside the lock; the old RPC handle once the last Call using it returns.
+  old_data.reset();
+  old_rpc.reset();
+}
+
+Status Connection::Reconnect() {
+  RDMQ_ASSIGN_OR_RETURN(auto link, Dial());
+  Install(std::move(link));
+  return Status::Ok();
+}
+
+uint64_t Connection::generation() const {
+  MutexLock lock(mu_);
+  return generation_;
+}
+
+std::string Connection::address() const {
+  MutexLock lock(mu_);
+  return address_;
+}
+
+std::shared_ptr<rpc::Client> Connection::rpc() const {
+  MutexLock lock(mu_);
+  return rpc_;
+}
+
+Connection::~Connection() {
+  // The endpoint before the queues it uses (members go in reverse order: data_ is declared last).
+  data_.reset();
+}
 
 Result<std::string> Connection::CallRaw(protocol::Api api, std::string_view request) const {
-  auto r = rpc_->Call(static_cast<uint16_t>(api), request, options_.request_timeout);
+  const std::shared_ptr<rpc::Client> rpc = this->rpc();
+  auto r = rpc->Call(static_cast<uint16_t>(api), request, options_.request_timeout);
   if (!r.ok()) {
-    return r.status().WithContext(std::string(protocol::ApiName(api)) + " to " + address_);
+    return r.status().WithContext(std::string(protocol::ApiName(api)) + " to " + address());
   }
   return r;
 }
 
 Status Connection::CallAsync(protocol::Api api, std::string_view request, rpc::Client::Callback done) const {
-  return rpc_->CallAsync(static_cast<uint16_t>(api), std::as_bytes(std::span(request.data(), request.size())),
-                         options_.request_timeout, std::move(done));
+  return rpc()->CallAsync(static_cast<uint16_t>(api),
+                          std::as_bytes(std::span(request.data(), request.size())), options_.request_timeout,
+                          std::move(done));
 }
 
 bool Connection::connected() const {
+  MutexLock lock(mu_);
   if (!rpc_ || !rpc_->connected()) return false;
   return data_ == nullptr || data_->connected();
 }

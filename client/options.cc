@@ -1,6 +1,9 @@
 #include "rdmq/client/options.h"
 
 #include <cstdlib>
+#include <optional>
+
+#include "rdmq/client/connection.h"
 
 namespace rdmq::client {
 const config::ConfigDef<ClientOptions>& ClientConfigDef() {
@@ -8,16 +11,15 @@ const config::ConfigDef<ClientOptions>& ClientConfigDef() {
   static const auto* def = [] {
     auto* d = new config::ConfigDef<ClientOptions>("client");
     const std::string client = "client";
-    // Kafka allows a list; one broker is all rdmq needs, so the first entry is taken.
+    // The list as given; Connection tries its entries in order (ParseBootstrapServers).
     config::Accessor<ClientOptions> bootstrap{
-        [](ClientOptions& o, const config::KeySpec&, const config::Value& v) {
-          o.bootstrap = v.text.substr(0, v.text.find(','));
-        },
+        [](ClientOptions& o, const config::KeySpec&, const config::Value& v) { o.bootstrap = v.text; },
         [](const ClientOptions& o, const config::KeySpec&) { return config::Value{.text = o.bootstrap}; }};
     d->Define({.name = "bootstrap.servers",
                .type = Type::kString,
                .doc = "The broker's control address: unix:/path/rdmq.sock (shm), tcp:host:port or "
-                      "verbs:host:port. A comma-separated list is accepted; its first entry is used.",
+                      "verbs:host:port, or a comma-separated list of them (one fabric), tried in "
+                      "order on connect and on every reconnect.",
                .component = client,
                .non_empty = true,
                .default_text = "$RDMQ_BROKER, else unix:./rdmq-data/rdmq.sock"},
@@ -39,6 +41,30 @@ const config::ConfigDef<ClientOptions>& ClientConfigDef() {
                .doc = "verbs: the RDMA device to use (empty: the first active one).",
                .component = client},
               config::Field(&ClientOptions::device));
+    d->Define({.name = "reconnect.backoff.ms",
+               .type = Type::kDuration,
+               .doc = "After the broker went away: the wait before the first attempt to connect "
+                      "again; doubled after each failed attempt up to reconnect.backoff.max.ms, "
+                      "with +-20% jitter.",
+               .component = client,
+               .min = 0,
+               .max = 3'600'000},
+              config::Field(&ClientOptions::reconnect_backoff));
+    d->Define({.name = "reconnect.backoff.max.ms",
+               .type = Type::kDuration,
+               .doc = "The longest wait between attempts to connect to the broker again.",
+               .component = client,
+               .min = 0,
+               .max = 3'600'000},
+              config::Field(&ClientOptions::reconnect_backoff_max));
+    d->Define({.name = "retry.backoff.ms",
+               .type = Type::kDuration,
+               .doc = "The wait before retrying a request that failed because the broker was "
+                      "unreachable (AdminClient calls, until request.timeout.ms).",
+               .component = client,
+               .min = 0,
+               .max = 3'600'000},
+              config::Field(&ClientOptions::retry_backoff));
     return d;
   }();
   return *def;
@@ -52,6 +78,35 @@ std::string ClientOptions::ResolvedBootstrap() const {
   if (!bootstrap.empty()) return bootstrap;
   if (const char* env = std::getenv("RDMQ_BROKER"); env != nullptr && *env != '\0') return env;
   return "unix:./rdmq-data/rdmq.sock";
+}
+
+Result<std::vector<std::string>> ClientOptions::BootstrapServers() const {
+  return ParseBootstrapServers(ResolvedBootstrap());
+}
+
+Result<std::vector<std::string>> ParseBootstrapServers(std::string_view list) {
+  std::vector<std::string> out;
+  std::optional<fabric::Provider> provider;
+  while (true) {
+    const size_t comma = list.find(',');
+    std::string_view item = list.substr(0, comma);
+    while (!item.empty() && (item.front() == ' ' || item.front() == '\t')) item.remove_prefix(1);
+    while (!item.empty() && (item.back() == ' ' || item.back() == '\t')) item.remove_suffix(1);
+    if (!item.empty()) {
+      RDMQ_ASSIGN_OR_RETURN(fabric::Provider p, ProviderOfAddress(item));
+      if (provider && *provider != p) {
+        return Status(Errc::kInvalidArgument, "bootstrap.servers '" + std::string(item) +
+                                                  "': every server in the list must use the same fabric (" +
+                                                  std::string(fabric::ProviderName(*provider)) + ")");
+      }
+      provider = p;
+      out.push_back(NormalizeAddress(item));
+    }
+    if (comma == std::string_view::npos) break;
+    list.remove_prefix(comma + 1);
+  }
+  if (out.empty()) return Status(Errc::kInvalidArgument, "bootstrap.servers names no broker address");
+  return out;
 }
 
 }  // namespace rdmq::client

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "consumer/group_consumer.h"
+#include "consumer/reconnect.h"
 #include "rdmq/client/connection.h"
 #include "rdmq/common/clock.h"
 #include "rdmq/common/coding.h"
@@ -73,13 +74,16 @@ struct Part {
 
 class ConsumerImpl final : public Consumer {
  public:
-  explicit ConsumerImpl(ConsumerConfig cfg) : cfg_(std::move(cfg)) {}
+  explicit ConsumerImpl(ConsumerConfig cfg) : cfg_(std::move(cfg)), reconnect_(cfg_.client) {}
   ~ConsumerImpl() override { Close(); }
 
   Status Init() {
     RDMQ_ASSIGN_OR_RETURN(conn_, client::Connection::Open(cfg_.client));
     shm_ = conn_->provider() == fabric::Provider::kShm;
     RDMQ_ASSIGN_OR_RETURN(notify_, conn_->fabric().Allocate(size_t{kNotifyRecvs} * 64, fabric::kLocalWrite));
+    return PostNotifyRecvs();
+  }
+  Status PostNotifyRecvs() {
     std::vector<fabric::RecvRequest> rr(kNotifyRecvs);
     for (uint32_t i = 0; i < kNotifyRecvs; ++i)
       rr[i] = {i, {notify_->data() + size_t{i} * 64, 64, notify_.get()}};
@@ -88,18 +92,27 @@ class ConsumerImpl final : public Consumer {
 
   Status Assign(const std::vector<TopicPartition>& partitions) override {
     RDMQ_RETURN_IF_ERROR(CheckOpen());
+    // New partitions are opened first, so that a refusal leaves the assignment as it was. One
+    // that cannot be opened because the broker is away is kept unopened; Fetch opens it once the
+    // broker is back.
+    std::map<TopicPartition, std::unique_ptr<Part>> fresh;
+    for (const auto& tp : partitions) {
+      const bool have = std::any_of(parts_.begin(), parts_.end(), [&](const auto& p) { return p->tp == tp; });
+      if (have || fresh.count(tp) != 0) continue;
+      auto p = std::make_unique<Part>();
+      p->tp = tp;
+      p->need = cfg_.auto_offset_reset == OffsetReset::kLatest ? Part::Need::kLatest : Part::Need::kEarliest;
+      if (Status s = Open(*p); !s.ok() && !s.is(Errc::kUnavailable) && !s.is(Errc::kTimeout)) return s;
+      fresh.emplace(tp, std::move(p));
+    }
     std::vector<std::unique_ptr<Part>> next;
     for (const auto& tp : partitions) {
       auto it = std::find_if(parts_.begin(), parts_.end(), [&](const auto& p) { return p && p->tp == tp; });
       if (it != parts_.end()) {
         next.push_back(std::move(*it));
-        continue;
+      } else if (auto f = fresh.find(tp); f != fresh.end() && f->second) {
+        next.push_back(std::move(f->second));
       }
-      auto p = std::make_unique<Part>();
-      p->tp = tp;
-      p->need = cfg_.auto_offset_reset == OffsetReset::kLatest ? Part::Need::kLatest : Part::Need::kEarliest;
-      RDMQ_RETURN_IF_ERROR(Open(*p));
-      next.push_back(std::move(p));
     }
     parts_ = std::move(next);
     return Status::Ok();
@@ -113,18 +126,26 @@ class ConsumerImpl final : public Consumer {
 
   Result<std::vector<ConsumerRecord>> Poll(std::chrono::milliseconds timeout) override {
     RDMQ_RETURN_IF_ERROR(CheckOpen());
-    RDMQ_RETURN_IF_ERROR(CheckConnected());
     std::vector<ConsumerRecord> out;
     const auto deadline = Clock::now() + timeout;
     bool first = true;
     while (true) {
       if (!first && wakeup_.exchange(false)) return out;
+      // The broker went away: nothing to read until it is back (reconnect.h).
+      if (!Reachable(deadline)) {
+        if (Clock::now() >= deadline) break;
+        first = false;
+        continue;
+      }
       // Each partition is read at most once per Poll: its buffer holds the views returned.
       for (size_t i = 0; i < parts_.size() && out.size() < cfg_.max_poll_records; ++i) {
         Part& p = *parts_[(rr_ + i) % parts_.size()];
         if (p.fetched_this_poll) continue;
         const size_t before = out.size();
-        RDMQ_RETURN_IF_ERROR(Fetch(p, &out));
+        if (Status fs = Fetch(p, &out); !fs.ok()) {
+          if (!fs.is(Errc::kUnavailable) || conn_->connected()) return fs;
+          break;  // the broker went away meanwhile: the next round reconnects
+        }
         if (out.size() != before) p.fetched_this_poll = true;
       }
       if (!parts_.empty()) rr_ = (rr_ + 1) % parts_.size();
@@ -132,7 +153,7 @@ class ConsumerImpl final : public Consumer {
       if (wakeup_.exchange(false)) break;
       if (Clock::now() >= deadline) break;
       first = false;
-      RDMQ_RETURN_IF_ERROR(CheckConnected());
+      if (!conn_->connected()) continue;
       RDMQ_RETURN_IF_ERROR(Sleep(deadline));
     }
     for (auto& p : parts_) p->fetched_this_poll = false;
@@ -194,9 +215,29 @@ class ConsumerImpl final : public Consumer {
     if (closed_) return Status(Errc::kFailedPrecondition, "the consumer is closed");
     return Status::Ok();
   }
-  Status CheckConnected() const {
-    if (conn_->connected()) return Status::Ok();
-    return Status(Errc::kUnavailable, "the broker at " + conn_->address() + " went away");
+  // Connected, or connected again (the partitions reopen from their positions on the next
+  // Fetch). False, after waiting up to the next reconnect attempt or the deadline, while the
+  // broker cannot be reached.
+  bool Reachable(Clock::time_point deadline) {
+    auto r = reconnect_.Ensure(*conn_, [this] { DetachAll(); });
+    if (r.ok()) {
+      if (*r && !PostNotifyRecvs().ok()) return false;
+      return true;
+    }
+    std::this_thread::sleep_until(std::min(deadline, std::max(Clock::now(), reconnect_.next_attempt())));
+    return false;
+  }
+  // Before the data endpoint is replaced: nothing may stay attached to it. Positions stay.
+  void DetachAll() {
+    for (auto& p : parts_) {
+      p->opened = false;
+      p->segs.clear();
+      p->slot.reset();
+      p->slot_mapped = nullptr;
+      p->watching = false;
+      p->cursor = false;
+      if (p->need == Part::Need::kNone) p->need = Part::Need::kSeek;
+    }
   }
   std::vector<TopicPartition> SelectOrAll(const std::vector<TopicPartition>& v) const {
     return v.empty() ? Assignment() : v;
@@ -274,7 +315,7 @@ class ConsumerImpl final : public Consumer {
     while (true) {
       const size_t n = conn_->send_cq()->Poll(wc);
       for (size_t i = 0; i < n; ++i) {
-        if (wc[i].tag == kTagRead) {
+        if (wc[i].tag == kTagRead && wc[i].endpoint_id == conn_->data()->id()) {
           if (wc[i].status) return Status(wc[i].status, "READ from " + Name(p));
           return Status::Ok();
         }
@@ -589,10 +630,8 @@ class ConsumerImpl final : public Consumer {
         std::vector<fabric::RecvRequest> again;
         bool any = false;
         for (size_t i = 0; i < n; ++i) {
-          if (wc[i].status) {
-            return Status(Errc::kUnavailable,
-                          "the data connection to the broker at " + conn_->address() + " broke");
-          }
+          if (wc[i].endpoint_id != conn_->data()->id()) continue;  // before a reconnect
+          if (wc[i].status) return Status::Ok();  // the broker went away: the next Poll reconnects
           const uint32_t k = static_cast<uint32_t>(wc[i].tag);
           protocol::Notification note;
           if (k < kNotifyRecvs &&
@@ -617,6 +656,7 @@ class ConsumerImpl final : public Consumer {
 
   ConsumerConfig cfg_;
   std::unique_ptr<client::Connection> conn_;
+  Reconnector reconnect_;
   std::unique_ptr<fabric::Region> notify_;
   std::vector<std::unique_ptr<Part>> parts_;
   size_t rr_ = 0;

@@ -67,7 +67,8 @@ class GroupConsumer final : public Consumer {
     for (;;) {
       DeliverAsyncCommits();
       RDMQ_RETURN_IF_ERROR(member_.TakeError());
-      RDMQ_RETURN_IF_ERROR(Reconcile());
+      // While the broker is away the assignment waits; the reader reconnects in its Poll.
+      if (Status s = Reconcile(); !s.ok() && !s.is(Errc::kUnavailable) && !s.is(Errc::kTimeout)) return s;
       RDMQ_RETURN_IF_ERROR(MaybeAutoCommit());
       // In a group, wait in slices so that assignment changes are applied while idle.
       const auto now = Clock::now();

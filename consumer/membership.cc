@@ -20,9 +20,6 @@ std::vector<protocol::TopicPartitionRef> ToRefs(const std::vector<TopicPartition
   return out;
 }
 
-constexpr std::chrono::milliseconds kMinBackoff{100};
-constexpr std::chrono::milliseconds kMaxBackoff{1000};
-
 }  // namespace
 
 void Membership::Subscribe(std::vector<std::string> topics, std::string regex) {
@@ -123,11 +120,12 @@ void Membership::OnAnswer(const Result<protocol::GroupHeartbeatResponse>& r) {
     return;
   }
   if (s.is(Errc::kUnavailable) || s.is(Errc::kTimeout) || s.is(WireError::kStaleMemberEpoch)) {
-    backoff_ = std::clamp(backoff_ * 2, kMinBackoff, kMaxBackoff);
+    const auto lo = cfg_.client.reconnect_backoff;
+    backoff_ = std::clamp(backoff_ * 2, lo, std::max(lo, cfg_.client.reconnect_backoff_max));
     return;
   }
   error_ = s;  // a bad request: Poll reports it; keep trying at the normal interval
-  backoff_ = kMaxBackoff;
+  backoff_ = std::max(cfg_.client.reconnect_backoff, cfg_.client.reconnect_backoff_max);
 }
 
 void Membership::Loop() {
@@ -141,7 +139,13 @@ void Membership::Loop() {
     urgent_ = false;
     const protocol::GroupHeartbeatRequest req = Request();
     lock.Unlock();
-    auto r = conn_.Call<protocol::GroupHeartbeatResponse>(Api::kGroupHeartbeat, req);
+    // The broker went away: connect again (every bootstrap server in turn) before the heartbeat;
+    // a failure is retried with backoff like an unanswered heartbeat. Only this thread reconnects
+    // the group's control connection.
+    Result<protocol::GroupHeartbeatResponse> r = Status(Errc::kUnavailable, "not connected");
+    if (conn_.connected() || conn_.Reconnect().ok()) {
+      r = conn_.Call<protocol::GroupHeartbeatResponse>(Api::kGroupHeartbeat, req);
+    }
     lock.Lock();
     // An answer to a request built before the owned set or identity changed is still valid:
     // the broker's assignment holds until the next heartbeat says otherwise.

@@ -3,8 +3,9 @@
 // with the subscription and the partitions the consumer owns; it keeps the latest assignment the
 // broker gave. The polling thread reads the assignment (Target), applies it to the consumer and
 // reports what it owns now (SetOwned). Errors that fence the member (unknown member, fenced
-// epoch) mark what it owned as lost and make it rejoin; an unreachable broker is retried with
-// backoff; other errors (a bad subscription) are kept for Poll to return.
+// epoch) mark what it owned as lost and make it rejoin; an unreachable broker is reconnected to
+// and retried with backoff (after a broker restart the member is unknown: lost, rejoin); other errors (a bad
+// subscription) are kept for Poll to return.
 //
 // Threading: every method is thread-safe; the heartbeat thread runs between Start and Leave.
 #pragma once

@@ -136,7 +136,7 @@ class AckTracker {
   }
   // True once the queue has waited without a lease for longer than delivery.timeout.ms.
   bool DeliveryExpired(uint64_t now_ns) const {
-    return lost_since_ns_ != 0 && now_ns - lost_since_ns_ > delivery_timeout_ns_;
+    return lost_since_ns_ != 0 && now_ns > lost_since_ns_ && now_ns - lost_since_ns_ > delivery_timeout_ns_;
   }
 
   // --- Output: the batches completed since the last call, in callback order.

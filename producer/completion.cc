@@ -156,6 +156,7 @@ Result<const fabric::RemoteRegion*> Core::ReadSegment(PState& ps, Offset base) {
   RDMQ_ASSIGN_OR_RETURN(auto d,
                         fabric::RegionDescriptor::Decode(std::as_bytes(std::span(r.segment.region.bytes))));
   MutexLock lock(data_.post_mu());
+  RDMQ_RETURN_IF_ERROR(data_.Usable());
   RDMQ_ASSIGN_OR_RETURN(auto remote, data_.endpoint().Attach(d));
   const fabric::RemoteRegion* out = remote.get();
   ps.read_segs[base] = std::move(remote);

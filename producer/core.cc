@@ -1,4 +1,4 @@
-// Core (core.h): setup, Flush, Close, and losing the broker.
+// Core (core.h): setup, Flush, Close.
 #include "producer/core.h"
 
 #include "rdmq/common/log.h"
@@ -32,6 +32,8 @@ Status Core::Init() {
     producer_epoch_ = id.producer_epoch;
   }
   topics_.Init(conn_.get(), conn_->hello().max_message_bytes);
+  backoff_ =
+      std::make_unique<client::Backoff>(cfg_.client.reconnect_backoff, cfg_.client.reconnect_backoff_max);
   io_ = std::thread([this] { IoLoop(); });
   return Status::Ok();
 }
@@ -107,19 +109,6 @@ Status Core::Close(std::chrono::milliseconds timeout) {
   }
   conn_.reset();
   return s;
-}
-
-void Core::CheckConnection() {
-  if (conn_->connected() || lost_.exchange(true)) return;
-  const Status why(Errc::kUnavailable, "the broker at " + conn_->address() + " went away");
-  RDMQ_LOG(kWarn, "producer", "lost the broker; failing every unacknowledged record")
-      .kv("broker", conn_->address());
-  for (PState* ps : topics_.Partitions()) {
-    PLock lock(this, *ps);
-    ps->fatal = why;
-    ps->lease.open = false;
-    FailAll(*ps, why);
-  }
 }
 
 }  // namespace rdmq::producer

@@ -1,6 +1,7 @@
 // Core: the producer's engine behind the Producer facade (producer.cc). Its pieces, one file each:
 //
-//   core.cc        setup, Flush, Close, losing the broker
+//   core.cc        setup, Flush, Close
+//   reconnect.cc   losing the broker and connecting again (the I/O thread)
 //   send.cc        Send: picking the partition, building records into the open batch, sealing
 //   post.cc        posting sealed batches: exclusive (WRITE_WITH_IMM) and shared (FETCH_ADD,
 //                  WRITE, Commit RPC)
@@ -16,6 +17,16 @@
 // deadlines, lease renewals of idle partitions, re-opening lost leases, and acks when no
 // application thread is waiting (it then sleeps in the receive queue, woken by the ack's
 // immediate).
+//
+// Losing the broker (docs/architecture.md, "Producer: losing the broker"). When the connection
+// breaks, the I/O thread suspends the data path (no post, attachment or grant succeeds), takes
+// every partition's lease as lost (its batches not acknowledged go back to the queue) and drops
+// what was attached to or granted on the old endpoint; then it connects again with backoff
+// (reconnect.backoff.ms..reconnect.backoff.max.ms, every bootstrap server in turn), keeping the
+// fabric and so the arena and ack memory registered on it. Once connected, leases reopen as
+// after any lost lease: an idempotent producer keeps its id, epoch and sequences, and batches
+// the broker already has (by the new lease's last_sequence) complete without being resent.
+// Records fail only when delivery.timeout.ms passes without a lease.
 //
 // Locks, outer to inner: a partition's `mu` -> the arena's, the data path's (posting, then
 // operations), `commits_mu_`, `wait_mu_`. `failures_` is taken alone. Callbacks run with none
@@ -38,6 +49,7 @@
 #include "producer/data_path.h"
 #include "producer/partition.h"
 #include "producer/topics.h"
+#include "rdmq/client/backoff.h"
 #include "rdmq/client/connection.h"
 #include "rdmq/common/clock.h"
 #include "rdmq/common/cpu.h"
@@ -112,8 +124,12 @@ class Core : public std::enable_shared_from_this<Core> {
   };
 
   // core.cc
-  void CheckConnection();  // when the broker is gone: fails every unacknowledged record, once
-  void NotifySleepers();   // wakes threads sleeping in WaitFor
+  void NotifySleepers();  // wakes threads sleeping in WaitFor
+
+  // reconnect.cc (the I/O thread)
+  void CheckConnection();        // the broker is gone: suspend, take every lease as lost
+  void Reconnect(uint64_t now);  // lost_: one attempt to connect again, when the backoff allows
+  Status Undeliverable(PState& ps) REQUIRES(ps.mu);  // delivery.timeout.ms passed without a lease
 
   // send.cc
   Status NewBatch(PState& ps, size_t need) REQUIRES(ps.mu);
@@ -175,7 +191,13 @@ class Core : public std::enable_shared_from_this<Core> {
   std::atomic<bool> app_active_{false};  // set by Send, cleared by the I/O thread each tick
 
   std::atomic<bool> closing_{false};
-  std::atomic<bool> lost_{false};  // the connection to the broker is gone
+  // The connection to the broker is gone and not yet made again. Set and cleared by the I/O
+  // thread; the reconnect state below is the I/O thread's alone.
+  std::atomic<bool> lost_{false};
+  std::unique_ptr<client::Backoff> backoff_;
+  uint64_t lost_since_ns_ = 0;
+  uint64_t next_dial_ns_ = 0;
+  Status last_dial_error_;
   FailureLog failures_;
   std::atomic<bool> closed_{false};
   std::thread io_;

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <system_error>
 #include <unordered_map>
@@ -38,6 +39,17 @@ class DataPath {
 
   Mutex& post_mu() RETURN_CAPABILITY(post_mu_) { return post_mu_; }
   fabric::Endpoint& endpoint() REQUIRES(post_mu_) { return *conn_->data(); }
+  // The endpoint is usable: not suspended for a reconnect. Callers that attach or grant check
+  // it (under post_mu) first.
+  Status Usable() const REQUIRES(post_mu_);
+
+  // --- Reconnecting (core.h, "losing the broker").
+  // The broker went away: posts, attachments and grants fail from now on, and operations
+  // waited for on the old endpoint fail at once instead of at their timeout.
+  void Suspend() EXCLUDES(post_mu_, ops_mu_);
+  // Installs the connection's new link (Connection::Install) and posts its receives. The
+  // caller has dropped everything attached to or granted on the old endpoint.
+  Status Resume(std::unique_ptr<client::Connection::Link> link) EXCLUDES(post_mu_, ops_mu_);
 
   // Posts, waiting (and draining the queues) while the send queue is full.
   Status Post(std::span<const fabric::WorkRequest> wrs) EXCLUDES(post_mu_);
@@ -55,10 +67,14 @@ class DataPath {
   const std::atomic<bool>* closing_ = nullptr;
   std::atomic_flag polling_ = ATOMIC_FLAG_INIT;  // one poller at a time
   std::atomic<bool> broken_logged_{false};
+  // The current endpoint's id: completions of an older one (after a reconnect) are stale.
+  std::atomic<uint64_t> endpoint_id_{0};
   Mutex post_mu_ ACQUIRED_BEFORE(ops_mu_);  // one posting thread at a time on the endpoint
   uint32_t recv_owed_ GUARDED_BY(post_mu_) = 0;
+  bool suspended_ GUARDED_BY(post_mu_) = false;
   Mutex ops_mu_;
   uint64_t next_op_ GUARDED_BY(ops_mu_) = 1;
+  uint64_t failed_below_ GUARDED_BY(ops_mu_) = 0;  // ops before a Suspend fail
   std::unordered_map<uint64_t, std::error_code> ops_done_ GUARDED_BY(ops_mu_);
   std::vector<uint32_t> failed_parts_ GUARDED_BY(ops_mu_);  // write errors seen while draining
 };

@@ -20,6 +20,7 @@ Status Core::AttachSegment(PState& ps, protocol::SegmentLocation seg) {
   {
     MutexLock lock(data_.post_mu());
     ps.lease.remote.reset();
+    RDMQ_RETURN_IF_ERROR(data_.Usable());
     RDMQ_ASSIGN_OR_RETURN(ps.lease.remote, data_.endpoint().Attach(*desc));
   }
   ps.lease.seg = std::move(seg);
@@ -38,6 +39,7 @@ Status Core::OpenLease(PState& ps) {
     }
     const uint64_t block = uint64_t{ps.id} * kAckBlocksPerPartition + (l.opened++ % kAckBlocksPerPartition);
     l.ack_grant.reset();
+    RDMQ_RETURN_IF_ERROR(data_.Usable());
     RDMQ_ASSIGN_OR_RETURN(l.ack_grant,
                           data_.endpoint().GrantAccess(*acks_, block * 64, 64, fabric::kRemoteWrite));
     ps.ack.Attach(acks_->data() + block * 64);
@@ -61,14 +63,14 @@ Status Core::OpenLease(PState& ps) {
   l.prefault_to = l.write_pos;
   l.last_confirmed_ns = MonoNanos();
   l.need_roll = false;
-  // Sync with the ack block's generation so that old acks are not taken for new ones.
-  ps.ack.Sync();
+  // (The ack block was cleared when attached: every generation the broker writes now is new.)
   ps.tracker.LeaseOpened(resp.last_sequence);
   return Status::Ok();
 }
 
 Status Core::Reopen(PState& ps) {
   if (ps.lease.open || !ps.fatal.ok()) return ps.fatal;
+  if (lost_.load(std::memory_order_relaxed)) return Status(Errc::kUnavailable, "reconnecting to the broker");
   const uint64_t now = MonoNanos();
   if (now < ps.lease.retry_at_ns) return Status(Errc::kUnavailable, "retrying later");
   Status s = OpenLease(ps);

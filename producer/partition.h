@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <memory>
 
@@ -53,15 +54,18 @@ struct Lease {
 class AckWatch {
  public:
   // The block for a new lease (each lease gets the next of the partition's blocks, so that a late
-  // ack of an earlier lease is never taken for one of this lease).
-  void Attach(std::byte* block) { block_.store(block, std::memory_order_relaxed); }
-  bool attached() const { return block_.load(std::memory_order_relaxed) != nullptr; }
-  // Takes the generation now in the block as seen: acks of the block's previous lease are old.
-  void Sync() {
-    protocol::AckBlock a;
-    if (protocol::DecodeAckBlock(block_.load(std::memory_order_relaxed), &a))
-      seen_.store(a.generation, std::memory_order_relaxed);
+  // ack of an earlier lease is never taken for one of this lease). The block is cleared and
+  // generation 0 taken as seen: the broker numbers a lease's acks from 1, and the generation an
+  // earlier lease left in the block (four leases ago, or before a broker restart) must not hide
+  // the ack of this lease that happens to reach the same number. The earlier lease's grant on
+  // the block is revoked by then.
+  void Attach(std::byte* block) {
+    std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(block)).store(0, std::memory_order_relaxed);
+    std::memset(block + 8, 0, 56);
+    seen_.store(0, std::memory_order_relaxed);
+    block_.store(block, std::memory_order_release);
   }
+  bool attached() const { return block_.load(std::memory_order_relaxed) != nullptr; }
   // A hint, without the lock (one load of the generation): the broker wrote an ack not seen yet.
   bool Pending() const {
     std::byte* b = block_.load(std::memory_order_relaxed);

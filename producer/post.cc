@@ -48,12 +48,11 @@ void Core::PostSealed(PState& ps) {
         cfg_.mode == PartitionMode::kExclusive ? PostExclusive(ps, *b, &at) : PostShared(ps, *b, &at);
     if (s.is(Errc::kResourceExhausted)) break;  // waiting for the in-flight batches (a roll)
     if (!s.ok()) {
-      if (s.code().category() == module_error_category<fabric::FabricErrc>() && s.is(Errc::kUnavailable)) {
-        // The data connection itself failed (peer gone, flushed): nothing can be sent any more.
-        // (A revoked or unknown key is only a lost lease: the retriable path below.)
-        ps.fatal = Status(Errc::kUnavailable, "the data connection to the broker at " + conn_->address() +
-                                                  " failed: " + s.ToString());
-        FailAll(ps, ps.fatal);
+      if (s.is(Errc::kUnavailable)) {
+        // The data connection itself failed (peer gone, flushed) or is being made again: the
+        // lease is lost and the I/O thread reconnects (reconnect.cc); the batches wait.
+        LeaseLost(ps, s);
+        io_cv_.NotifyAll();
         break;
       }
       if (Retriable(s)) {

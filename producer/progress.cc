@@ -15,7 +15,8 @@ namespace rdmq::producer {
 using protocol::WireError;
 
 bool Core::Progress() {
-  if (!lost_.load(std::memory_order_relaxed) && !conn_->connected()) CheckConnection();
+  // The I/O thread handles a lost broker (reconnect.cc); it checks every tick, this wakes it.
+  if (!lost_.load(std::memory_order_relaxed) && !conn_->connected()) io_cv_.NotifyAll();
   bool any = data_.Drain();
   HandleCommitResults();
   std::vector<uint32_t> failed;
@@ -40,15 +41,12 @@ void Core::Tick(uint64_t now) {
     PLock lock(this, *ps, std::defer_lock);
     if (!lock.TryLock()) continue;
     if (ps->open_batch != nullptr && now - ps->open_batch->created_ns >= linger_ns) Seal(*ps);
-    if (!ps->lease.open && ps->tracker.has_queued() && ps->fatal.ok()) {
+    if (!ps->lease.open && (ps->tracker.has_queued() || ps->open_batch != nullptr) && ps->fatal.ok()) {
       if (ps->tracker.DeliveryExpired(now)) {
-        FailAll(*ps,
-                Status(Errc::kTimeout, "delivery.timeout.ms passed without a lease for " + ps->topic->name +
-                                           "-" + std::to_string(ps->partition.value()) + ": " +
-                                           ps->lease.last_error.ToString()));
+        FailAll(*ps, Undeliverable(*ps));
         continue;
       }
-      (void)Reopen(*ps);
+      if (ps->tracker.has_queued()) (void)Reopen(*ps);
     } else if (ps->tracker.has_queued()) {
       PostSealed(*ps);
     }
@@ -103,6 +101,7 @@ void Core::IoLoop() {
     const uint64_t now = MonoNanos();
     if (now - last_tick >= static_cast<uint64_t>(tick.count())) {
       if (!lost_.load(std::memory_order_relaxed) && !conn_->connected()) CheckConnection();
+      if (lost_.load(std::memory_order_relaxed)) Reconnect(now);
       Tick(now);
       last_tick = now;
     }

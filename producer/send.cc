@@ -24,9 +24,6 @@ uint32_t Random() {
 Status Core::Send(const ProducerRecord& r, SendCallback cb, SendFuture* fut) {
   if (closed_.load(std::memory_order_acquire))
     return Status(Errc::kFailedPrecondition, "the producer is closed");
-  if (lost_.load(std::memory_order_relaxed)) {
-    return Status(Errc::kUnavailable, "the broker at " + conn_->address() + " went away");
-  }
   RDMQ_ASSIGN_OR_RETURN(TopicState * t, topics_.Get(r.topic));
   int32_t part = r.partition;
   if (part < 0) {

@@ -30,7 +30,16 @@ producer::ProducerRecord Record(std::string_view topic, int32_t partition, std::
 TEST_CASE("config keys: Kafka names, bad keys and values named in the error", "[client][config]") {
   client::ClientOptions c;
   REQUIRE_OK(c.Set("bootstrap.servers", "tcp:10.0.0.1:9092,tcp:10.0.0.2:9092"));
-  CHECK(c.bootstrap == "tcp:10.0.0.1:9092");
+  CHECK(c.bootstrap == "tcp:10.0.0.1:9092,tcp:10.0.0.2:9092");
+  auto servers = c.BootstrapServers();
+  REQUIRE_OK(servers);
+  CHECK(*servers == std::vector<std::string>{"tcp:10.0.0.1:9092", "tcp:10.0.0.2:9092"});
+  REQUIRE_OK(c.Set("reconnect.backoff.ms", "20"));
+  CHECK(c.reconnect_backoff == 20ms);
+  REQUIRE_OK(c.Set("reconnect.backoff.max.ms", "2000"));
+  CHECK(c.reconnect_backoff_max == 2000ms);
+  REQUIRE_OK(c.Set("retry.backoff.ms", "5"));
+  CHECK(c.retry_backoff == 5ms);
   REQUIRE_OK(c.Set("client.id", "me"));
   CHECK(c.client_name == "me");
   REQUIRE_OK(c.Set("request.timeout.ms", "1500"));
@@ -332,15 +341,23 @@ TEST_CASE("rdmq-broker: --help, --print-config, bad options, a second broker on 
   CHECK(broker.Stop() == 0);
 }
 
-TEST_CASE("when the broker dies, pending records and polls fail with kUnavailable", "[client][e2e]") {
+// The broker stays away for longer than delivery.timeout.ms: every pending record fails with an
+// error that says why, Flush and Close return by their deadlines, polls return nothing (no
+// error: the consumer waits for the broker), and an admin call fails after its request timeout.
+TEST_CASE("when the broker stays away past delivery.timeout.ms, pending records fail saying why",
+          "[client][e2e]") {
+  using Clock = std::chrono::steady_clock;
   TempDir dir;
   START_BROKER(broker, dir, "shm");
-  auto admin = client::AdminClient::Connect(broker.Options());
+  client::ClientOptions ao = broker.Options();
+  ao.request_timeout = 1s;
+  auto admin = client::AdminClient::Connect(ao);
   REQUIRE_OK(admin);
-  REQUIRE_OK((*admin)->CreateTopic("t", {}));
+  REQUIRE_OK((*admin)->CreateTopic("t", {{"partitions", "2"}}));
   producer::ProducerConfig pc;
   pc.client = broker.Options();
   pc.linger = 10ms;
+  pc.delivery_timeout = 2s;
   auto p = producer::Producer::Create(pc);
   REQUIRE_OK(p);
   REQUIRE_OK((*p)->Send(Record("t", 0, "first")).get());
@@ -351,22 +368,43 @@ TEST_CASE("when the broker dies, pending records and polls fail with kUnavailabl
   REQUIRE_OK((*c)->Assign({{"t", 0}}));
   REQUIRE_OK((*c)->Poll(1s));
   broker.Kill();
-  auto f = (*p)->Send(Record("t", 0, "lost"));
-  const auto t0 = std::chrono::steady_clock::now();
-  // (Flush may find nothing pending: Send itself fails once the producer noticed the loss.)
-  Status flushed = (*p)->Flush(30s);
-  CHECK(std::chrono::steady_clock::now() - t0 < 10s);
-  CHECK((flushed.ok() || flushed.is(Errc::kUnavailable)));
-  REQUIRE(f.wait_for(10s));
-  CHECK(f.get().status().is(Errc::kUnavailable));
-  CHECK((*p)->Send(Record("t", 0, "later")).get().status().is(Errc::kUnavailable));
-  Status polled;
-  for (int i = 0; i < 50 && polled.ok(); ++i) {
-    auto r = (*c)->Poll(200ms);
-    if (!r.ok()) polled = r.status();
+  const auto killed = Clock::now();
+  // Records sent while the broker is away are taken: they wait for it.
+  std::vector<producer::SendFuture> pending;
+  for (int i = 0; i < 20; ++i) pending.push_back((*p)->Send(Record("t", i % 2, "lost")));
+  auto t0 = Clock::now();
+  const Status flushed = (*p)->Flush(300ms);
+  CHECK(flushed.is(Errc::kTimeout));
+  CHECK(Clock::now() - t0 < 300ms + 2s);  // by its deadline (with room for a slow machine)
+  for (auto& f : pending) {
+    REQUIRE(f.wait_for(2s + 1s + 5s));
+    const Status s = f.get().status();
+    CHECK(s.is(Errc::kTimeout));
+    CHECK(s.ToString().find("delivery.timeout.ms=2000") != std::string::npos);
+    CHECK(s.ToString().find("unreachable") != std::string::npos);
+    CHECK(s.ToString().find(broker.control()) != std::string::npos);
   }
-  CHECK(polled.is(Errc::kUnavailable));
-  CHECK((*admin)->ListTopics().status().is(Errc::kUnavailable));
+  // Not before the delivery timeout (from the loss of the broker).
+  CHECK(Clock::now() - killed >= 2s);
+  for (int i = 0; i < 5; ++i) {
+    auto r = (*c)->Poll(50ms);
+    REQUIRE_OK(r);
+    CHECK(r->empty());
+  }
+  // An admin call is retried (reconnecting) until its request timeout, then fails.
+  auto admin2 = client::AdminClient::Connect(ao);
+  CHECK(admin2.status().is(Errc::kUnavailable));
+  t0 = Clock::now();
+  const Status listed = (*admin)->ListTopics().status();
+  CHECK(listed.is(Errc::kUnavailable));
+  CHECK(Clock::now() - t0 >= ao.request_timeout - 200ms);
+  auto late = (*p)->Send(Record("t", 0, "late"));
+  t0 = Clock::now();
+  const Status closed = (*p)->Close(200ms);
+  CHECK(Clock::now() - t0 < 200ms + 2s);
+  CHECK(!closed.ok());
+  REQUIRE(late.wait_for(1s));
+  CHECK(!late.get().ok());
 }
 
 }  // namespace

@@ -162,6 +162,18 @@ class BrokerProcess {
     return false;
   }
   void Kill() { child_.Kill(SIGKILL); }
+  // Makes later Start()s listen where this run listens (tcp/verbs: the ports picked at the first
+  // start), so that a restarted broker is found at the same addresses. Call after Start().
+  void PinAddresses() {
+    if (fabric_ == "shm") return;  // the socket paths are in the data directory already
+    std::ifstream in(dir_ + "/rdmq.addr");
+    std::string key, addr;
+    while (in >> key >> addr) {
+      const std::string hostport = addr.substr(addr.find(':') + 1);  // "tcp:host:port" -> "host:port"
+      if (key == "control") sets_.push_back("listen.control=" + hostport);
+      if (key == "data") sets_.push_back("listen.data=" + hostport);
+    }
+  }
   // Graceful stop; returns the exit code (-1 if killed by a signal).
   int Stop() {
     const int st = child_.Kill(SIGTERM);

@@ -5,12 +5,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "cli/cli_fixture.h"
 
@@ -277,6 +279,32 @@ TEST_CASE("rdmq-produce reports bad lines and unknown topics", "[e2e][cli]") {
   REQUIRE_RUN(f.Produce({"-X", "no.such.setting=1", "kv"}, ""), 2);
   REQUIRE_RUN(f.Consume({"-o", "sometime", "kv"}), 2);
   REQUIRE_RUN(f.Consume({"-f", "%q", "kv"}), 2);
+}
+
+TEST_CASE("rdmq-produce: lines pending while the broker stays away fail clearly, and it exits",
+          "[e2e][cli]") {
+  Fixture f;
+  REQUIRE_RUN(f.Rdmq({"topic", "create", "gone"}), 0);
+  // The first line is stored; the broker stops; the later lines wait for it (the producer
+  // reconnects) and fail once delivery.timeout.ms passed without it.
+  RunResult r;
+  std::thread producing([&] {
+    r = f.Sh("(echo a; sleep 4; echo b; echo c) | rdmq-produce -X delivery.timeout.ms=2000 gone", 60);
+  });
+  bool stored = false;
+  for (int i = 0; i < 100 && !stored; ++i) {  // up to ~10 s
+    stored = f.Consume({"-e", "gone"}).out == "a\n";
+    if (!stored) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  CHECK(stored);
+  f.broker().Stop();
+  producing.join();
+  REQUIRE_RUN(r, 1);
+  CHECK(Contains(r.err, "line 2: "));
+  CHECK(Contains(r.err, "line 3: "));
+  CHECK(Contains(r.err, "not acknowledged within delivery.timeout.ms=2000"));
+  CHECK(Contains(r.err, "unreachable"));
+  CHECK(Contains(r.err, "1 of 3 records acknowledged, 2 failed"));
 }
 
 TEST_CASE("partition inspect on the broker's files reports a flipped bit at its position", "[e2e][cli]") {

@@ -97,7 +97,9 @@ TEST_CASE("producer keys set the producer's fields, client keys its client optio
   REQUIRE_OK(c.Set("max.block.ms", "2s"));
   CHECK(c.max_block == std::chrono::milliseconds(2000));
   REQUIRE_OK(c.Set("bootstrap.servers", "tcp:a:1,tcp:b:2"));
-  CHECK(c.client.bootstrap == "tcp:a:1");
+  CHECK(c.client.bootstrap == "tcp:a:1,tcp:b:2");  // the list, tried in order (client::ParseBootstrapServers)
+  REQUIRE_OK(c.Set("reconnect.backoff.max.ms", "3s"));
+  CHECK(c.client.reconnect_backoff_max == std::chrono::milliseconds(3000));
   REQUIRE_OK(c.Set("request.timeout.ms", "5000"));
   CHECK(c.client.request_timeout == std::chrono::milliseconds(5000));
   Status s = c.Set("batch.size", "100");

@@ -5,11 +5,17 @@
 // to this client with the data-endpoint handshake. Applications use AdminClient, Producer and
 // Consumer; this header is for rdmq's own client libraries and tools.
 //
+// When the broker goes away (connected() turns false), Dial + Install (or Reconnect) connect
+// again, to the first bootstrap server that answers, keeping the fabric, its registered memory
+// and the completion queues; the client then reopens what it had (leases, locations).
+//
 // Ownership and lifetime: a Connection owns its fabric, RPC client, completion queues and data
-// endpoint. RemoteRegions attached on data() must be destroyed before the Connection.
-// Threading: Call/CallAsync are thread-safe (the RPC layer shares its channels). The data
-// endpoint and its completion queues follow the fabric rules: one posting thread at a time
-// (callers serialise with their own lock), one polling thread per queue at a time.
+// endpoint. RemoteRegions attached on data() must be destroyed before the Connection (and before
+// an Install replaces that endpoint).
+// Threading: Call/CallAsync/connected()/address() are thread-safe, also while another thread
+// installs a new link (a call in progress finishes on the old one). The data endpoint and its
+// completion queues follow the fabric rules: one posting thread at a time (callers serialise
+// with their own lock), one polling thread per queue at a time.
 // Errors: kUnavailable (with the address) when the broker cannot be reached or went away;
 // kInvalidArgument for an unparsable address; protocol::WireError codes from the broker's
 // responses, with the broker's message.
@@ -20,8 +26,10 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "rdmq/client/options.h"
+#include "rdmq/common/mutex.h"
 #include "rdmq/common/status.h"
 #include "rdmq/fabric/fabric.h"
 #include "rdmq/protocol/messages.h"
@@ -44,6 +52,8 @@ struct ConnectionOptions {
 
 class Connection {
  public:
+  // Opens the fabric (and the data endpoint's completion queues) and connects to the first
+  // bootstrap server that answers, trying them in order.
   static Result<std::unique_ptr<Connection>> Open(const ClientOptions& client,
                                                   const ConnectionOptions& options = {});
   ~Connection();
@@ -63,29 +73,66 @@ class Connection {
   // RPC layer's response thread. An error returned here means `done` is never called.
   Status CallAsync(protocol::Api api, std::string_view request, rpc::Client::Callback done) const;
 
+  // --- Reconnecting (docs/protocol.md, "Clients when the broker fails").
+  // A connection to one broker: its RPC connection handle, its Hello, and the data endpoint
+  // (on this Connection's completion queues). Callers only carry it from Dial to Install.
+  struct Link {
+    std::string address;
+    std::shared_ptr<rpc::Client> rpc;
+    protocol::HelloResponse hello;
+    std::unique_ptr<fabric::Endpoint> data;
+  };
+  // Connects anew, trying every bootstrap server in order once: RPC connection, Hello, data
+  // endpoint and its handshake. The current link is untouched. Thread-safe; one Dial at a time
+  // is the caller's business. kUnavailable naming every server tried when none answers.
+  Result<std::unique_ptr<Link>> Dial() const;
+  // Makes `link` the current one and destroys the old (its RPC handle once no Call uses it).
+  // The fabric, its regions and the completion queues stay: memory registered on the fabric
+  // stays valid. The caller guarantees that no thread uses data() meanwhile and that nothing
+  // attached to or granted on the old endpoint (RemoteRegion, Grant) is left. The new endpoint
+  // has no receives posted. Completions of the old endpoint may still be in the queues
+  // (Completion::endpoint_id tells them apart).
+  void Install(std::unique_ptr<Link> link);
+  // Dial, then Install: for single-threaded clients.
+  Status Reconnect();
+  // Links installed so far (1 after Open; each Install adds one).
+  uint64_t generation() const;
+
+  // The current broker's Hello (replaced by Install: read it from the thread that installs).
   const protocol::HelloResponse& hello() const noexcept { return hello_; }
-  const std::string& address() const noexcept { return address_; }
+  // The current broker's control address (one of the bootstrap servers).
+  std::string address() const;
+  // The bootstrap servers, in the order they are tried.
+  const std::vector<std::string>& servers() const noexcept { return servers_; }
   const ClientOptions& options() const noexcept { return options_; }
   fabric::Fabric& fabric() noexcept { return *fabric_; }
   fabric::Provider provider() const noexcept { return provider_; }
-  // The data endpoint and its queues (nullptr when opened without one).
+  // The data endpoint and its queues (nullptr when opened without one). The queues live as long
+  // as the Connection; the endpoint is replaced by Install.
   fabric::Endpoint* data() noexcept { return data_.get(); }
   fabric::CompletionQueue* send_cq() noexcept { return send_cq_.get(); }
   fabric::CompletionQueue* recv_cq() noexcept { return recv_cq_.get(); }
-  // False once the RPC connection or the data endpoint broke.
+  // False once the RPC connection or the data endpoint broke (until a new link is installed).
   bool connected() const;
 
  private:
   Connection() = default;
+  std::shared_ptr<rpc::Client> rpc() const;
+  Result<std::unique_ptr<Link>> DialOne(const std::string& address) const;
+
   ClientOptions options_;
-  std::string address_;
+  ConnectionOptions conn_options_;
+  std::vector<std::string> servers_;
   fabric::Provider provider_ = fabric::Provider::kShm;
   std::unique_ptr<fabric::Fabric> fabric_;
-  std::unique_ptr<rpc::Client> rpc_;
-  protocol::HelloResponse hello_;
   std::unique_ptr<fabric::CompletionQueue> send_cq_;
   std::unique_ptr<fabric::CompletionQueue> recv_cq_;
-  std::unique_ptr<fabric::Endpoint> data_;
+  protocol::HelloResponse hello_;
+  mutable Mutex mu_;  // the current link's parts, for threads that do not install
+  std::string address_ GUARDED_BY(mu_);
+  std::shared_ptr<rpc::Client> rpc_ GUARDED_BY(mu_);
+  std::unique_ptr<fabric::Endpoint> data_;  // written under mu_ by Install; see data()
+  uint64_t generation_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace rdmq::client

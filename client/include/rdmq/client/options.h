@@ -14,19 +14,31 @@ namespace rdmq::client {
 
 struct ClientOptions {
   // The broker's control address: "unix:/path/to/rdmq.sock" (shm, the embedded default),
-  // "tcp:host:port" or "verbs:host:port". Default: $RDMQ_BROKER, else
-  // "unix:./rdmq-data/rdmq.sock".
+  // "tcp:host:port" or "verbs:host:port", or a comma-separated list of them, tried in order on
+  // connect and reconnect. Default: $RDMQ_BROKER, else "unix:./rdmq-data/rdmq.sock".
   std::string bootstrap;
   std::string client_name = "rdmq-client";           // "client.id" in logs and broker diagnostics
   std::chrono::milliseconds request_timeout{30000};  // "request.timeout.ms"
   std::string device;                                // verbs: RDMA device (empty: the first active one)
+  // After the broker went away: the first wait before connecting again, doubled per failed
+  // attempt up to the max (jittered; client::Backoff).
+  std::chrono::milliseconds reconnect_backoff{50};        // "reconnect.backoff.ms"
+  std::chrono::milliseconds reconnect_backoff_max{1000};  // "reconnect.backoff.max.ms"
+  std::chrono::milliseconds retry_backoff{100};           // "retry.backoff.ms": between retries of a request
 
   // Applies a Kafka-style key ("bootstrap.servers", "client.id", "request.timeout.ms",
   // "rdma.device"): a lookup in ClientConfigDef(). kInvalidArgument naming the key otherwise.
   Status Set(std::string_view key, std::string_view value);
-  // The bootstrap address with the default applied.
+  // The bootstrap address (the list as given) with the default applied.
   std::string ResolvedBootstrap() const;
+  // The bootstrap servers, in order (ParseBootstrapServers of ResolvedBootstrap()).
+  Result<std::vector<std::string>> BootstrapServers() const;
 };
+
+// A bootstrap.servers value: comma-separated addresses, blanks around them ignored, each
+// normalised ("/path" -> "unix:/path"). kInvalidArgument when it names none, when an entry is
+// not an address, or when the entries use different fabrics (a client opens one).
+Result<std::vector<std::string>> ParseBootstrapServers(std::string_view list);
 
 // The keys of ClientOptions (`rdmq config list client`); producer and consumer tables include them.
 const config::ConfigDef<ClientOptions>& ClientConfigDef();

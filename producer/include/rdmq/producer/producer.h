@@ -19,8 +19,10 @@
 // before it returns.
 // Errors: Send fails immediately (or its future does) with kInvalidArgument for a record larger
 // than the broker's max.message.bytes, UNKNOWN_TOPIC / UNKNOWN_PARTITION, kTimeout when
-// `delivery_timeout` passes, kUnavailable when the broker is gone. Lost leases and segment rolls
-// are retried inside the producer.
+// `delivery_timeout` passes without the record acknowledged (the message says why: e.g. the
+// broker unreachable, with the last connection error). Lost leases, segment rolls and a broker
+// that went away (the producer reconnects, reopens its leases and resends what was not
+// acknowledged; an idempotent producer stores each record once) are retried inside the producer.
 #pragma once
 
 #include <chrono>
