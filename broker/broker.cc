@@ -99,7 +99,7 @@ Status BrokerImpl::Init() {
 
   publisher_ = std::make_unique<Publisher>(data_fabric_->provider(), staging_.get(),
                                            uint64_t{kMaxLeases} * protocol::kAckBlockSize, kNotifySlots, n_);
-  leases_ = std::make_unique<LeaseManager>(kMaxLeases, staging_.get(), cfg_.lease_ms, n_);
+  leases_ = std::make_unique<LeaseManager>(kMaxLeases, staging_.get(), cfg_.lease_ms, cfg_.lease_idle_ms, n_);
   PartitionOptions po;
   po.fabric = data_fabric_.get();
   po.data_dir = cfg_.data_dir;
@@ -235,6 +235,7 @@ Broker::Stats BrokerImpl::stats() const {
   s.acks = n_.acks.load();
   s.leases_granted = n_.leases_granted.load();
   s.leases_expired = n_.leases_expired.load();
+  s.leases_idle = n_.leases_idle.load();
   s.notifications = n_.notifications.load();
   s.duplicates = n_.duplicates.load();
   s.poller_wakeups = n_.poller_wakeups.load();

@@ -80,7 +80,7 @@ void CommitPoller::Commit(const std::shared_ptr<Lease>& l, Session& session, uin
   p.Advance(out->committed, out->high_watermark);
   p.MarkDirty();
   Counters::Add(d_.counters->commits);
-  d_.leases->Extend(*l);
+  d_.leases->Active(*l);
   l->acked_segment = a.base;
   l->acked_position = a.committed;
   l->acked_next_offset = a.high_watermark;

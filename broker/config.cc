@@ -97,6 +97,15 @@ const config::ConfigDef<BrokerConfig>& BrokerConfigDef() {
                .min = 100,
                .max = 3'600'000},
               Field(&BrokerConfig::lease_ms));
+    d->Define({.name = "lease.idle.ms",
+               .type = Type::kDuration,
+               .doc = "A producer lease whose holder committed nothing for this long is released, so "
+                      "that an idle producer does not keep others off the partition (its producer opens "
+                      "a new lease when it sends again). 0: never.",
+               .component = broker,
+               .min = 0,
+               .max = 86'400'000},
+              Field(&BrokerConfig::lease_idle_ms));
     d->Define({.name = "rpc.workers",
                .type = Type::kInt,
                .doc = "Threads running the RPC handlers that do I/O.",

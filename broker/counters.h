@@ -13,6 +13,7 @@ struct Counters {
   std::atomic<uint64_t> acks{0};           // ack blocks written
   std::atomic<uint64_t> leases_granted{0};
   std::atomic<uint64_t> leases_expired{0};
+  std::atomic<uint64_t> leases_idle{0};     // released by lease.idle.ms
   std::atomic<uint64_t> notifications{0};   // Watch notifications sent
   std::atomic<uint64_t> duplicates{0};      // idempotent batches found to be duplicates
   std::atomic<uint64_t> poller_wakeups{0};  // the commit poller's sleeps that ended (wake or timeout)

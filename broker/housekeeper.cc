@@ -59,6 +59,15 @@ void Housekeeper::Tend(Partition& p, uint64_t now, bool checkpoint, bool retenti
         .kv("client", l->session->client_id);
     leases_.EndLocked(p, l, WireError::kLeaseExpired, true);
   }
+  for (const auto& l : p.Leases()) {
+    if (!leases_.Idle(*l, now)) continue;
+    Counters::Add(n_.leases_idle);
+    RDMQ_LOG(kInfo, "broker", "idle lease released")
+        .kv("partition", p.where())
+        .kv("lease", l->id)
+        .kv("client", l->session->client_id);
+    leases_.EndLocked(p, l, WireError::kLeaseExpired, true);
+  }
   if (p.SharedActive(now, 4 * uint64_t{iv_.lease_ms} * 1'000'000)) ExpireReservations(p);
   p.DropRetired(now);
   if (checkpoint && p.TakeDirty()) {

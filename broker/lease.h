@@ -42,6 +42,7 @@ struct Lease {
   Offset segment_base{0};                     // segment the grant covers
   Position grant_position{0};                 // data-area position the window starts at
   uint64_t deadline_ns = 0;
+  uint64_t active_ns = 0;  // granted, committed, or renewed with kRenewActive (lease.idle.ms)
   uint64_t ack_generation = 0;
   Offset acked_segment{0};       // segment of acked_position
   Position acked_position{0};    // end of the lease's last committed range

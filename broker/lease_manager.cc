@@ -19,7 +19,24 @@ Status LeaseManager::CheckLive(const Partition& p, const Lease& l) {
   return Status::Ok();
 }
 
+void LeaseManager::ReleaseIdle(Partition& p, const Session& session, protocol::ProduceMode mode,
+                               uint64_t now_ns) {
+  for (const auto& l : p.Leases()) {
+    if (l->session.get() == &session || !Idle(*l, now_ns)) continue;
+    if (l->shared() && mode == protocol::ProduceMode::kShared) continue;  // they coexist
+    Counters::Add(n_.leases_idle);
+    RDMQ_LOG(kInfo, "broker", "idle lease released for a waiting producer")
+        .kv("partition", p.where())
+        .kv("lease", l->id)
+        .kv("client", l->session->Name())
+        .kv("idle_ms", (now_ns - l->active_ns) / 1'000'000);
+    EndLocked(p, l, WireError::kLeaseExpired, true);
+  }
+}
+
 Status LeaseManager::Admit(Partition& p, const Session& session, const LeaseRequest& req) {
+  // An idle holder does not keep the partition from a producer that wants to write.
+  ReleaseIdle(p, session, req.mode, MonoNanos());
   if (req.mode == protocol::ProduceMode::kExclusive) {
     if (p.exclusive()) {
       const std::shared_ptr<Lease> h = p.exclusive();
@@ -87,6 +104,7 @@ Result<std::shared_ptr<Lease>> LeaseManager::Open(Partition& p, const std::share
   }
   const uint64_t now = MonoNanos();
   l->deadline_ns = now + lease_ns_;
+  l->active_ns = now;
   l->acked_segment = p.active().base;
   l->acked_position = l->shared() ? Position(0) : p.active().committed;
   l->acked_next_offset = p.active().high_watermark;
@@ -155,6 +173,7 @@ protocol::LeaseResponse LeaseManager::Describe(const Partition& p, const Lease& 
   out.last_sequence =
       l.producer_id.value() >= 0 ? p.producers().LastSequence(l.producer_id, l.producer_epoch) : -1;
   out.slot.bytes = p.slot_descriptor();
+  out.idle_ms = idle_ms_;
   return out;
 }
 

@@ -32,11 +32,16 @@ struct LeaseRequest {
 class LeaseManager {
  public:
   // Ack blocks are staged in `staging` from byte 0, one per lease slot (max_leases of them).
-  LeaseManager(uint32_t max_leases, fabric::Region* staging, uint32_t lease_ms, Counters& counters)
+  // A lease that committed nothing for `idle_ms` is idle (0: never): the housekeeper releases
+  // it, and a producer asking for its partition does not wait for that.
+  LeaseManager(uint32_t max_leases, fabric::Region* staging, uint32_t lease_ms, uint32_t idle_ms,
+               Counters& counters)
       : table_(max_leases),
         staging_(staging),
         lease_ms_(lease_ms),
         lease_ns_(uint64_t{lease_ms} * 1'000'000),
+        idle_ms_(idle_ms),
+        idle_ns_(uint64_t{idle_ms} * 1'000'000),
         n_(counters) {}
 
   // Grants `session` a lease on `p`: refused while another client holds
@@ -53,6 +58,16 @@ class LeaseManager {
   protocol::LeaseResponse Describe(const Partition& p, const Lease& l) const REQUIRES(p.mu);
   // The lease lives another lease.ms from now.
   void Extend(Lease& l) const { l.deadline_ns = MonoNanos() + lease_ns_; }
+  // The lease committed (or is about to write): extended, and not idle from now.
+  void Active(Lease& l) const {
+    const uint64_t now = MonoNanos();
+    l.deadline_ns = now + lease_ns_;
+    l.active_ns = now;
+  }
+  // Whether the lease committed nothing for lease.idle.ms (and may be released).
+  bool Idle(const Lease& l, uint64_t now_ns) const {
+    return idle_ns_ != 0 && now_ns > l.active_ns && now_ns - l.active_ns >= idle_ns_;
+  }
   // Writes the lease's ack block (acked position, next offset, credit, `error`, `flags`).
   void WriteAck(const Partition& p, Lease& l, uint16_t error, uint16_t flags) REQUIRES(p.mu);
 
@@ -87,11 +102,16 @@ class LeaseManager {
  private:
   static Status CheckLive(const Partition& p, const Lease& l) REQUIRES(p.mu);
   Status Admit(Partition& p, const Session& session, const LeaseRequest& req) REQUIRES(p.mu);
+  // Ends the idle leases of other clients that would keep a lease of `mode` off the partition.
+  void ReleaseIdle(Partition& p, const Session& session, protocol::ProduceMode mode, uint64_t now_ns)
+      REQUIRES(p.mu);
 
   LeaseTable table_;
   fabric::Region* const staging_;
   const uint32_t lease_ms_;
   const uint64_t lease_ns_;
+  const uint32_t idle_ms_;
+  const uint64_t idle_ns_;
   Counters& n_;
 };
 

@@ -72,7 +72,11 @@ Result<protocol::LeaseResponse> ProduceHandlers::RenewLease(const rpc::RequestCo
   if (Status done = leases_.WithLease(
           req.lease_id, ctx.client_id,
           [&](Partition& p, const std::shared_ptr<Lease>& l) REQUIRES(p.mu) -> Status {
-            leases_.Extend(*l);
+            if ((req.flags & (protocol::kRenewRoll | protocol::kRenewActive)) != 0) {
+              leases_.Active(*l);
+            } else {
+              leases_.Extend(*l);
+            }
             if (!l->shared() && (req.flags & protocol::kRenewRoll) != 0 &&
                 l->segment_base == p.active().base && p.active().committed.value() > 0) {
               if (Status s = p.log().Roll(); !s.ok()) {
@@ -137,7 +141,7 @@ Status ProduceHandlers::CommitLocked(Partition& p, const std::shared_ptr<Lease>&
   cr.position = position;
   cr.length = req.length;
   cr.expected_next_offset = shared ? kNoOffset : req.next_offset;
-  leases_.Extend(*l);
+  leases_.Active(*l);
   auto out = p.log().Commit(cr);
   if (!out.ok()) {
     if (out.status().is(storage::StorageErrc::kSegmentFull)) {

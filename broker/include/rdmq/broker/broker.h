@@ -37,6 +37,7 @@ class Broker {
     uint64_t acks = 0;           // ack blocks written
     uint64_t leases_granted = 0;
     uint64_t leases_expired = 0;
+    uint64_t leases_idle = 0;    // released after lease.idle.ms without a commit
     uint64_t notifications = 0;  // Watch notifications sent
     uint64_t duplicates = 0;     // idempotent batches dropped as duplicates
     // The commit poller: sleeps that ended (a completion or the 10 ms slice), and spin phases

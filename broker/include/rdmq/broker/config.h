@@ -34,6 +34,7 @@ struct BrokerConfig {
   std::string device;                           // "device": verbs device name, empty = first active
   uint64_t broker_id = 0;                       // "broker.id"
   uint32_t lease_ms = 10000;                    // "lease.ms": producer lease length
+  uint32_t lease_idle_ms = 10000;               // "lease.idle.ms": 0 = never released for idleness
   uint32_t rpc_workers = 2;                     // "rpc.workers": RPC handler worker threads
   uint32_t checkpoint_interval_ms = 1000;       // "log.checkpoint.interval.ms"
   uint32_t retention_check_interval_ms = 5000;  // "log.retention.check.interval.ms"

@@ -265,6 +265,7 @@ struct LeaseResponse {  // OpenProduce, RenewLease
   Offset next_offset{0};
   int32_t last_sequence = -1;
   Blob slot;
+  uint32_t idle_ms = 0;  // the broker releases the lease after this long without a commit (0: never)
   template <class V>
   void Visit(V& v) {
     v(lease_id);
@@ -276,11 +277,14 @@ struct LeaseResponse {  // OpenProduce, RenewLease
     v(next_offset);
     v(last_sequence);
     v(slot);
+    v(idle_ms);
   }
 };
-// RenewLease flag: the exclusive producer's next batch does not fit the segment; seal it at the
-// committed end and move the lease to a new segment.
+// RenewLease flags. kRenewRoll: the exclusive producer's next batch does not fit the segment;
+// seal it at the committed end and move the lease to a new segment. kRenewActive: the producer
+// is about to write after a pause; the lease counts as active (lease.idle.ms) from now.
 inline constexpr uint32_t kRenewRoll = 1u << 0;
+inline constexpr uint32_t kRenewActive = 1u << 1;
 struct LeaseRequest {  // RenewLease, ReleaseLease
   LeaseId lease_id{0};
   uint32_t flags = 0;
