@@ -19,6 +19,7 @@ void AckTracker::FailAll(const Status& s) {
   for (TrackedBatch* b : queued_) Complete(b, s);
   inflight_.clear();
   queued_.clear();
+  lost_since_ns_ = 0;
 }
 
 AckVerdict AckTracker::OnAck(const protocol::AckBlock& a, Status* why) {
@@ -110,7 +111,6 @@ void AckTracker::LeaseOpened(int32_t last_sequence) {
 }
 
 void AckTracker::LeaseLost(uint64_t now_ns) {
-  lost_since_ns_ = now_ns;
   // Shared batches whose Commit already returned their offsets are in the log: complete them.
   // Everything else not acknowledged goes back to the front of the queue, in order.
   std::vector<TrackedBatch*> resend;
@@ -125,6 +125,8 @@ void AckTracker::LeaseLost(uint64_t now_ns) {
   }
   inflight_.clear();
   queued_.insert(queued_.begin(), resend.begin(), resend.end());
+  // Nothing waits on an idle partition (a lease released while unused).
+  lost_since_ns_ = idle() ? 0 : now_ns;
 }
 
 Offset AckTracker::OldestSegment(Offset current) const {

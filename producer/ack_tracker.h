@@ -86,6 +86,11 @@ class AckTracker {
   AckTracker(const AckTracker&) = delete;
   AckTracker& operator=(const AckTracker&) = delete;
 
+  // The partition changes mode (partition.busy=shared): only between leases, with nothing in
+  // flight (queued batches are posted in the new mode).
+  void set_mode(PartitionMode mode) { mode_ = mode; }
+  PartitionMode mode() const { return mode_; }
+
   // --- The queue and the batches in flight.
   void Enqueue(TrackedBatch* b) { queued_.push_back(b); }
   bool has_queued() const { return !queued_.empty(); }
@@ -106,7 +111,8 @@ class AckTracker {
   void Refused(const Status& s);
   // A batch in neither queue (the partition's open batch) completes with `s`.
   void Fail(TrackedBatch* b, const Status& s) { Complete(b, s); }
-  // Every queued and in-flight batch completes with `s`, in order.
+  // Every queued and in-flight batch completes with `s`, in order; the next batch's delivery
+  // clock starts afresh.
   void FailAll(const Status& s);
 
   // --- Acks (the broker's cumulative ack block) and Commit responses (shared mode).
@@ -130,13 +136,43 @@ class AckTracker {
   // The lease is gone at `now_ns`: shared batches whose Commit returned their offsets are in the
   // log and complete; every other in-flight batch goes back to the queue's front, in order.
   void LeaseLost(uint64_t now_ns);
-  // Opening a lease failed (retriably) at `now_ns`: the queue waits without one since then.
+  // Opening a lease failed (retriably) at `now_ns`: the queue waits without one since then
+  // (an empty queue waits for nothing: its clock starts with the next failure after a batch).
   void LeaseUnavailable(uint64_t now_ns) {
-    if (lost_since_ns_ == 0) lost_since_ns_ = now_ns;
+    if (lost_since_ns_ == 0 && !idle()) lost_since_ns_ = now_ns;
   }
   // True once the queue has waited without a lease for longer than delivery.timeout.ms.
   bool DeliveryExpired(uint64_t now_ns) const {
     return lost_since_ns_ != 0 && now_ns > lost_since_ns_ && now_ns - lost_since_ns_ > delivery_timeout_ns_;
+  }
+
+  // --- Sequences (idempotence). A batch with sequences that fails leaves a gap the broker never
+  // gets past: the batches after it must be sent at a new epoch, numbered from 0 (Kafka bumps
+  // the epoch there too). No batch after the failed one can be in the log (the broker takes a
+  // producer's sequences in order), so renumbering them cannot store anything twice; the ones
+  // before it are sent first, at the old epoch.
+  bool sequence_broken() const { return broken_seq_ >= 0; }
+  // The queue's front comes after the failed batch: it waits for the renumbering.
+  bool BlockedByGap() const {
+    return broken_seq_ >= 0 && !queued_.empty() && queued_.front()->base_sequence > broken_seq_;
+  }
+  // Nothing before the failed batch is unresolved: the epoch may be bumped now.
+  bool ReadyToRenumber() const {
+    return broken_seq_ >= 0 && inflight_.empty() && (queued_.empty() || BlockedByGap());
+  }
+  // Numbers the queued batches from 0, calling rewrite(batch) on each; returns the sequence
+  // after them.
+  template <class F>
+  int32_t Renumber(F&& rewrite) {
+    int32_t seq = 0;
+    for (TrackedBatch* b : queued_) {
+      if (b->base_sequence < 0) continue;
+      b->base_sequence = seq;
+      rewrite(b);
+      seq += b->count;
+    }
+    broken_seq_ = -1;
+    return seq;
   }
 
   // --- Output: the batches completed since the last call, in callback order.
@@ -152,10 +188,13 @@ class AckTracker {
   void Complete(TrackedBatch* b, const Status& s, bool read_offset = false) {
     if (b->complete) return;
     b->complete = true;
+    if (!s.ok() && b->base_sequence >= 0 && (broken_seq_ < 0 || b->base_sequence < broken_seq_)) {
+      broken_seq_ = b->base_sequence;
+    }
     completions_.push_back(Completion{b, s, read_offset});
   }
 
-  const PartitionMode mode_;
+  PartitionMode mode_;
   const uint64_t delivery_timeout_ns_;
   std::deque<TrackedBatch*> queued_;    // sealed, not posted, in order
   std::deque<TrackedBatch*> inflight_;  // posted, not acknowledged, in position order
@@ -166,6 +205,7 @@ class AckTracker {
   Offset ack_segment_base_{0};
   Position acked_position_{0};
   uint64_t lost_since_ns_ = 0;  // 0: a lease is open (or none was lost yet)
+  int32_t broken_seq_ = -1;     // the first sequence of the earliest failed batch, until renumbered
 };
 
 }  // namespace rdmq::producer

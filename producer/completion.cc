@@ -100,7 +100,7 @@ void Core::Settle(PState& ps, std::vector<Completion>& done) {
     // Nothing reads the batch's bytes any more: its chunk may go back to the arena.
     if (ChunkCursor::Unref(b->chunk)) ReleaseChunk(*b->chunk);
   }
-  if (cfg_.mode == PartitionMode::kShared) {
+  if (ps.mode == PartitionMode::kShared) {
     // Forget read attachments of segments no batch waits for any more.
     const Offset oldest = ps.tracker.OldestSegment(ps.lease.seg.base_offset);
     while (!ps.read_segs.empty() && ps.read_segs.begin()->first < oldest) {

@@ -51,6 +51,17 @@ const config::ConfigDef<ProducerConfig>& ProducerConfigDef() {
                .choices = {{"exclusive", static_cast<int64_t>(PartitionMode::kExclusive)},
                            {"shared", static_cast<int64_t>(PartitionMode::kShared)}}},
               Field(&ProducerConfig::mode));
+    d->Define({.name = "partition.busy",
+               .type = Type::kEnum,
+               .doc = "When other producers hold the partition: shared: an exclusive producer writes it in "
+                      "shared mode instead (and waits while another holds it exclusively); wait: the records "
+                      "wait for the lease (asking every retry.backoff.ms) until delivery.timeout.ms; fail: "
+                      "Send fails with PARTITION_BUSY. The broker releases leases idle for lease.idle.ms.",
+               .component = producer,
+               .choices = {{"shared", static_cast<int64_t>(BusyPolicy::kShared)},
+                           {"wait", static_cast<int64_t>(BusyPolicy::kWait)},
+                           {"fail", static_cast<int64_t>(BusyPolicy::kFail)}}},
+              Field(&ProducerConfig::busy));
     d->Define({.name = "max.in.flight.requests.per.connection",
                .type = Type::kInt,
                .doc = "Batches per partition sent and not yet acknowledged.",

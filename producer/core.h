@@ -143,13 +143,27 @@ class Core : public std::enable_shared_from_this<Core> {
   Status PostShared(PState& ps, Batch& b, Placement* at) REQUIRES(ps.mu);
 
   // lease.cc
-  Status OpenLease(PState& ps) REQUIRES(ps.mu);
+  Status OpenLease(PState& ps, PartitionMode mode) REQUIRES(ps.mu);
+  // OpenLease in the partition's mode, then as partition.busy says when the partition is busy.
+  Status Acquire(PState& ps) REQUIRES(ps.mu);
+  uint64_t RetryAfterNs(const Status& why) const;  // after a failed Acquire
   Status Reopen(PState& ps) REQUIRES(ps.mu);
   void LeaseLost(PState& ps, const Status& why) REQUIRES(ps.mu);
   Status Roll(PState& ps) REQUIRES(ps.mu);
   Status AwaitSharedRoll(PState& ps) REQUIRES(ps.mu);
   Status AttachSegment(PState& ps, protocol::SegmentLocation seg) REQUIRES(ps.mu);
+  // Keeps an idle lease alive; gives it back once unused for lease.idle.ms.
   void RenewIfIdle(PState& ps, uint64_t now) REQUIRES(ps.mu);
+  // Before a write: the lease counts as active (renewed with kRenewActive first when unused for
+  // half of lease.idle.ms, so the broker does not release it under the write).
+  Status MarkActive(PState& ps, uint64_t now) REQUIRES(ps.mu);
+  void Forget(PState& ps) REQUIRES(ps.mu);  // the lease was given back: closed, no error
+  // Idempotence: the partition's producer epoch (the producer's, plus its bumps), and the bump
+  // after a failed batch (the AckTracker's sequence gap): queued batches renumbered from 0.
+  int16_t Epoch(const PState& ps) const REQUIRES(ps.mu) {
+    return static_cast<int16_t>(producer_epoch_ + ps.epoch_bumps);
+  }
+  Status BumpEpoch(PState& ps) REQUIRES(ps.mu);
 
   // completion.cc
   void CheckAcks(PState& ps) REQUIRES(ps.mu);

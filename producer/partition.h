@@ -38,6 +38,8 @@ struct Lease {
   Position write_pos{0};                         // exclusive: where the next batch goes
   Offset next_offset{0};                         // exclusive: offset of the next posted batch
   uint64_t last_confirmed_ns = 0;                // an ack, a commit or a renewal confirmed it
+  uint32_t idle_ms = 0;                          // the broker releases it after this long unused
+  uint64_t last_active_ns = 0;                   // opened, written, or renewed as active
   uint64_t retry_at_ns = 0;                      // lost: when to try opening one again
   Status last_error;                             // why it was lost, or why opening failed
   uint64_t opened = 0;                           // leases opened so far (picks the ack block)
@@ -91,7 +93,7 @@ class AckWatch {
 struct PState {
   PState(uint32_t id_, TopicState* topic_, PartitionId partition_, PartitionMode mode,
          std::chrono::nanoseconds delivery_timeout)
-      : id(id_), topic(topic_), partition(partition_), tracker(mode, delivery_timeout) {}
+      : id(id_), topic(topic_), partition(partition_), mode(mode), tracker(mode, delivery_timeout) {}
 
   Mutex mu;
   const uint32_t id;  // index in the producer's partition table; also its ack blocks' and scratch word's
@@ -99,10 +101,13 @@ struct PState {
   const PartitionId partition;
 
   Status fatal GUARDED_BY(mu);  // a non-retriable error: every Send to this partition fails with it
+  // partition.mode, until partition.busy=shared made this partition shared (it stays so).
+  PartitionMode mode GUARDED_BY(mu);
   Lease lease GUARDED_BY(mu);
   AckWatch ack;
   AckTracker tracker GUARDED_BY(mu);
   int32_t next_sequence GUARDED_BY(mu) = 0;  // idempotence
+  int16_t epoch_bumps GUARDED_BY(mu) = 0;    // epochs this partition moved on after a failed batch
   ChunkCursor chunks GUARDED_BY(mu);
   Batch* open_batch GUARDED_BY(mu) = nullptr;  // taking records
   // A thread is finishing this partition's completed batches (callbacks run in completion order:

@@ -28,13 +28,22 @@ Status TooLargeForSegment(size_t size, uint64_t capacity) {
 void Core::PostSealed(PState& ps) {
   Lease& l = ps.lease;
   while (ps.tracker.has_queued() && ps.fatal.ok()) {
+    if (ps.tracker.BlockedByGap()) {
+      // A batch failed: what comes after it goes at a new epoch, on a new lease, once what came
+      // before it is resolved (lease.cc, BumpEpoch).
+      if (ps.tracker.in_flight() != 0) break;
+      if (l.open) {
+        (void)conn_->Call<protocol::Empty>(Api::kReleaseLease, protocol::LeaseRequest{l.id, 0});
+        Forget(ps);
+      }
+    }
     if (!l.open) {
       if (!Reopen(ps).ok()) break;
       if (!l.open) break;
       continue;  // Reopen posted what it could
     }
     if (ps.tracker.in_flight() >= cfg_.max_in_flight) break;
-    if (cfg_.mode == PartitionMode::kExclusive && l.ms > 0 &&
+    if (ps.mode == PartitionMode::kExclusive && l.ms > 0 &&
         MonoNanos() - l.last_confirmed_ns > uint64_t{l.ms} * 500'000) {
       // Nothing confirmed the lease for half its length (this process was stopped or starved):
       // take it as lost and open a new one before writing. A write under a revoked window is
@@ -44,8 +53,9 @@ void Core::PostSealed(PState& ps) {
     }
     Batch* b = static_cast<Batch*>(ps.tracker.next());
     Placement at;
-    const Status s =
-        cfg_.mode == PartitionMode::kExclusive ? PostExclusive(ps, *b, &at) : PostShared(ps, *b, &at);
+    Status s = MarkActive(ps, MonoNanos());
+    if (s.ok())
+      s = ps.mode == PartitionMode::kExclusive ? PostExclusive(ps, *b, &at) : PostShared(ps, *b, &at);
     if (s.is(Errc::kResourceExhausted)) break;  // waiting for the in-flight batches (a roll)
     if (!s.ok()) {
       if (s.is(Errc::kUnavailable)) {
@@ -100,6 +110,9 @@ Status Core::PostExclusive(PState& ps, Batch& b, Placement* at) {
 
 Status Core::PostShared(PState& ps, Batch& b, Placement* at) {
   Lease& l = ps.lease;
+  // Built for an exclusive lease before partition.busy=shared switched the partition: the
+  // broker assigns a shared batch's offsets.
+  storage::PatchBaseOffset(b.buf, kNoOffset);
   while (true) {
     // Reserve.
     auto* result = reinterpret_cast<uint64_t*>(acks_->data() + kScratchOffset + uint64_t{ps.id} * 64);

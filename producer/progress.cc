@@ -56,7 +56,6 @@ void Core::Tick(uint64_t now) {
 }
 
 void Core::Prefault() {
-  if (cfg_.mode != PartitionMode::kExclusive) return;
   constexpr uint64_t kAhead = 16 << 20;  // keep this much of the window ready ahead of writes
   constexpr uint64_t kStep = 4 << 20;
   for (PState* ps : topics_.Partitions()) {
@@ -67,7 +66,7 @@ void Core::Prefault() {
         UniqueLock lock(ps->mu, std::defer_lock);
         if (!lock.TryLock()) break;
         Lease& l = ps->lease;
-        if (!l.open || !l.remote) break;
+        if (ps->mode != PartitionMode::kExclusive || !l.open || !l.remote) break;
         const std::byte* m = l.remote->mapped();
         if (m == nullptr) break;
         const Position cap(l.seg.capacity);

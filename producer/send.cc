@@ -58,11 +58,11 @@ Status Core::Send(const ProducerRecord& r, SendCallback cb, SendFuture* fut) {
   if (!ps.lease.open && ps.tracker.idle() && MonoNanos() >= ps.lease.retry_at_ns) {
     // First use (or nothing queued after an error): open the lease now, so that errors such
     // as an unknown topic or a busy partition come back from this Send.
-    Status s = OpenLease(ps);
+    Status s = Acquire(ps);
     if (!s.ok()) {
       if (!Retriable(s)) ps.fatal = s;
-      if (!Retriable(s) || s.is(WireError::kPartitionBusy)) return s;
-      ps.lease.retry_at_ns = MonoNanos() + 2'000'000;
+      if (!Retriable(s) || (s.is(WireError::kPartitionBusy) && cfg_.busy == BusyPolicy::kFail)) return s;
+      ps.lease.retry_at_ns = MonoNanos() + RetryAfterNs(s);
     }
   }
   // Acks that arrived since the last look (cheap: one load of the ack block's generation).
@@ -148,9 +148,9 @@ Status Core::NewBatch(PState& ps, size_t need) {
   b->capacity = cap;
   storage::BatchOptions o;
   o.base_offset =
-      cfg_.mode == PartitionMode::kExclusive ? Offset(0) : kNoOffset;  // exclusive: patched when posted
+      ps.mode == PartitionMode::kExclusive ? Offset(0) : kNoOffset;  // exclusive: patched when posted
   o.producer_id = producer_id_;
-  o.producer_epoch = producer_id_ >= ProducerId(0) ? producer_epoch_ : int16_t{-1};
+  o.producer_epoch = producer_id_ >= ProducerId(0) ? Epoch(ps) : int16_t{-1};
   b->base_sequence = producer_id_ >= ProducerId(0) ? ps.next_sequence : -1;
   o.base_sequence = b->base_sequence;
   b->builder.emplace(b->buf, cap, o);

@@ -517,4 +517,12 @@ void PatchBaseOffset(std::byte* batch, Offset offset) noexcept {
   StoreBE<int64_t>(batch + bf::kBaseOffset, offset.value());
 }
 
+void PatchProducerState(std::span<std::byte> batch, int16_t producer_epoch, int32_t base_sequence) noexcept {
+  if (batch.size() < kBatchHeaderSize) return;
+  std::byte* p = batch.data();
+  StoreBE<int16_t>(p + bf::kProducerEpoch, producer_epoch);
+  StoreBE<int32_t>(p + bf::kBaseSequence, base_sequence);
+  StoreBE<uint32_t>(p + bf::kCrc, ComputeBatchCrc(batch));
+}
+
 }  // namespace rdmq::storage

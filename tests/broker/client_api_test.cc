@@ -407,5 +407,59 @@ TEST_CASE("when the broker stays away past delivery.timeout.ms, pending records 
   CHECK(!late.get().ok());
 }
 
+// Records that timed out while the broker was away leave a gap in the idempotent producer's
+// sequences: once the broker is back, the producer goes on at a new epoch (as Kafka bumps it)
+// instead of being refused with OUT_OF_ORDER_SEQUENCE until every later record times out too.
+TEST_CASE("after a delivery timeout an idempotent producer carries on when the broker is back",
+          "[client][e2e][idempotence]") {
+  TempDir dir;
+  START_BROKER(broker, dir, "shm");
+  {
+    auto admin = client::AdminClient::Connect(broker.Options());
+    REQUIRE_OK(admin);
+    REQUIRE_OK((*admin)->CreateTopic("t", {{"partitions", "1"}}));
+  }
+  producer::ProducerConfig pc;
+  pc.client = broker.Options();
+  pc.client.reconnect_backoff = 10ms;
+  pc.client.reconnect_backoff_max = 100ms;
+  pc.enable_idempotence = true;
+  pc.delivery_timeout = 1s;
+  auto p = producer::Producer::Create(pc);
+  REQUIRE_OK(p);
+  REQUIRE_OK((*p)->Send(Record("t", 0, "first")).get());
+  broker.Kill();
+  std::vector<producer::SendFuture> lost;
+  for (int i = 0; i < 10; ++i) lost.push_back((*p)->Send(Record("t", 0, "lost")));
+  for (auto& f : lost) {
+    REQUIRE(f.wait_for(10s));
+    CHECK(f.get().status().is(Errc::kTimeout));
+  }
+  CHECK((*p)->Flush(1s).is(Errc::kTimeout));  // reports the failures once
+  std::string why;
+  REQUIRE(broker.Start(&why));
+  std::vector<producer::SendFuture> later;
+  for (int i = 0; i < 10; ++i) later.push_back((*p)->Send(Record("t", 0, "later" + std::to_string(i))));
+  for (auto& f : later) {
+    REQUIRE(f.wait_for(20s));
+    CHECK_OK(f.get());
+  }
+  REQUIRE_OK((*p)->Close(5s));
+  consumer::ConsumerConfig cc;
+  cc.client = broker.Options();
+  auto c = consumer::Consumer::Create(cc);
+  REQUIRE_OK(c);
+  REQUIRE_OK((*c)->Assign({{"t", 0}}));
+  std::vector<std::string> got;
+  for (int i = 0; i < 100 && got.size() < 11; ++i) {
+    auto recs = (*c)->Poll(50ms);
+    REQUIRE_OK(recs);
+    for (const auto& r : *recs) got.emplace_back(r.value.value_or(""));
+  }
+  std::vector<std::string> want = {"first"};
+  for (int i = 0; i < 10; ++i) want.push_back("later" + std::to_string(i));
+  CHECK(got == want);
+}
+
 }  // namespace
 }  // namespace rdmq::test

@@ -422,3 +422,108 @@ TEST_CASE("shared: a lost lease completes batches whose offsets are known and re
 
 }  // namespace
 }  // namespace rdmq::producer
+
+// Idempotence after a failed batch (the producer bumps its epoch and renumbers what follows).
+namespace rdmq::producer {
+namespace {
+
+TEST_CASE("a batch failed for good: batches before it go first, the ones after it wait to be renumbered",
+          "[producer][acks][idempotence]") {
+  Harness h(PartitionMode::kExclusive);
+  TrackedBatch* a = h.SealAndPost();  // sequences 0..9
+  TrackedBatch* b = h.Seal();         // 10..19: cannot be sent
+  TrackedBatch* c = h.Seal();         // 20..29
+  TrackedBatch* d = h.Seal();         // 30..39
+  CHECK_FALSE(h.t.sequence_broken());
+  h.t.Refused(Status(WireError::kRecordTooLarge, "too large"));  // b
+  CHECK(h.t.sequence_broken());
+  CHECK(h.t.BlockedByGap());           // c comes after b
+  CHECK_FALSE(h.t.ReadyToRenumber());  // a is still in flight
+  REQUIRE(h.Ack(100) == AckVerdict::kConfirmed);
+  const auto done = h.Take();
+  REQUIRE(done.size() == 2);
+  CHECK(done[0].batch == b);
+  CHECK(done[0].status.is(WireError::kRecordTooLarge));
+  CHECK(done[1].batch == a);
+  CHECK(done[1].status.ok());
+  REQUIRE(h.t.ReadyToRenumber());
+  std::vector<TrackedBatch*> rewritten;
+  const int32_t next = h.t.Renumber([&](TrackedBatch* x) { rewritten.push_back(x); });
+  CHECK(rewritten == std::vector<TrackedBatch*>{c, d});
+  CHECK(c->base_sequence == 0);
+  CHECK(d->base_sequence == 10);
+  CHECK(next == 20);
+  CHECK_FALSE(h.t.sequence_broken());
+  CHECK_FALSE(h.t.BlockedByGap());
+}
+
+TEST_CASE("after a lost lease, batches before the failed one are resolved at the old epoch first",
+          "[producer][acks][idempotence][lease]") {
+  Harness h(PartitionMode::kShared);
+  TrackedBatch* a = h.SealAndPost();  // 0..9, in flight
+  TrackedBatch* b = h.SealAndPost();  // 10..19, refused for good
+  TrackedBatch* c = h.Seal();         // 20..29
+  CHECK(
+      h.Commit(b, b->post_id, Result<protocol::CommitResponse>(Status(WireError::kCorruptMessage, "bad"))) ==
+      CommitVerdict::kFailed);
+  CHECK(h.t.sequence_broken());
+  h.t.LeaseLost(0);  // a goes back to the queue, in front of c
+  CHECK_FALSE(h.t.BlockedByGap());
+  CHECK_FALSE(h.t.ReadyToRenumber());  // a first, at the old epoch
+  h.NewLease(-1, Position(0), Offset(0));
+  CHECK(h.Post() == a);
+  CHECK(h.t.BlockedByGap());  // c waits
+  CHECK(h.Commit(a, 0) == CommitVerdict::kCommitted);
+  CHECK(h.t.ReadyToRenumber());
+  CHECK(h.t.Renumber([](TrackedBatch*) {}) == 10);
+  CHECK(c->base_sequence == 0);
+}
+
+TEST_CASE("a delivery timeout fails everything and restarts the delivery clock",
+          "[producer][acks][idempotence]") {
+  Harness h(PartitionMode::kExclusive);
+  h.SealAndPost();
+  h.Seal();
+  h.t.LeaseLost(10 * kMs);
+  REQUIRE(h.t.DeliveryExpired(10 * kMs + 1001 * kMs));
+  h.t.FailAll(Status(Errc::kTimeout, "delivery timeout"));
+  CHECK(h.Take().size() == 2);
+  CHECK(h.t.ReadyToRenumber());  // nothing left: the next batch starts a new epoch
+  CHECK(h.t.Renumber([](TrackedBatch*) { FAIL("nothing to renumber"); }) == 0);
+  // A later batch waits its own delivery.timeout.ms, from its first failed attempt.
+  CHECK_FALSE(h.t.DeliveryExpired(5000 * kMs));
+  h.Seal();
+  h.t.LeaseUnavailable(5000 * kMs);
+  CHECK_FALSE(h.t.DeliveryExpired(5900 * kMs));
+  CHECK(h.t.DeliveryExpired(6001 * kMs));
+}
+
+TEST_CASE("a lease lost while nothing waits starts no delivery clock", "[producer][acks][lease]") {
+  Harness h(PartitionMode::kExclusive);
+  h.SealAndPost();
+  REQUIRE(h.Ack(100) == AckVerdict::kConfirmed);
+  h.Take();
+  h.t.LeaseLost(10 * kMs);  // e.g. released after lease.idle.ms
+  h.t.LeaseUnavailable(20 * kMs);
+  h.Seal();
+  CHECK_FALSE(h.t.DeliveryExpired(100'000 * kMs));
+}
+
+TEST_CASE("the mode changes between leases", "[producer][acks][lease]") {
+  Harness h(PartitionMode::kExclusive);
+  TrackedBatch* a = h.Seal();
+  h.t.set_mode(PartitionMode::kShared);
+  h.mode = PartitionMode::kShared;
+  CHECK(h.t.mode() == PartitionMode::kShared);
+  h.NewLease(-1, Position(0), Offset(0));
+  CHECK(h.Post() == a);
+  // Shared rules now: the Commit response with its offset completes it.
+  CHECK(h.Commit(a, 7) == CommitVerdict::kCommitted);
+  auto done = h.Take();
+  REQUIRE(done.size() == 1);
+  CHECK(done[0].batch == a);
+  CHECK(a->base_offset == Offset(7));
+}
+
+}  // namespace
+}  // namespace rdmq::producer

@@ -189,6 +189,15 @@ TEST_CASE("the CRC covers attributes to the end but not baseOffset, length, epoc
   REQUIRE_OK(ValidateBatch(Bytes(patched), Validation::kCrc, &h));
   CHECK(h.base_offset == Offset(123456789));
 
+  // A new producer epoch and base sequence (an idempotent producer renumbering) come with a new
+  // CRC; the records are untouched.
+  std::string renumbered = good;
+  PatchProducerState({reinterpret_cast<std::byte*>(renumbered.data()), renumbered.size()}, 7, 4242);
+  REQUIRE_OK(ValidateBatch(Bytes(renumbered), Validation::kCrc, &h));
+  CHECK(h.producer_epoch == 7);
+  CHECK(h.base_sequence == 4242);
+  CHECK(renumbered.substr(kBatchHeaderSize) == good.substr(kBatchHeaderSize));
+
   // Any flipped bit from the attributes on is detected.
   for (size_t at = 21; at < good.size(); ++at) {
     std::string bad = good;

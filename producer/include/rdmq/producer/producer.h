@@ -46,6 +46,17 @@ enum class PartitionMode : uint8_t {
   kShared = 2,     // several producers reserve space with FETCH_ADD; the broker assigns offsets
 };
 
+// What a producer does when the partition it wants is held by other producers (PARTITION_BUSY).
+// Whatever the choice, the broker releases a lease whose holder committed nothing for
+// lease.idle.ms, so an idle holder keeps nobody waiting for long.
+enum class BusyPolicy : uint8_t {
+  kShared = 1,  // an exclusive producer writes that partition in shared mode (it stays shared);
+                // while an exclusive lease is held there, it waits as kWait
+  kWait = 2,    // the records wait and the producer asks again every retry.backoff.ms, until
+                // it gets the lease or delivery.timeout.ms passes
+  kFail = 3,    // Send fails with PARTITION_BUSY (records already queued wait as kWait)
+};
+
 struct ProducerConfig {
   client::ClientOptions client;
   uint32_t batch_size = 256 * 1024;                    // "batch.size": bytes per batch
@@ -53,6 +64,7 @@ struct ProducerConfig {
   int acks = 1;                                        // "acks": 0, 1, or -1/"all" (= 1 on one node)
   bool enable_idempotence = true;                      // "enable.idempotence"
   PartitionMode mode = PartitionMode::kExclusive;      // "partition.mode": exclusive | shared
+  BusyPolicy busy = BusyPolicy::kShared;               // "partition.busy": shared | wait | fail
   uint32_t max_in_flight = 16;                         // "max.in.flight.requests.per.connection"
   uint64_t buffer_memory = 64ull << 20;                // "buffer.memory": unacknowledged bytes
   std::chrono::milliseconds max_block{60000};          // "max.block.ms": Send waits this long for room

@@ -229,6 +229,11 @@ class BatchBuilder {
   bool Add(const RecordInput& r) noexcept;
   size_t Finish() noexcept;
   int32_t count() const noexcept { return count_; }
+  // The producer epoch and base sequence Finish writes (an idempotent producer renumbering).
+  void SetProducerState(int16_t producer_epoch, int32_t base_sequence) noexcept {
+    options_.producer_epoch = producer_epoch;
+    options_.base_sequence = base_sequence;
+  }
   size_t size() const noexcept { return pos_; }
   TimestampMs max_timestamp() const noexcept { return max_ts_; }
 
@@ -262,5 +267,8 @@ bool IsFillerBatch(const BatchHeader& h) noexcept;
 
 // Writes `offset` into the baseOffset field of the batch at `batch` (the CRC does not cover it).
 void PatchBaseOffset(std::byte* batch, Offset offset) noexcept;
+// Rewrites the producer epoch and base sequence of the whole batch `batch` (an idempotent
+// producer that bumped its epoch renumbers what it has not sent yet) and its CRC.
+void PatchProducerState(std::span<std::byte> batch, int16_t producer_epoch, int32_t base_sequence) noexcept;
 
 }  // namespace rdmq::storage
