@@ -29,14 +29,16 @@ class AdminHandlers {
 
   Status Register(rpc::Server& server);
 
- private:
-  Result<protocol::HelloResponse> Hello(const rpc::RequestContext& ctx, const protocol::HelloRequest& req);
+  // Topic administration, for the RPCs and for the Kafka listener alike (one broker state).
   Result<protocol::TopicResponse> CreateTopic(const protocol::CreateTopicRequest& req) EXCLUDES(admin_mu_);
   Result<protocol::Empty> DeleteTopic(const protocol::TopicNameRequest& req) EXCLUDES(admin_mu_);
   Result<protocol::DescribeTopicResponse> DescribeTopic(const protocol::TopicNameRequest& req);
   Result<protocol::ListTopicsResponse> ListTopics();
   Result<protocol::TopicResponse> AlterTopic(const protocol::AlterTopicRequest& req) EXCLUDES(admin_mu_);
   Result<protocol::InitProducerIdResponse> InitProducerId();
+
+ private:
+  Result<protocol::HelloResponse> Hello(const rpc::RequestContext& ctx, const protocol::HelloRequest& req);
 
   const BrokerConfig& cfg_;
   const fabric::Fabric& data_fabric_;

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <climits>
 
 #include "broker_impl.h"
 #include "rdmq/common/clock.h"
@@ -86,6 +87,35 @@ Status BrokerImpl::Recover(size_t* partitions) {
   return Status::Ok();
 }
 
+Status BrokerImpl::StartKafka() {
+  if (cfg_.listen_kafka == "off") return Status::Ok();
+  KafkaDeps kd;
+  kd.cfg = &cfg_;
+  kd.meta = meta_.get();
+  kd.topics = topics_.get();
+  kd.admin = admin_.get();
+  kd.groups = groups_.get();
+  kd.offsets = offsets_.get();
+  kd.appender = appender_.get();
+  kd.counters = &n_;
+  kafka_handler_ = std::make_unique<KafkaFrontDoor>(kd);
+  RDMQ_ASSIGN_OR_RETURN(kafka_, KafkaListener::Start(cfg_.listen_kafka, cfg_.kafka_threads,
+                                                     cfg_.kafka_max_request_bytes, *kafka_handler_));
+  // Clients are told to connect where the broker is advertised: advertise.kafka, else the bound
+  // address with the host's name for a wildcard address.
+  std::string adv = cfg_.advertise_kafka.empty() ? kafka_->address() : cfg_.advertise_kafka;
+  const size_t colon = adv.rfind(':');
+  std::string host = adv.substr(0, colon);
+  const int32_t port = std::stoi(adv.substr(colon + 1));
+  if (host == "0.0.0.0" || host == "[::]") {
+    char name[HOST_NAME_MAX + 1] = {};
+    host = ::gethostname(name, sizeof name) == 0 ? name : "localhost";
+  }
+  if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+  kafka_handler_->Attach(host, port, &kafka_->io());
+  return Status::Ok();
+}
+
 Status BrokerImpl::Init() {
   const uint64_t t0 = MonoNanos();
   RDMQ_RETURN_IF_ERROR(Validate(cfg_));
@@ -117,6 +147,7 @@ Status BrokerImpl::Init() {
   group_rpcs_ = std::make_unique<GroupHandlers>(*groups_, sessions_);
   produce_ = std::make_unique<ProduceHandlers>(sessions_, *topics_, *leases_, *publisher_, n_);
   consume_ = std::make_unique<ConsumeHandlers>(sessions_, *topics_);
+  appender_ = std::make_unique<LocalAppender>(*leases_, *publisher_, n_);
   RDMQ_RETURN_IF_ERROR(admin_->Register(*rpc_));
   RDMQ_RETURN_IF_ERROR(produce_->Register(*rpc_));
   RDMQ_RETURN_IF_ERROR(consume_->Register(*rpc_));
@@ -142,15 +173,18 @@ Status BrokerImpl::Init() {
   groups_->Start();
   acceptor_->Start();
   RDMQ_RETURN_IF_ERROR(rpc_->Start());
+  RDMQ_RETURN_IF_ERROR(StartKafka());
 
   {
     std::ofstream addr(cfg_.data_dir + "/rdmq.addr", std::ios::trunc);
     addr << "control " << control_fabric_->address() << "\n"
          << "data " << data_fabric_->address() << "\n";
+    if (kafka_) addr << "kafka " << kafka_->address() << "\n";
   }
   RDMQ_LOG(kInfo, "broker", "broker started")
       .kv("control", control_fabric_->address())
       .kv("data", data_fabric_->address())
+      .kv("kafka", kafka_ ? kafka_->address() : "off")
       .kv("fabric", cfg_.fabric)
       .kv("data_dir", cfg_.data_dir)
       .kv("topics", static_cast<uint64_t>(topics_->topic_count()))
@@ -189,6 +223,7 @@ Status BrokerImpl::Shutdown() {
   // 1. Stop accepting: data endpoints, then RPCs (which closes every connection handle).
   if (acceptor_) acceptor_->Stop();
   if (rpc_) rpc_->Stop();
+  if (kafka_) kafka_->Stop();
   // 2. Finish the commits already delivered (the poller drains its queue before it stops).
   stopping_.store(true, std::memory_order_release);
   if (housekeeper_) housekeeper_->Stop();
@@ -227,6 +262,7 @@ Status BrokerImpl::Shutdown() {
 
 std::string BrokerImpl::control_address() const { return control_fabric_ ? control_fabric_->address() : ""; }
 std::string BrokerImpl::data_address() const { return data_fabric_ ? data_fabric_->address() : ""; }
+std::string BrokerImpl::kafka_address() const { return kafka_ ? kafka_->address() : ""; }
 
 Broker::Stats BrokerImpl::stats() const {
   Stats s;

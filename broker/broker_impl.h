@@ -8,6 +8,8 @@
 //   DataAcceptor    data endpoint handshakes     Housekeeper             expiry, retention, checkpoints
 //   GroupCoordinator consumer groups (group::Group) and committed offsets (metadata::OffsetStore)
 //   AdminHandlers, ProduceHandlers, ConsumeHandlers, GroupHandlers: the RPCs, grouped by concern
+//   KafkaListener, KafkaFrontDoor (kafka/): the Kafka protocol's front door; LocalAppender: its
+//                   appends, as one more shared writer
 //
 // Lock order (outer to inner): the topic table → Partition::mu → the lease table, the session
 // table, a Session's mu (the session table's lock is also taken inside a Session's) → the
@@ -26,8 +28,11 @@
 #include "data_acceptor.h"
 #include "group_coordinator.h"
 #include "group_handlers.h"
+#include "broker/kafka/front_door.h"
+#include "broker/kafka/listener.h"
 #include "housekeeper.h"
 #include "lease_manager.h"
+#include "local_append.h"
 #include "produce_handlers.h"
 #include "publisher.h"
 #include "rdmq/broker/broker.h"
@@ -54,12 +59,14 @@ class BrokerImpl final : public Broker {
   Status Shutdown() override EXCLUDES(shutdown_mu_);
   std::string control_address() const override;
   std::string data_address() const override;
+  std::string kafka_address() const override;
   Stats stats() const override;
 
  private:
   Status LockDataDir();
   Status OpenFabrics();
   Status Recover(size_t* partitions);
+  Status StartKafka();
   // A client left (its RPC connection or data endpoint closed, or the broker stops): its leases
   // end, its endpoint closes.
   void EndSession(uint64_t client_id, const char* why);
@@ -70,6 +77,9 @@ class BrokerImpl final : public Broker {
 
   const BrokerConfig cfg_;
   int lock_fd_ = -1;  // flock on <data.dir>/rdmq.lock
+  // Stopped first at shutdown, destroyed last (declared first): partitions' commit waiters and
+  // pending appends post to its io_context until the partitions are gone.
+  std::unique_ptr<KafkaListener> kafka_;
   std::unique_ptr<metadata::MetadataStore> meta_;
   std::unique_ptr<metadata::OffsetStore> offsets_;
   std::unique_ptr<GroupCoordinator> groups_;
@@ -93,6 +103,8 @@ class BrokerImpl final : public Broker {
   std::unique_ptr<DataAcceptor> acceptor_;
   std::unique_ptr<CommitPoller> committer_;
   std::unique_ptr<Housekeeper> housekeeper_;
+  std::unique_ptr<LocalAppender> appender_;
+  std::unique_ptr<KafkaFrontDoor> kafka_handler_;
 
   Mutex shutdown_mu_;
   bool shut_down_ GUARDED_BY(shutdown_mu_) = false;

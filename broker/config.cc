@@ -36,12 +36,12 @@ bool IsHostPort(std::string_view s) {
 
 std::string BrokerConfig::ControlAddress() const {
   if (!listen_control.empty()) return listen_control;
-  return fabric == "shm" ? data_dir + "/rdmq.sock" : "0.0.0.0:9092";
+  return fabric == "shm" ? data_dir + "/rdmq.sock" : "0.0.0.0:9192";
 }
 
 std::string BrokerConfig::DataAddress() const {
   if (!listen_data.empty()) return listen_data;
-  return fabric == "shm" ? data_dir + "/rdmq-data.sock" : "0.0.0.0:9093";
+  return fabric == "shm" ? data_dir + "/rdmq-data.sock" : "0.0.0.0:9193";
 }
 
 const config::ConfigDef<BrokerConfig>& BrokerConfigDef() {
@@ -68,15 +68,47 @@ const config::ConfigDef<BrokerConfig>& BrokerConfigDef() {
                .type = Type::kString,
                .doc = "The RPC listener: for shm a socket path, for tcp and verbs host:port (port 0: any).",
                .component = broker,
-               .default_text = "shm: <data.dir>/rdmq.sock; tcp, verbs: 0.0.0.0:9092"},
+               .default_text = "shm: <data.dir>/rdmq.sock; tcp, verbs: 0.0.0.0:9192"},
               Field(&BrokerConfig::listen_control));
     d->Define({.name = "listen.data",
                .type = Type::kString,
                .doc = "The data listener (one-sided WRITEs and READs): for shm a socket path, for tcp "
                       "and verbs host:port.",
                .component = broker,
-               .default_text = "shm: <data.dir>/rdmq-data.sock; tcp, verbs: 0.0.0.0:9093"},
+               .default_text = "shm: <data.dir>/rdmq-data.sock; tcp, verbs: 0.0.0.0:9193"},
               Field(&BrokerConfig::listen_data));
+    d->Define({.name = "listen.kafka",
+               .type = Type::kString,
+               .doc = "The Kafka protocol listener (docs/kafka-protocol.md), host:port (port 0: any), or "
+                      "'off'. Kafka clients (librdkafka, kcat, kafka-python, ...) connect here.",
+               .component = broker},
+              Field(&BrokerConfig::listen_kafka));
+    d->Define({.name = "advertise.kafka",
+               .type = Type::kString,
+               .doc = "The host:port Kafka clients are told to connect to (Metadata). Empty: the listener's "
+                      "address, with the host's name in place of 0.0.0.0.",
+               .component = broker},
+              Field(&BrokerConfig::advertise_kafka));
+    d->Define({.name = "kafka.network.threads",
+               .type = Type::kInt,
+               .doc = "Threads serving the Kafka listener's connections.",
+               .component = broker,
+               .min = 1,
+               .max = 64},
+              Field(&BrokerConfig::kafka_threads));
+    d->Define({.name = "socket.request.max.bytes",
+               .type = Type::kBytes,
+               .doc = "The largest Kafka request accepted; a larger size prefix closes the connection.",
+               .component = broker,
+               .min = 1024,
+               .max = 1LL << 30},
+              Field(&BrokerConfig::kafka_max_request_bytes));
+    d->Define({.name = "auto.create.topics.enable",
+               .type = Type::kBool,
+               .doc = "A Kafka client's Metadata request for a topic that does not exist creates it (with "
+                      "the topic defaults), when the client allows it.",
+               .component = broker},
+              Field(&BrokerConfig::auto_create_topics));
     d->Define({.name = "device",
                .type = Type::kString,
                .doc = "verbs: the RDMA device name (empty: the first active one).",
@@ -233,6 +265,12 @@ Status Validate(const BrokerConfig& c) {
     return Bad("group.min.session.timeout.ms", std::to_string(c.group_min_session_timeout_ms),
                "must not exceed group.max.session.timeout.ms (" +
                    std::to_string(c.group_max_session_timeout_ms) + ")");
+  }
+  if (c.listen_kafka != "off" && !IsHostPort(c.listen_kafka)) {
+    return Bad("listen.kafka", c.listen_kafka, "must be host:port or off");
+  }
+  if (!c.advertise_kafka.empty() && !IsHostPort(c.advertise_kafka)) {
+    return Bad("advertise.kafka", c.advertise_kafka, "must be host:port");
   }
   if (c.fabric != "shm") {
     for (const auto& addr : {c.ControlAddress(), c.DataAddress()}) {

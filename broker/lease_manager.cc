@@ -19,10 +19,10 @@ Status LeaseManager::CheckLive(const Partition& p, const Lease& l) {
   return Status::Ok();
 }
 
-void LeaseManager::ReleaseIdle(Partition& p, const Session& session, protocol::ProduceMode mode,
+void LeaseManager::ReleaseIdle(Partition& p, const Session* session, protocol::ProduceMode mode,
                                uint64_t now_ns) {
   for (const auto& l : p.Leases()) {
-    if (l->session.get() == &session || !Idle(*l, now_ns)) continue;
+    if (l->session.get() == session || !Idle(*l, now_ns)) continue;
     if (l->shared() && mode == protocol::ProduceMode::kShared) continue;  // they coexist
     Counters::Add(n_.leases_idle);
     RDMQ_LOG(kInfo, "broker", "idle lease released for a waiting producer")
@@ -36,8 +36,13 @@ void LeaseManager::ReleaseIdle(Partition& p, const Session& session, protocol::P
 
 Status LeaseManager::Admit(Partition& p, const Session& session, const LeaseRequest& req) {
   // An idle holder does not keep the partition from a producer that wants to write.
-  ReleaseIdle(p, session, req.mode, MonoNanos());
+  const uint64_t now = MonoNanos();
+  ReleaseIdle(p, &session, req.mode, now);
   if (req.mode == protocol::ProduceMode::kExclusive) {
+    if (p.LocalWriterActive(now, local_writer_window_ns())) {
+      return Status(WireError::kPartitionBusy,
+                    p.where() + " is being written through the broker (Kafka producers); an exclusive lease must wait");
+    }
     if (p.exclusive()) {
       const std::shared_ptr<Lease> h = p.exclusive();
       if (h->session.get() == &session) {
@@ -264,6 +269,11 @@ void LeaseManager::Settle(Partition& p, std::span<const storage::CompletedRange>
   for (const auto& c : completed) {
     PendingRange pr;
     auto l = owner(c, &pr);
+    if (pr.local_done) {
+      if (pr.producer_id.value() >= 0) p.producers().NoteBatch(pr.producer_id, pr.epoch, {pr.first_sequence, pr.last_sequence, c.base_offset});
+      pr.local_done(c.base_offset);
+      continue;
+    }
     if (!l || l->ended) continue;
     l->acked_position = c.position + c.length;
     l->acked_segment = c.segment;
@@ -274,6 +284,10 @@ void LeaseManager::Settle(Partition& p, std::span<const storage::CompletedRange>
     PendingRange pr;
     auto l = owner(d, &pr);
     if (pr.producer_id.value() >= 0) p.producers().Rewind(pr.producer_id, pr.first_sequence);
+    if (pr.local_done) {
+      pr.local_done(Status(WireError::kStaleLocation, "the append to " + p.where() + " was dropped (segment rolled); retry"));
+      continue;
+    }
     if (l && !l->ended) EndLocked(p, l, WireError::kStaleLocation, true);
   }
 }

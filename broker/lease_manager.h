@@ -99,12 +99,17 @@ class LeaseManager {
     return CallLocked(p, act, l);
   }
 
+  // Ends the idle leases of clients other than `session` (null: of every client) that would keep a
+  // writer of `mode` off the partition.
+  void ReleaseIdle(Partition& p, const Session* session, protocol::ProduceMode mode, uint64_t now_ns)
+      REQUIRES(p.mu);
+  // How long after the broker's own last append to a partition an exclusive lease is refused:
+  // lease.idle.ms, or lease.ms when idle release is off.
+  uint64_t local_writer_window_ns() const { return idle_ns_ != 0 ? idle_ns_ : lease_ns_; }
+
  private:
   static Status CheckLive(const Partition& p, const Lease& l) REQUIRES(p.mu);
   Status Admit(Partition& p, const Session& session, const LeaseRequest& req) REQUIRES(p.mu);
-  // Ends the idle leases of other clients that would keep a lease of `mode` off the partition.
-  void ReleaseIdle(Partition& p, const Session& session, protocol::ProduceMode mode, uint64_t now_ns)
-      REQUIRES(p.mu);
 
   LeaseTable table_;
   fabric::Region* const staging_;

@@ -34,7 +34,7 @@ rdmq::config::CommandSpec Spec() {
                   {"print-config", 0, "", "print every setting with its value and exit"}},
       .examples =
           {"rdmq-broker --data-dir ./rdmq-data",
-           "rdmq-broker --fabric tcp --set listen.control=127.0.0.1:9092 --set listen.data=127.0.0.1:9093",
+           "rdmq-broker --fabric tcp --set listen.control=127.0.0.1:9192 --set listen.data=127.0.0.1:9193",
            "rdmq-broker --config broker.json --set log.format=json"},
       .settings_title = "Settings (config file keys, --set keys; `rdmq config list broker`)",
       .settings = rdmq::config::RenderKeysText(rdmq::broker::BrokerConfigDef().Describe(), 2) + "\n" +

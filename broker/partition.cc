@@ -263,18 +263,37 @@ bool Partition::SharedActive(uint64_t now_ns, uint64_t linger_ns) {
 }
 
 void Partition::AddPending(Offset segment, Position position, PendingRange r) {
-  pending_[{segment, position}] = r;
+  pending_[{segment, position}] = std::move(r);
+}
+
+uint64_t Partition::AddCommitWaiter(std::function<void()> w) {
+  const uint64_t id = next_waiter_id_++;
+  commit_waiters_.emplace(id, std::move(w));
+  return id;
+}
+
+void Partition::RemoveCommitWaiter(uint64_t id) { commit_waiters_.erase(id); }
+
+std::vector<std::function<void()>> Partition::TakeCommitWaiters() {
+  std::vector<std::function<void()>> out;
+  out.reserve(commit_waiters_.size());
+  for (auto& [id, w] : commit_waiters_) out.push_back(std::move(w));
+  commit_waiters_.clear();
+  return out;
 }
 
 std::optional<PendingRange> Partition::TakePending(Offset segment, Position position) {
   auto it = pending_.find({segment, position});
   if (it == pending_.end()) return std::nullopt;
-  PendingRange r = it->second;
+  PendingRange r = std::move(it->second);
   pending_.erase(it);
   return r;
 }
 
 void Partition::CloseLog() {
+  for (auto& [at, r] : pending_) {
+    if (r.local_done) r.local_done(Status(Errc::kUnavailable, where_ + " was closed before the append completed"));
+  }
   pending_.clear();
   if (Status s = log_->Close(); !s.ok()) {
     RDMQ_LOG(kWarn, "broker", "closing a partition log failed").kv("partition", where_).kv("error", s);
@@ -284,6 +303,7 @@ void Partition::CloseLog() {
 Buried Partition::MarkDeleted(bool keep_registrations) {
   deleted_ = true;
   watches_.clear();
+  for (auto& w : TakeCommitWaiters()) w();  // they find the partition deleted
   Buried b;
   if (keep_registrations) {
     b.segments = std::move(segments_);

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -73,9 +74,15 @@ struct Buried {
 
 // A shared range accepted by Commit whose offsets are not assigned yet.
 struct PendingRange {
-  LeaseId lease_id{0};
+  LeaseId lease_id{0};  // 0: appended by the broker itself (local_done says when it completes)
   ProducerId producer_id = kNoProducerId;
   int32_t first_sequence = -1;
+  int16_t epoch = 0;           // local appends: the producer epoch and the range's last sequence,
+  int32_t last_sequence = -1;  // remembered with its offset once assigned (ProducerStateTable)
+  // A local append (the Kafka listener's Produce): called with the range's base offset once
+  // assigned, or with the error when the range was dropped. Runs under the partition's lock: it
+  // may only hand the result on (post it), never take that lock.
+  std::function<void(Result<Offset>)> local_done;
 };
 
 struct Watch {
@@ -166,6 +173,18 @@ class Partition : public std::enable_shared_from_this<Partition> {
   std::optional<PendingRange> TakePending(Offset segment, Position position) REQUIRES(mu);
 
   void AddWatch(Watch w) REQUIRES(mu) { watches_.push_back(std::move(w)); }
+  // In-broker readers waiting for new commits (the Kafka listener's Fetch with max wait): run
+  // once, by the next Publish (under this lock: they may only post, never take it). The id
+  // removes a waiter that is no longer needed.
+  uint64_t AddCommitWaiter(std::function<void()> w) REQUIRES(mu);
+  void RemoveCommitWaiter(uint64_t id) REQUIRES(mu);
+  std::vector<std::function<void()>> TakeCommitWaiters() REQUIRES(mu);
+  // The broker itself appended (local writer): while it keeps doing so an exclusive lease is
+  // refused, as for a shared producer.
+  void NoteLocalAppend(uint64_t now_ns) REQUIRES(mu) { local_append_ns_ = now_ns; }
+  bool LocalWriterActive(uint64_t now_ns, uint64_t window_ns) const REQUIRES(mu) {
+    return local_append_ns_ != 0 && now_ns - local_append_ns_ < window_ns;
+  }
   // The watches, for the publisher to notify and keep those still waiting.
   std::vector<Watch>& watches() REQUIRES(mu) { return watches_; }
 
@@ -209,6 +228,9 @@ class Partition : public std::enable_shared_from_this<Partition> {
   ProducerStateTable producers_ GUARDED_BY(mu);
   std::map<std::pair<Offset, Position>, PendingRange> pending_ GUARDED_BY(mu);
   std::vector<Watch> watches_ GUARDED_BY(mu);
+  std::map<uint64_t, std::function<void()>> commit_waiters_ GUARDED_BY(mu);
+  uint64_t next_waiter_id_ GUARDED_BY(mu) = 1;
+  uint64_t local_append_ns_ GUARDED_BY(mu) = 0;
   bool dirty_ GUARDED_BY(mu) = false;    // commits since the last periodic checkpoint
   bool deleted_ GUARDED_BY(mu) = false;  // closed: the topic was deleted or the broker stops
 };

@@ -169,8 +169,13 @@ Status ProduceHandlers::CommitLocked(Partition& p, const std::shared_ptr<Lease>&
   Counters::Add(n_.commits);
   if (l->producer_id.value() >= 0) p.producers().Set(l->producer_id, check.next);
   p.MarkDirty();
-  if (shared && !out->complete)
-    p.AddPending(segment, position, PendingRange{l->id, l->producer_id, check.first_sequence});
+  if (shared && !out->complete) {
+    PendingRange pr;
+    pr.lease_id = l->id;
+    pr.producer_id = l->producer_id;
+    pr.first_sequence = check.first_sequence;
+    p.AddPending(segment, position, std::move(pr));
+  }
   r->base_offset = out->complete ? out->base_offset : kNoOffset;
   std::vector<storage::CompletedRange> completed(out->completed.begin(), out->completed.end());
   std::vector<storage::CompletedRange> dropped(out->dropped.begin(), out->dropped.end());

@@ -35,7 +35,27 @@ void ProducerStateTable::Observe(const storage::BatchHeader& h) {
   if (h.producer_epoch >= st.epoch) {
     st.epoch = h.producer_epoch;
     st.last_sequence = static_cast<int32_t>(h.base_sequence + h.last_offset_delta);
+    NoteBatch(h.producer_id, h.producer_epoch, {h.base_sequence, st.last_sequence, h.base_offset});
   }
+}
+
+void ProducerStateTable::NoteBatch(ProducerId id, int16_t epoch, const BatchPlace& place) {
+  Recent& r = recent_[id];
+  if (r.epoch != epoch) r = Recent{epoch, {}, 0};
+  r.batches[r.next] = place;
+  r.next = (r.next + 1) % kRecentBatches;
+}
+
+std::optional<Offset> ProducerStateTable::FindBatch(ProducerId id, int16_t epoch, int32_t first_sequence,
+                                                    int32_t last_sequence) const {
+  auto it = recent_.find(id);
+  if (it == recent_.end() || it->second.epoch != epoch) return std::nullopt;
+  for (const BatchPlace& b : it->second.batches) {
+    if (b.first_sequence == first_sequence && b.last_sequence == last_sequence && b.base_offset != kNoOffset) {
+      return b.base_offset;
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace rdmq::broker::internal

@@ -1,10 +1,13 @@
 // ProducerStateTable: the idempotent producers of one partition (Kafka's producer state: per
-// producer id the newest epoch seen and the last sequence committed at it).
+// producer id the newest epoch seen and the last sequence committed at it, and the offsets of its
+// last few batches, so that a Kafka producer's retry of a batch already stored is answered with
+// the offset it got).
 //
 // Sans-I/O: it reads no clock, touches no log and no fabric. Not thread-safe: the partition that
 // owns it guards it with its lock (Partition::mu).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -19,6 +22,15 @@ struct ProducerState {
   int16_t epoch = 0;
   int32_t last_sequence = -1;  // of the last committed (or, shared, accepted) record
 };
+
+// A stored batch of an idempotent producer: its sequences and where its offsets start.
+struct BatchPlace {
+  int32_t first_sequence = -1;
+  int32_t last_sequence = -1;
+  Offset base_offset{kNoOffset};
+};
+// How many batches per producer are remembered (Kafka keeps five).
+inline constexpr size_t kRecentBatches = 5;
 
 class ProducerStateTable {
  public:
@@ -37,11 +49,26 @@ class ProducerStateTable {
   void Rewind(ProducerId id, int32_t first_sequence);
   // Rebuilding after a restart: feed every committed batch header in log order.
   void Observe(const storage::BatchHeader& h);
-  void Clear() { states_.clear(); }
+  void Clear() {
+    states_.clear();
+    recent_.clear();
+  }
   size_t size() const { return states_.size(); }
 
+  // The batch of `id` at `epoch` was stored at `base_offset` (the newest kRecentBatches are kept).
+  void NoteBatch(ProducerId id, int16_t epoch, const BatchPlace& place);
+  // The base offset of the remembered batch of `id` at `epoch` with exactly these sequences.
+  std::optional<Offset> FindBatch(ProducerId id, int16_t epoch, int32_t first_sequence,
+                                  int32_t last_sequence) const;
+
  private:
+  struct Recent {
+    int16_t epoch = 0;
+    std::array<BatchPlace, kRecentBatches> batches{};
+    size_t next = 0;  // ring position of the next batch
+  };
   std::unordered_map<ProducerId, ProducerState> states_;
+  std::unordered_map<ProducerId, Recent> recent_;
 };
 
 }  // namespace rdmq::broker::internal

@@ -11,6 +11,7 @@ namespace rdmq::broker::internal {
 void Publisher::Publish(Partition& p) {
   if (p.slot_region() == nullptr) return;
   if (wake_slot_) p.slot_region()->Wake(0);
+  for (auto& w : p.TakeCommitWaiters()) w();
   std::vector<Watch>& watches = p.watches();
   if (watches.empty()) return;
   const uint64_t gen = p.SlotGeneration();

@@ -32,6 +32,7 @@ Running Start(const rdmq::test::TempDir& dir) {
   BrokerConfig cfg;
   cfg.data_dir = dir.str();
   cfg.fabric = "shm";
+  cfg.listen_kafka = "127.0.0.1:0";
   cfg.log_level = "warn";
   cfg.retention_check_interval_ms = 10;
   auto b = Broker::Start(cfg);

@@ -14,7 +14,7 @@ TEST_CASE("defaults give shm listeners inside the data directory", "[config]") {
   CHECK(c.DataAddress() == "/d/rdmq-data.sock");
   CHECK(Validate(c).ok());
   REQUIRE_OK(ApplySetting(&c, "fabric=tcp"));
-  CHECK(c.ControlAddress() == "0.0.0.0:9092");
+  CHECK(c.ControlAddress() == "0.0.0.0:9192");
   CHECK(Validate(c).ok());
 }
 

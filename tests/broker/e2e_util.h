@@ -139,6 +139,8 @@ class BrokerProcess {
     // after every commit starves the test's own processes; the tests keep the short spin they
     // were written against (a test's own --set comes later and wins).
     if (fabric_ == "verbs") argv.insert(argv.end(), {"--set", "data.spin.us=100"});
+    // Tests run in parallel: the Kafka listener takes any free port (rdmq.addr names it).
+    argv.insert(argv.end(), {"--set", "listen.kafka=127.0.0.1:0"});
     for (const auto& s : sets_) argv.insert(argv.end(), {"--set", s});
     log_ = dir_ + ".broker.log";
     child_.Start(argv, log_);
@@ -148,6 +150,9 @@ class BrokerProcess {
       std::string key, addr;
       if (in >> key >> addr && key == "control") {
         control_ = addr;
+        while (in >> key >> addr) {
+          if (key == "kafka") kafka_ = addr;
+        }
         return true;
       }
       if (!child_.running()) break;
@@ -165,10 +170,11 @@ class BrokerProcess {
   // Makes later Start()s listen where this run listens (tcp/verbs: the ports picked at the first
   // start), so that a restarted broker is found at the same addresses. Call after Start().
   void PinAddresses() {
-    if (fabric_ == "shm") return;  // the socket paths are in the data directory already
     std::ifstream in(dir_ + "/rdmq.addr");
     std::string key, addr;
     while (in >> key >> addr) {
+      if (key == "kafka") sets_.push_back("listen.kafka=" + addr);
+      if (fabric_ == "shm") continue;  // the socket paths are in the data directory already
       const std::string hostport = addr.substr(addr.find(':') + 1);  // "tcp:host:port" -> "host:port"
       if (key == "control") sets_.push_back("listen.control=" + hostport);
       if (key == "data") sets_.push_back("listen.data=" + hostport);
@@ -181,6 +187,8 @@ class BrokerProcess {
   }
   bool running() { return child_.running(); }
   const std::string& control() const { return control_; }
+  // The Kafka listener's host:port (empty if the broker wrote none).
+  const std::string& kafka() const { return kafka_; }
   const std::string& dir() const { return dir_; }
   client::ClientOptions Options() const {
     client::ClientOptions o;
@@ -194,6 +202,7 @@ class BrokerProcess {
   std::vector<std::string> sets_;
   std::string log_;
   std::string control_;
+  std::string kafka_;
   Child child_;
 };
 

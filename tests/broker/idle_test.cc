@@ -18,6 +18,7 @@ TEST_CASE("an idle broker's commit poller sleeps: one wake per wait slice, no sp
   BrokerConfig cfg;
   cfg.data_dir = dir.str();
   cfg.fabric = "shm";
+  cfg.listen_kafka = "127.0.0.1:0";
   cfg.log_level = "warn";
   auto b = Broker::Start(cfg);
   REQUIRE_OK(b);

@@ -35,6 +35,7 @@ Running Start(const rdmq::test::TempDir& dir, uint32_t idle_ms) {
   BrokerConfig cfg;
   cfg.data_dir = dir.str();
   cfg.fabric = "shm";
+  cfg.listen_kafka = "127.0.0.1:0";
   cfg.log_level = "warn";
   cfg.lease_idle_ms = idle_ms;
   auto b = Broker::Start(cfg);

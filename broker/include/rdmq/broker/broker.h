@@ -60,6 +60,8 @@ class Broker {
   // The listeners' fabric addresses ("unix:/path", "tcp:host:port", "verbs:host:port").
   virtual std::string control_address() const = 0;
   virtual std::string data_address() const = 0;
+  // The Kafka listener's host:port ("" when listen.kafka=off).
+  virtual std::string kafka_address() const = 0;
   virtual Stats stats() const = 0;
 };
 

@@ -28,9 +28,15 @@ struct BrokerConfig {
   std::string data_dir = "./rdmq-data";  // "data.dir"
   std::string fabric = "shm";            // "fabric": shm | tcp | verbs
   // "listen.control" / "listen.data": shm: socket paths (default <data.dir>/rdmq.sock and
-  // <data.dir>/rdmq-data.sock); tcp/verbs: host:port (default 0.0.0.0:9092 and :9093).
+  // <data.dir>/rdmq-data.sock); tcp/verbs: host:port (default 0.0.0.0:9192 and :9193).
   std::string listen_control;
   std::string listen_data;
+  // The Kafka protocol listener (docs/kafka-protocol.md): host:port or "off".
+  std::string listen_kafka = "127.0.0.1:9092";    // "listen.kafka"
+  std::string advertise_kafka;                    // "advertise.kafka": empty = the listener's
+  uint32_t kafka_threads = 2;                     // "kafka.network.threads"
+  uint64_t kafka_max_request_bytes = 100 << 20;   // "socket.request.max.bytes"
+  bool auto_create_topics = true;                 // "auto.create.topics.enable"
   std::string device;                           // "device": verbs device name, empty = first active
   uint64_t broker_id = 0;                       // "broker.id"
   uint32_t lease_ms = 10000;                    // "lease.ms": producer lease length

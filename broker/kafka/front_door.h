@@ -1,0 +1,146 @@
+// KafkaFrontDoor: the Kafka listener's request handler (docs/kafka-protocol.md). It decodes each
+// frame with the sans-I/O codec (kafka/), serves it from the same broker state the one-sided path
+// uses (topics and partitions, the local appender, the group coordinator and committed offsets,
+// the producer-id allocator) and encodes the reply. Its pieces, one file each:
+//
+//   front_door.cc   dispatch by API key, replies, error mapping, malformed requests
+//   metadata.cc     ApiVersions, Metadata (with topic auto-creation), FindCoordinator,
+//                   InitProducerId
+//   admin.cc        CreateTopics, DeleteTopics, CreatePartitions, DescribeConfigs
+//   produce.cc      Produce: the batches through LocalAppender, acks 0/1/all
+//   fetch.cc        Fetch (batches served from the mapped log as stored; max wait and min bytes
+//                   honoured by waking on commit), ListOffsets
+//   groups.cc       the classic group protocol, offsets, ListGroups, DescribeGroups, DeleteGroups
+//
+// Threading: Handle runs on the listener's threads; replies may complete later on other threads
+// (a commit that assigns a pending append's offsets, a fetch waking on commit, the group
+// coordinator's timer). Nothing here holds a lock across calls.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "admin_handlers.h"
+#include "broker/kafka/reply.h"
+#include "counters.h"
+#include "group_coordinator.h"
+#include "lease_manager.h"
+#include "local_append.h"
+#include "publisher.h"
+#include "rdmq/broker/config.h"
+#include "rdmq/kafka/errors.h"
+#include "rdmq/kafka/frame.h"
+#include "rdmq/kafka/wire.h"
+#include "rdmq/metadata/offsets.h"
+#include "rdmq/metadata/store.h"
+#include "topic_table.h"
+
+namespace boost::asio {
+class io_context;
+}
+
+namespace rdmq::broker::internal {
+
+struct KafkaDeps {
+  const BrokerConfig* cfg = nullptr;
+  metadata::MetadataStore* meta = nullptr;
+  TopicTable* topics = nullptr;
+  AdminHandlers* admin = nullptr;
+  GroupCoordinator* groups = nullptr;
+  metadata::OffsetStore* offsets = nullptr;
+  LocalAppender* appender = nullptr;
+  Counters* counters = nullptr;
+};
+
+// One request being served: its header, its frame (which decoded views point into) and where its
+// reply goes.
+struct KafkaCall {
+  kafka::RequestHeader header;
+  std::shared_ptr<const KafkaFrame> frame;
+  KafkaRespond respond;
+  std::string client_id() const { return std::string(header.client_id.value_or("")); }
+};
+
+class KafkaFrontDoor final : public KafkaRequestHandler {
+ public:
+  explicit KafkaFrontDoor(KafkaDeps deps) : d_(deps) {}
+
+  // Once the listener is bound: where Metadata tells clients to connect, and the io_context for
+  // fetch timers.
+  void Attach(const std::string& advertised_host, int32_t advertised_port, boost::asio::io_context* io) {
+    host_ = advertised_host;
+    port_ = advertised_port;
+    io_ = io;
+  }
+
+  void Handle(std::shared_ptr<const KafkaFrame> frame, KafkaRespond respond) override;
+
+  // Encodes `msg` as the reply to `call` (header by the API's rules, then the body).
+  template <class Msg>
+  static void Reply(const KafkaCall& call, const Msg& msg, std::shared_ptr<const void> keep = nullptr);
+  static void Close(const KafkaCall& call) { call.respond(KafkaReply{.close = true}); }
+
+ private:
+  using Reader = kafka::Reader;
+  // metadata.cc
+  void ApiVersions(KafkaCall call, Reader& r);
+  void Metadata(KafkaCall call, Reader& r);
+  void FindCoordinator(KafkaCall call, Reader& r);
+  void InitProducerId(KafkaCall call, Reader& r);
+  // admin.cc
+  void CreateTopics(KafkaCall call, Reader& r);
+  void DeleteTopics(KafkaCall call, Reader& r);
+  void CreatePartitions(KafkaCall call, Reader& r);
+  void DescribeConfigs(KafkaCall call, Reader& r);
+  // produce.cc
+  void Produce(KafkaCall call, Reader& r);
+  // fetch.cc
+  void Fetch(KafkaCall call, Reader& r);
+  void ListOffsets(KafkaCall call, Reader& r);
+  // groups.cc
+  void JoinGroup(KafkaCall call, Reader& r);
+  void SyncGroup(KafkaCall call, Reader& r);
+  void Heartbeat(KafkaCall call, Reader& r);
+  void LeaveGroup(KafkaCall call, Reader& r);
+  void OffsetCommit(KafkaCall call, Reader& r);
+  void OffsetFetch(KafkaCall call, Reader& r);
+  void ListGroups(KafkaCall call, Reader& r);
+  void DescribeGroups(KafkaCall call, Reader& r);
+  void DeleteGroups(KafkaCall call, Reader& r);
+
+  // A request body that does not decode: logged, the connection closed (Kafka's behaviour).
+  void Malformed(const KafkaCall& call, const Status& why) const;
+
+  const KafkaDeps d_;
+  std::string host_;
+  int32_t port_ = 0;
+  boost::asio::io_context* io_ = nullptr;
+  std::atomic<uint64_t> fetch_waits_{0};
+};
+
+// Kafka's error code for an rdmq error (a WireError, a storage or metadata error).
+kafka::ErrorCode ToKafkaError(const Status& s);
+
+template <class Msg>
+void KafkaFrontDoor::Reply(const KafkaCall& call, const Msg& msg, std::shared_ptr<const void> keep) {
+  auto w = std::make_shared<kafka::Writer>();
+  w->ReserveSizePrefix();
+  kafka::EncodeResponseHeader(*w, call.header.correlation_id, call.header.key(), call.header.api_version);
+  kafka::Encode(*w, call.header.api_version, msg);
+  if (!w->FinishSizePrefix().ok()) {
+    Close(call);
+    return;
+  }
+  KafkaReply reply;
+  for (const auto& c : w->chunks()) reply.chunks.push_back(c);
+  if (keep) {
+    reply.keep = std::make_shared<std::pair<std::shared_ptr<kafka::Writer>, std::shared_ptr<const void>>>(
+        std::move(w), std::move(keep));
+  } else {
+    reply.keep = std::move(w);
+  }
+  call.respond(std::move(reply));
+}
+
+}  // namespace rdmq::broker::internal

@@ -1,0 +1,53 @@
+// KafkaListener: the Kafka protocol's front door (listen.kafka). A Boost.Asio io_context run by
+// kafka.network.threads threads of its own, so Kafka traffic never slows the one-sided path; it
+// accepts connections and gives each a KafkaConnection feeding the request handler.
+//
+// Threading: Start and Stop from the broker's start-up and shutdown; the handler runs on the
+// listener's threads. Stop closes the acceptor and every connection and joins the threads.
+#pragma once
+
+#include <utility>  // (before Asio: Boost 1.74's awaitable.hpp uses std::exchange without it)
+
+#include <boost/asio.hpp>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "broker/kafka/connection.h"
+#include "rdmq/common/mutex.h"
+#include "rdmq/common/status.h"
+
+namespace rdmq::broker::internal {
+
+class KafkaListener {
+ public:
+  // Binds `listen` (host:port, port 0: any free port).
+  static Result<std::unique_ptr<KafkaListener>> Start(const std::string& listen, uint32_t threads,
+                                                      uint64_t max_request, KafkaRequestHandler& handler);
+  ~KafkaListener() { Stop(); }
+  KafkaListener(const KafkaListener&) = delete;
+  KafkaListener& operator=(const KafkaListener&) = delete;
+
+  // The address bound (host:port with the real port).
+  const std::string& address() const { return address_; }
+  boost::asio::io_context& io() { return io_; }
+  void Stop() EXCLUDES(mu_);
+
+ private:
+  KafkaListener(KafkaRequestHandler& handler, uint64_t max_request)
+      : acceptor_(io_), handler_(handler), max_request_(max_request) {}
+  void Accept();
+
+  boost::asio::io_context io_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  KafkaRequestHandler& handler_;
+  const uint64_t max_request_;
+  std::string address_;
+  std::vector<std::thread> threads_;
+  Mutex mu_;
+  std::vector<std::weak_ptr<KafkaConnection>> connections_ GUARDED_BY(mu_);
+  bool stopped_ GUARDED_BY(mu_) = false;
+};
+
+}  // namespace rdmq::broker::internal

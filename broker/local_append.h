@@ -1,0 +1,67 @@
+// LocalAppender: record batches the broker received itself (the Kafka listener's Produce)
+// appended to a partition as one more shared writer (docs/kafka-protocol.md, "Produce"): the
+// batches are checked, space is reserved on the active segment's reservation word like a remote
+// shared producer's FETCH_ADD, the bytes are copied there and committed in shared mode, so they
+// take their place among rdmq's shared producers and the log assigns their offsets.
+//
+// While an rdmq producer holds the partition exclusively (and is not idle) the append is refused
+// with PARTITION_BUSY; while the broker keeps appending, exclusive leases are refused in turn
+// (Partition::LocalWriterActive).
+//
+// Idempotence follows Kafka's rules: a batch's producer id, epoch and sequences are checked
+// against the partition's producer state before any space is reserved; a retry of one of the
+// producer's last five batches is answered with the offset it was stored at.
+//
+// Threading: Append runs under the partition's lock.
+#pragma once
+
+#include <functional>
+#include <span>
+
+#include "counters.h"
+#include "lease_manager.h"
+#include "partition.h"
+#include "publisher.h"
+#include "rdmq/common/status.h"
+
+namespace rdmq::broker::internal {
+
+struct LocalAppendResult {
+  Status status;                   // a WireError (or the log's error): nothing was stored
+  bool pending = false;            // accepted: the base offset comes through `done` later
+  bool duplicate = false;          // already stored (idempotence)
+  Offset base_offset{kNoOffset};   // when complete (or a duplicate whose offset is remembered)
+  Offset log_start{kNoOffset};
+};
+
+class LocalAppender {
+ public:
+  LocalAppender(LeaseManager& leases, Publisher& publisher, Counters& counters)
+      : leases_(leases), publisher_(publisher), n_(counters) {}
+
+  // Appends `batches` (one or more whole RecordBatch v2, as a client sent them). When the range's
+  // offsets cannot be assigned yet (a shared producer's reservation before it is still open) the
+  // result is `pending` and `done` is called (under the partition's lock) once they are, or with
+  // the error if the range is dropped.
+  LocalAppendResult Append(Partition& p, std::span<const std::byte> batches,
+                           std::function<void(Result<Offset>)> done) REQUIRES(p.mu);
+
+ private:
+  // The batches' producer and sequences, checked against the producer state.
+  struct Identity {
+    ProducerId producer_id = kNoProducerId;
+    int16_t epoch = -1;
+    int32_t first_sequence = -1;
+    int32_t last_sequence = -1;
+  };
+  Status Check(Partition& p, std::span<const std::byte> batches, Identity* who, LocalAppendResult* dup)
+      REQUIRES(p.mu);
+  // Reserves `length` bytes on the active segment, rolling once if the segment is full.
+  Result<storage::Reservation> Reserve(Partition& p, uint64_t length) REQUIRES(p.mu);
+
+  LeaseManager& leases_;
+  Publisher& publisher_;
+  Counters& n_;
+};
+
+}  // namespace rdmq::broker::internal
