@@ -36,6 +36,17 @@ Result<RequestHeader> DecodeRequestHeader(Reader& r) {
   return h;
 }
 
+Status CheckSupported(const RequestHeader& h) {
+  if (Supported(h.key(), h.api_version)) return Status::Ok();
+  std::string context = "api key " + std::to_string(h.api_key) + " (" + std::string(ApiName(h.key())) +
+                        ") v" + std::to_string(h.api_version) + ", correlation id " +
+                        std::to_string(h.correlation_id);
+  const VersionRange* range = FindApi(h.key());
+  if (range == nullptr) return Status(KafkaErrc::kUnknownApi, std::move(context));
+  context += ": rdmq supports v" + std::to_string(range->min) + "-" + std::to_string(range->max);
+  return Status(KafkaErrc::kUnsupportedVersion, std::move(context));
+}
+
 void EncodeResponseHeader(Writer& w, int32_t correlation_id, ApiKey key, int16_t version) {
   w.Int32(correlation_id);
   if (ResponseHeaderVersion(key, version) >= 1) w.EmptyTaggedFields();

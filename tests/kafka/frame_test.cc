@@ -82,6 +82,15 @@ TEST_CASE("kafka frame: unknown apis and versions still yield the header", "[kaf
   REQUIRE_OK(hu);
   CHECK(hu->api_key == 0x1234);
   CHECK(ApiName(hu->key()) == "Unknown");
+
+  const Status unknown_api = CheckSupported(*hu);
+  CHECK(unknown_api.is(KafkaErrc::kUnknownApi));
+  CHECK(unknown_api.ToString().find("api key 4660 (Unknown) v0, correlation id 3") != std::string::npos);
+  const Status newer = CheckSupported(*h);
+  CHECK(newer.is(KafkaErrc::kUnsupportedVersion));
+  CHECK(newer.ToString().find("ApiVersions) v4, correlation id 9: rdmq supports v0-3") != std::string::npos);
+  CHECK(CheckSupported(RequestHeader{3, 8, 1, std::nullopt}).ok());
+  CHECK(CheckSupported(RequestHeader{17, 1, 1, std::nullopt}).is(KafkaErrc::kUnknownApi));  // SaslHandshake
 }
 
 TEST_CASE("kafka frame: truncated headers fail, naming the correlation id once known", "[kafka]") {

@@ -142,7 +142,7 @@ std::string_view ErrorName(ErrorCode code) noexcept;
   X(kBadFrameSize, kCorruption, "frame size is zero or negative")                   \
   X(kFrameTooLarge, kResourceExhausted, "frame size above the limit")               \
   X(kUnsupportedVersion, kUnsupported, "unsupported api version")                   \
-  X(kUnknownApi, kUnsupported, "unknown api key")                                   \
+  X(kUnknownApi, kUnsupported, "api not implemented")                               \
   X(kTrailingBytes, kCorruption, "trailing bytes after the message")                \
   X(kMalformed, kCorruption, "malformed message")
 RDMQ_DEFINE_ERRORS(rdmq::kafka, KafkaErrc, "kafka", RDMQ_KAFKA_CODEC_ERRORS)

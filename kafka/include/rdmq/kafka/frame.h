@@ -45,6 +45,11 @@ struct RequestHeader {
 // (an error after the correlation id still reports the id in the context).
 Result<RequestHeader> DecodeRequestHeader(Reader& r);
 
+// OK when rdmq implements the header's api at its version; otherwise kUnknownApi or
+// kUnsupportedVersion, the context naming the api, version and correlation id (for the log line
+// of a listener that closes the connection).
+Status CheckSupported(const RequestHeader& h);
+
 // Writes the response header that answers this api and version: the correlation id, plus an
 // empty tagged-field section when ResponseHeaderVersion() is 1.
 void EncodeResponseHeader(Writer& w, int32_t correlation_id, ApiKey key, int16_t version);

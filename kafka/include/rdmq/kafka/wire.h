@@ -9,7 +9,7 @@
 // state (status() holds it, with the field name and byte offset as context) and every later read
 // returns a zero value without moving. An array count is checked against the bytes left (each
 // element needs at least `min_element_bytes`), so no count can make a decoder allocate more than a
-// small multiple of the input's size.
+// small multiple of the input's size (the message decoders: at most about ten times).
 //
 // Writer: appends to storage it owns, in blocks that never move, and can append a caller's span
 // by reference (External) without copying it, for Fetch responses whose record batches come
