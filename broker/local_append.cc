@@ -138,6 +138,13 @@ LocalAppendResult LocalAppender::Append(Partition& p, std::span<const std::byte>
   }
   std::byte* at = seg->info.data() + r->position.value();
   std::memcpy(at, batches.data(), batches.size());
+  // Shared writers leave the base offsets to the log (-1); the CRC does not cover them.
+  for (size_t pos = 0; pos < batches.size();) {
+    storage::BatchHeader h;
+    if (!storage::DecodeBatchHeader({at + pos, batches.size() - pos}, &h).ok()) break;
+    storage::PatchBaseOffset(at + pos, kNoOffset);
+    pos += h.total_size();
+  }
   // Checked again where the bytes now are (the producer state cannot have moved under the lock,
   // so this only fails on a broken invariant); a range that fails is replaced by a filler so it
   // leaves no hole behind.
@@ -148,13 +155,25 @@ LocalAppendResult LocalAppender::Append(Partition& p, std::span<const std::byte>
   }
   storage::CommitRequest cr{storage::CommitMode::kShared, r->segment, r->position, batches.size(), kNoOffset};
   auto out = p.log().Commit(cr);
+  if (!out.ok() && check.status.ok()) {
+    // The log refused the range: leave a filler there instead of a hole, so later writers'
+    // offsets are not held up until the reservation expires.
+    check.status = out.status();
+    (void)storage::WriteFillerBatch({at, batches.size()}, kNoOffset, WallMillis());
+    out = p.log().Commit(cr);
+  }
   if (!out.ok()) {
     Counters::Add(n_.commit_errors);
     res.status = Status(protocol::ToWireError(out.status()), out.status().ToString());
     return res;
   }
   if (!check.status.ok()) {
-    res.status = check.status;
+    res.status = Status(protocol::ToWireError(check.status), check.status.ToString());
+    Counters::Add(n_.commit_errors);
+    std::vector<storage::CompletedRange> completed(out->completed.begin(), out->completed.end());
+    std::vector<storage::CompletedRange> dropped(out->dropped.begin(), out->dropped.end());
+    leases_.Settle(p, completed, dropped);
+    if (!completed.empty()) publisher_.Publish(p);
     return res;
   }
   Counters::Add(n_.commits);

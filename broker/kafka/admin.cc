@@ -69,8 +69,8 @@ void KafkaFrontDoor::CreateTopics(KafkaCall call, Reader& r) {
         } else {
           metadata::TopicConfig cfg = d_.cfg->topic_defaults;
           for (const auto& e : ct.configs) {
-            if (Status s = metadata::TopicConfigDef().Set(&cfg, e.key, e.value); !s.ok()) {
-              fail(ErrorCode::kInvalidConfig, s.ToString());
+            if (Status bad = metadata::TopicConfigDef().Set(&cfg, e.key, e.value); !bad.ok()) {
+              fail(ErrorCode::kInvalidConfig, bad.ToString());
               break;
             }
           }

@@ -8,9 +8,7 @@
 // posted to it. The connection lives as long as a read, a write or an unfinished reply holds it.
 #pragma once
 
-#include <utility>  // (before Asio: Boost 1.74's awaitable.hpp uses std::exchange without it)
-
-#include <boost/asio.hpp>
+#include "broker/kafka/asio.h"
 #include <cstdint>
 #include <deque>
 #include <memory>

@@ -3,7 +3,7 @@
 // are written: no copy, no re-encoding. When fewer than min_bytes are there and max_wait_ms is
 // not over, it waits on the partitions' commit waiters (run by the broker's Publish on every
 // commit) and a timer, whichever comes first, then reads again: no polling.
-#include <boost/asio.hpp>
+#include "broker/kafka/asio.h"
 #include <mutex>
 
 #include "broker/kafka/front_door.h"

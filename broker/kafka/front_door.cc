@@ -67,6 +67,7 @@ kafka::ErrorCode ToKafkaError(const Status& s) {
       case WireError::kNotSupported:
         return ErrorCode::kUnsupportedVersion;
       case WireError::kInternal:
+      default:
         return ErrorCode::kUnknownServerError;
     }
   }

@@ -31,6 +31,7 @@
 #include "rdmq/broker/config.h"
 #include "rdmq/kafka/errors.h"
 #include "rdmq/kafka/frame.h"
+#include "rdmq/kafka/messages.h"
 #include "rdmq/kafka/wire.h"
 #include "rdmq/metadata/offsets.h"
 #include "rdmq/metadata/store.h"

@@ -6,9 +6,7 @@
 // listener's threads. Stop closes the acceptor and every connection and joins the threads.
 #pragma once
 
-#include <utility>  // (before Asio: Boost 1.74's awaitable.hpp uses std::exchange without it)
-
-#include <boost/asio.hpp>
+#include "broker/kafka/asio.h"
 #include <memory>
 #include <string>
 #include <thread>
