@@ -35,6 +35,8 @@ pkgs=(
   gnuplot-nox
   # rdmq-bench's peer backends link the Redis and NATS C clients (the servers come with --with-peers)
   libhiredis-dev libnats-dev
+  # Kafka clients that judge the Kafka listener (tests/kafka_e2e) and drive rdmq-bench --system kafka
+  kcat librdkafka-dev python3-confluent-kafka python3-kafka
 )
 if [[ $with_peers == 1 ]]; then
   pkgs+=(redis-server redis-tools libhiredis-dev nats-server libnats-dev)

@@ -14,7 +14,7 @@ namespace rdmq::test {
 // A broker on a fresh data directory, and shortcuts to run the tools against it.
 class Fixture {
  public:
-  Fixture() : broker_(tmp_.str() + "/data") {
+  explicit Fixture(std::vector<std::string> broker_args = {}) : broker_(tmp_.str() + "/data", std::move(broker_args)) {
     std::string error;
     const bool up = broker_.Start(&error);
     INFO(error);
@@ -39,6 +39,12 @@ class Fixture {
     return Shell("cd '" + tmp_.str() + "' || exit 99\n" + command, timeout_s,
                  {{"RDMQ_BROKER", broker_.address()}});
   }
+  // kcat (Debian's, on PATH) against this broker's Kafka listener.
+  RunResult Kcat(std::vector<std::string> args, const std::string& input = "", int timeout_s = 120) {
+    args.insert(args.begin(), {"/usr/bin/kcat", "-b", broker_.kafka_address()});
+    return Run(args, input, timeout_s);
+  }
+  const std::string& kafka() const { return broker_.kafka_address(); }
   BrokerProcess& broker() { return broker_; }
   const TempDir& tmp() const { return tmp_; }
 

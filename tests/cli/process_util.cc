@@ -174,10 +174,15 @@ bool BrokerProcess::Start(std::string* error) {
     std::fprintf(stderr, "exec %s: %s\n", args[0], std::strerror(errno));
     _exit(127);
   }
+  bool kafka_off = false;
+  for (const auto& a : extra_) kafka_off = kafka_off || a == "listen.kafka=off";
   for (int i = 0; i < 300; ++i) {
     std::ifstream addr(dir_ + "/rdmq.addr");
     std::string word, value;
+    address_.clear();
+    kafka_.clear();
     while (addr >> word >> value) {
+      if (word == "kafka") kafka_ = value;
       if (word != "control") continue;
       if (value.rfind("unix:", 0) == 0 || value.rfind("tcp:", 0) == 0 || value.rfind("verbs:", 0) == 0) {
         address_ = value;
@@ -186,8 +191,9 @@ bool BrokerProcess::Start(std::string* error) {
       } else {
         address_ = "tcp:" + value;
       }
-      return true;
     }
+    // (The file is written in one go; a read that raced with it is repeated.)
+    if (!address_.empty() && (kafka_off || !kafka_.empty())) return true;
     int status = 0;
     if (waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;
@@ -198,6 +204,14 @@ bool BrokerProcess::Start(std::string* error) {
   }
   *error = "rdmq-broker did not come up within 30 s:\n" + Log();
   return false;
+}
+
+void BrokerProcess::Kill() {
+  if (pid_ <= 0) return;
+  kill(pid_, SIGKILL);
+  int status = 0;
+  waitpid(pid_, &status, 0);
+  pid_ = -1;
 }
 
 int BrokerProcess::Stop(int timeout_s) {

@@ -40,7 +40,12 @@ class BrokerProcess {
   bool Start(std::string* error);
   // SIGTERM and wait; returns the exit status (128 + signal if killed).
   int Stop(int timeout_s = 30);
+  // SIGKILL (a crash) and wait.
+  void Kill();
+  // Later Start()s listen for Kafka clients where this run does (call after Start()).
+  void PinKafkaAddress() { extra_.insert(extra_.end(), {"--set", "listen.kafka=" + kafka_}); }
   const std::string& address() const { return address_; }  // e.g. "unix:/tmp/.../rdmq.sock"
+  const std::string& kafka_address() const { return kafka_; }  // host:port of the Kafka listener
   const std::string& data_dir() const { return dir_; }
   std::string Log() const;
 
@@ -49,6 +54,7 @@ class BrokerProcess {
   std::vector<std::string> extra_;
   pid_t pid_ = -1;
   std::string address_;
+  std::string kafka_;
 };
 
 }  // namespace rdmq::test

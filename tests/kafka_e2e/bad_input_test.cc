@@ -1,0 +1,234 @@
+// Bad input on the Kafka port, sent over a raw socket: truncated frames, absurd sizes, unknown
+// APIs and versions, malformed bodies, record batches with a wrong CRC, produces to partitions
+// that do not exist. Each gets an error code or a closed connection; the broker keeps serving
+// other connections; no stored byte changes.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstring>
+#include <optional>
+#include <vector>
+
+#include "cli/cli_fixture.h"
+#include "rdmq/kafka/frame.h"
+#include "rdmq/kafka/messages.h"
+#include "rdmq/storage/record_batch.h"
+
+namespace rdmq::test {
+namespace {
+
+using kafka::ApiKey;
+using kafka::ErrorCode;
+
+class Socket {
+ public:
+  explicit Socket(const std::string& hostport) {
+    const size_t colon = hostport.rfind(':');
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(std::stoi(hostport.substr(colon + 1))));
+    inet_pton(AF_INET, hostport.substr(0, colon).c_str(), &a.sin_addr);
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(fd_ >= 0);
+    REQUIRE(::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  }
+  ~Socket() { ::close(fd_); }
+  void Send(const std::vector<std::byte>& b) { REQUIRE(::send(fd_, b.data(), b.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(b.size())); }
+  // The next response frame (without its size prefix), or nullopt if the broker closed the
+  // connection (or nothing came within the timeout).
+  std::optional<std::vector<std::byte>> Receive(int timeout_ms = 10000) {
+    std::byte size[4];
+    if (!ReadExactly(size, 4, timeout_ms)) return std::nullopt;
+    const int32_t n = static_cast<int32_t>(ntohl(*reinterpret_cast<uint32_t*>(size)));
+    if (n < 0 || n > (64 << 20)) return std::nullopt;
+    std::vector<std::byte> body(static_cast<size_t>(n));
+    if (!ReadExactly(body.data(), body.size(), timeout_ms)) return std::nullopt;
+    return body;
+  }
+  // True when the broker closed the connection (EOF) within the timeout.
+  bool Closed(int timeout_ms = 10000) {
+    std::byte b;
+    return !ReadExactly(&b, 1, timeout_ms) && eof_;
+  }
+
+ private:
+  bool ReadExactly(std::byte* p, size_t n, int timeout_ms) {
+    size_t got = 0;
+    while (got < n) {
+      pollfd pf{fd_, POLLIN, 0};
+      if (::poll(&pf, 1, timeout_ms) <= 0) return false;
+      const ssize_t r = ::recv(fd_, p + got, n - got, 0);
+      if (r <= 0) {
+        eof_ = true;
+        return false;
+      }
+      got += static_cast<size_t>(r);
+    }
+    return true;
+  }
+  int fd_ = -1;
+  bool eof_ = false;
+};
+
+template <class Req>
+std::vector<std::byte> Frame(ApiKey key, int16_t version, const Req& req, int32_t correlation = 7) {
+  kafka::Writer w;
+  w.ReserveSizePrefix();
+  kafka::EncodeRequestHeader(w, {static_cast<int16_t>(key), version, correlation, std::string_view("bad-input")});
+  kafka::Encode(w, version, req);
+  REQUIRE_OK(w.FinishSizePrefix());
+  return w.Flatten();
+}
+
+template <class Resp>
+Resp Decode(ApiKey key, int16_t version, const std::vector<std::byte>& body) {
+  kafka::Reader r(body);
+  const int32_t correlation = r.Int32("correlation_id");
+  CHECK(correlation == 7);
+  if (kafka::ResponseHeaderVersion(key, version) >= 1) r.SkipTaggedFields("header");
+  Resp out;
+  REQUIRE_OK(kafka::Decode(r, version, &out));
+  return out;
+}
+
+std::vector<std::byte> Raw(std::initializer_list<int> bytes) {
+  std::vector<std::byte> v;
+  for (int b : bytes) v.push_back(static_cast<std::byte>(b));
+  return v;
+}
+
+// One produce request of a single batch of `n` records to topic/partition.
+kafka::ProduceRequest OneBatch(const std::string& topic, int32_t partition, const std::string& batch) {
+  kafka::ProduceRequest req;
+  req.acks = -1;
+  req.timeout_ms = 5000;
+  kafka::ProducePartition p;
+  p.index = partition;
+  p.records = kafka::ByteSpan(reinterpret_cast<const std::byte*>(batch.data()), batch.size());
+  req.topics.push_back({topic, {p}});
+  return req;
+}
+
+std::string Batch(const std::string& value) {
+  storage::RecordInput r;
+  r.value = value;
+  r.timestamp = TimestampMs(1700000000000);
+  storage::BatchOptions o;
+  o.base_offset = Offset(0);
+  return storage::EncodeBatch(o, std::span(&r, 1));
+}
+
+// The broker still answers a fresh connection.
+void StillServes(const Fixture& f) {
+  Socket s(f.kafka());
+  s.Send(Frame(ApiKey::kMetadata, 1, kafka::MetadataRequest{}));
+  auto body = s.Receive();
+  REQUIRE(body);
+  auto md = Decode<kafka::MetadataResponse>(ApiKey::kMetadata, 1, *body);
+  CHECK(md.brokers.size() == 1);
+}
+
+TEST_CASE("Kafka port: bad frames close that connection only; bad batches get error codes and store nothing",
+          "[e2e][kafka][bad-input]") {
+  Fixture f;
+  REQUIRE_RUN(f.Rdmq({"topic", "create", "t", "--partitions", "1"}), 0);
+  REQUIRE_RUN(f.Kcat({"-P", "-t", "t"}, "one\ntwo\n"), 0);
+  const std::string before = f.Kcat({"-C", "-t", "t", "-e", "-q", "-f", "%o %s\n"}).out;
+  REQUIRE(before == "0 one\n1 two\n");
+  auto inspect = [&] {
+    return f.Rdmq({"partition", "inspect", "t", "0", "--data-dir", f.broker().data_dir(), "--json"}).out;
+  };
+  const std::string files_before = inspect();
+  REQUIRE(Contains(files_before, "\"batches\""));
+
+  SECTION("a frame cut short, then the client goes away") {
+    Socket s(f.kafka());
+    s.Send(Raw({0, 0, 0, 100, 0, 3, 0, 1}));
+  }
+  SECTION("a size prefix of 2 GiB closes the connection") {
+    Socket s(f.kafka());
+    s.Send(Raw({0x7f, 0xff, 0xff, 0xff, 0, 0}));
+    CHECK(s.Closed());
+  }
+  SECTION("a negative size prefix closes the connection") {
+    Socket s(f.kafka());
+    s.Send(Raw({0xff, 0xff, 0xff, 0xfe}));
+    CHECK(s.Closed());
+  }
+  SECTION("an unknown API key closes the connection") {
+    Socket s(f.kafka());
+    s.Send(Raw({0, 0, 0, 10, 0x03, 0xe7, 0, 0, 0, 0, 0, 7, 0xff, 0xff}));
+    CHECK(s.Closed());
+  }
+  SECTION("an unsupported Metadata version closes the connection") {
+    Socket s(f.kafka());
+    auto frame = Frame(ApiKey::kMetadata, 1, kafka::MetadataRequest{});
+    frame[6] = std::byte{0x63};  // version 99
+    s.Send(frame);
+    CHECK(s.Closed());
+  }
+  SECTION("ApiVersions of a future version is answered in v0 with UNSUPPORTED_VERSION and the table") {
+    Socket s(f.kafka());
+    auto frame = Frame(ApiKey::kApiVersions, 0, kafka::ApiVersionsRequest{});
+    frame[6] = std::byte{0x63};
+    s.Send(frame);
+    auto body = s.Receive();
+    REQUIRE(body);
+    auto av = Decode<kafka::ApiVersionsResponse>(ApiKey::kApiVersions, 0, *body);
+    CHECK(av.error_code == ErrorCode::kUnsupportedVersion);
+    CHECK(!av.api_keys.empty());
+  }
+  SECTION("a Produce body that does not decode closes the connection") {
+    Socket s(f.kafka());
+    auto frame = Frame(ApiKey::kProduce, 7, OneBatch("t", 0, Batch("x")));
+    frame.resize(frame.size() - 30);
+    const uint32_t n = htonl(static_cast<uint32_t>(frame.size() - 4));
+    std::memcpy(frame.data(), &n, 4);
+    s.Send(frame);
+    CHECK(s.Closed());
+  }
+  SECTION("a batch with a wrong CRC is CORRUPT_MESSAGE; the connection stays") {
+    Socket s(f.kafka());
+    std::string bad = Batch("corrupt me");
+    bad[bad.size() - 2] ^= 0x20;
+    s.Send(Frame(ApiKey::kProduce, 7, OneBatch("t", 0, bad)));
+    auto body = s.Receive();
+    REQUIRE(body);
+    auto pr = Decode<kafka::ProduceResponse>(ApiKey::kProduce, 7, *body);
+    REQUIRE(pr.topics.size() == 1);
+    CHECK(pr.topics[0].partitions[0].error_code == ErrorCode::kCorruptMessage);
+    // The same connection serves the next request.
+    s.Send(Frame(ApiKey::kProduce, 7, OneBatch("t", 5, Batch("nowhere"))));
+    body = s.Receive();
+    REQUIRE(body);
+    pr = Decode<kafka::ProduceResponse>(ApiKey::kProduce, 7, *body);
+    CHECK(pr.topics[0].partitions[0].error_code == ErrorCode::kUnknownTopicOrPartition);
+    s.Send(Frame(ApiKey::kProduce, 7, OneBatch("no-such-topic", 0, Batch("nowhere"))));
+    body = s.Receive();
+    REQUIRE(body);
+    pr = Decode<kafka::ProduceResponse>(ApiKey::kProduce, 7, *body);
+    CHECK(pr.topics[0].partitions[0].error_code == ErrorCode::kUnknownTopicOrPartition);
+  }
+  SECTION("a batch cut inside its records is CORRUPT_MESSAGE") {
+    Socket s(f.kafka());
+    std::string cut = Batch("a value that is cut");
+    cut.resize(cut.size() - 5);
+    s.Send(Frame(ApiKey::kProduce, 7, OneBatch("t", 0, cut)));
+    auto body = s.Receive();
+    REQUIRE(body);
+    auto pr = Decode<kafka::ProduceResponse>(ApiKey::kProduce, 7, *body);
+    CHECK(pr.topics[0].partitions[0].error_code == ErrorCode::kCorruptMessage);
+  }
+  StillServes(f);
+  // Nothing stored changed: the same records, and the segment files hold the same bytes.
+  CHECK(f.Kcat({"-C", "-t", "t", "-e", "-q", "-f", "%o %s\n"}).out == before);
+  CHECK(inspect() == files_before);
+}
+
+}  // namespace
+}  // namespace rdmq::test
