@@ -163,7 +163,6 @@ class GroupCoordinator {
   group::ClassicGroup* ClassicFor(const std::string& id, bool create, Status* error) REQUIRES(mu_);
   // Takes the classic group's completions and pairs them with their callbacks.
   void Collect(group::ClassicGroup& g, std::vector<Delivery>* out) REQUIRES(mu_);
-  void CollectAll(std::vector<Delivery>* out) REQUIRES(mu_);
   static void Deliver(std::vector<Delivery>& ready);
   Status CheckClassicCommit(const std::string& group, const std::string& member_id,
                             const std::string& instance_id, int32_t generation, std::vector<Delivery>* out)
