@@ -13,7 +13,8 @@
 // comes later as a ClassicCompletion {token, response} that the caller takes with
 // TakeCompletions() after every call, including Tick(). An answer that is ready at once is
 // returned by the call itself. Every token given to Join() or Sync() is answered exactly once:
-// by a later completion when the call returned nullopt, never when it returned a response. Call
+// by a completion when the call returned nullopt (possibly already among the completions of that
+// same call, when it completed the phase itself), never when it returned a response. Call
 // Tick(now) at or after NextDeadline(); every other call also processes what is due at `now`
 // first, so the outcome never depends on when Tick last ran.
 #pragma once
