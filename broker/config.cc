@@ -192,11 +192,20 @@ const config::ConfigDef<BrokerConfig>& BrokerConfigDef() {
               Field(&BrokerConfig::group_max_session_timeout_ms));
     d->Define({.name = "group.max.size",
                .type = Type::kInt,
-               .doc = "Most members in one consumer group (0: no limit).",
+               .doc = "Most members in one consumer group, rdmq's own or Kafka's classic (0: no limit).",
                .component = broker,
                .min = 0,
                .max = 1'000'000},
               Field(&BrokerConfig::group_max_size));
+    d->Define({.name = "group.initial.rebalance.delay.ms",
+               .type = Type::kDuration,
+               .doc = "Kafka's classic groups (JoinGroup/SyncGroup): the first rebalance of an empty group "
+                      "waits this long for more members, and again while more keep joining, up to the "
+                      "rebalance timeout (0: no wait).",
+               .component = broker,
+               .min = 0,
+               .max = 3'600'000},
+              Field(&BrokerConfig::group_initial_rebalance_delay_ms));
     d->Define({.name = "log.level",
                .type = Type::kEnum,
                .doc = "The least severe log message written.",

@@ -2,6 +2,7 @@
 
 #include <random>
 
+#include "group_convert.h"
 #include "rdmq/common/clock.h"
 #include "rdmq/common/log.h"
 #include "rdmq/protocol/messages.h"
@@ -10,8 +11,6 @@ namespace rdmq::broker::internal {
 
 using protocol::WireError;
 using Clock = std::chrono::steady_clock;
-
-namespace {
 
 // The group module's errors onto the wire's codes, keeping the message.
 Status ToWire(const Status& s) {
@@ -24,6 +23,17 @@ Status ToWire(const Status& s) {
   if (s.is(GroupErrc::kStaleMemberEpoch)) return Status(WireError::kStaleMemberEpoch, msg);
   if (s.is(GroupErrc::kInconsistentAssignor)) return Status(WireError::kInconsistentAssignor, msg);
   if (s.is(GroupErrc::kGroupMaxSizeReached)) return Status(WireError::kGroupMaxSizeReached, msg);
+  using group::ClassicErrc;
+  if (s.is(ClassicErrc::kInconsistentGroupProtocol))
+    return Status(WireError::kInconsistentGroupProtocol, msg);
+  // A classic group's checks of an rdmq commit.
+  if (s.is(ClassicErrc::kUnknownMemberId) || s.is(ClassicErrc::kFencedInstanceId)) {
+    return Status(WireError::kUnknownMemberId, msg);
+  }
+  if (s.is(ClassicErrc::kIllegalGeneration) || s.is(ClassicErrc::kRebalanceInProgress)) {
+    return Status(WireError::kStaleMemberEpoch, msg);
+  }
+  if (s.is(ClassicErrc::kCoordinatorNotAvailable)) return Status(WireError::kUnavailable, msg);
   if (s.is(metadata::MetadataErrc::kBadGroupId)) return Status(WireError::kInvalidGroupId, msg);
   if (s.is(metadata::MetadataErrc::kNoSuchGroup)) return Status(WireError::kUnknownGroup, msg);
   if (s.is(Errc::kInvalidArgument)) return Status(WireError::kInvalidRequest, msg);
@@ -41,6 +51,8 @@ protocol::OffsetEntry ToEntry(const metadata::OffsetKey& key, const metadata::Co
   return {key.first,  PartitionId(key.second), Offset(c.offset), c.leader_epoch,
           c.metadata, TimestampMs(c.commit_ms)};
 }
+
+namespace {
 
 std::string Salt() {
   std::random_device rd;
@@ -66,6 +78,22 @@ void GroupCoordinator::Stop() {
   }
   cv_.NotifyAll();
   if (thread_.joinable()) thread_.join();
+  // Every waiting JoinGroup/SyncGroup is answered; the classic groups are gone (Kafka clients
+  // rejoin after the restart as after a coordinator move).
+  std::vector<Delivery> ready;
+  {
+    MutexLock lock(mu_);
+    for (auto it = groups_.begin(); it != groups_.end();) {
+      if (auto* classic = std::get_if<group::ClassicGroup>(&it->second)) {
+        classic->Unload(group::ClassicErrc::kCoordinatorNotAvailable);
+        Collect(*classic, &ready);
+        it = groups_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  Deliver(ready);
 }
 
 group::TopicCounts GroupCoordinator::Topics() const {
@@ -74,16 +102,27 @@ group::TopicCounts GroupCoordinator::Topics() const {
   return out;
 }
 
-group::Group& GroupCoordinator::GroupFor(const std::string& id) {
+group::Group* GroupCoordinator::NativeFor(const std::string& id, bool create, Status* error) {
   auto it = groups_.find(id);
-  if (it == groups_.end()) {
-    group::GroupConfig gc;
-    gc.heartbeat_interval = std::chrono::milliseconds(cfg_.group_heartbeat_interval_ms);
-    gc.max_size = static_cast<int32_t>(cfg_.group_max_size);
-    gc.member_id_salt = salt_;
-    it = groups_.emplace(id, group::Group(id, gc)).first;
+  if (it != groups_.end()) {
+    if (auto* g = std::get_if<group::Group>(&it->second)) return g;
+    const auto& classic = std::get<group::ClassicGroup>(it->second);
+    if (!classic.empty()) {
+      *error =
+          Status(WireError::kInconsistentGroupProtocol,
+                 "group '" + id + "' is a Kafka consumer group (classic JoinGroup/SyncGroup protocol) with " +
+                     std::to_string(classic.member_count()) + " members; use another group id");
+      return nullptr;
+    }
+    groups_.erase(it);  // an empty classic group: nothing waits on it
   }
-  return it->second;
+  if (!create) return nullptr;
+  group::GroupConfig gc;
+  gc.heartbeat_interval = std::chrono::milliseconds(cfg_.group_heartbeat_interval_ms);
+  gc.max_size = static_cast<int32_t>(cfg_.group_max_size);
+  gc.member_id_salt = salt_;
+  it = groups_.emplace(id, Slot(std::in_place_type<group::Group>, id, gc)).first;
+  return &std::get<group::Group>(it->second);
 }
 
 Result<protocol::GroupHeartbeatResponse> GroupCoordinator::Heartbeat(
@@ -112,12 +151,15 @@ Result<protocol::GroupHeartbeatResponse> GroupCoordinator::Heartbeat(
   in.rebalance_timeout = std::chrono::milliseconds(req.rebalance_timeout_ms);
   const group::TopicCounts topics = Topics();
   MutexLock lock(mu_);
-  if (!joining && groups_.count(req.group) == 0) {
+  if (stop_) return Status(WireError::kUnavailable, "the broker is shutting down");
+  Status error;
+  group::Group* g = NativeFor(req.group, joining, &error);
+  if (g == nullptr && !error.ok()) return error;
+  if (g == nullptr) {
     return Status(WireError::kUnknownMemberId, "group '" + req.group + "' has no member " + req.member_id +
                                                    " (the broker may have restarted): rejoin");
   }
-  group::Group& g = GroupFor(req.group);
-  group::HeartbeatResult r = g.Heartbeat(in, Clock::now(), topics);
+  group::HeartbeatResult r = g->Heartbeat(in, Clock::now(), topics);
   cv_.NotifyAll();  // deadlines may have moved
   RDMQ_RETURN_IF_ERROR(ToWire(r.status));
   protocol::GroupHeartbeatResponse out;
@@ -144,14 +186,29 @@ Status GroupCoordinator::Commit(const protocol::OffsetCommitRequest& req) {
     offsets[{e.topic, e.partition.value()}] = {e.offset.value(), e.leader_epoch, e.metadata, now_ms};
   }
   // The check and the store happen under one lock, so a member fenced in between cannot commit.
-  MutexLock lock(mu_);
-  const auto it = groups_.find(req.group);
-  if (it != groups_.end()) {
-    RDMQ_RETURN_IF_ERROR(ToWire(it->second.CheckCommit(req.member_id, req.member_epoch)));
-  } else if (!req.member_id.empty()) {
-    return Status(WireError::kUnknownMemberId, "group '" + req.group + "' has no member " + req.member_id);
+  std::vector<Delivery> ready;
+  Status s;
+  {
+    MutexLock lock(mu_);
+    const auto it = groups_.find(req.group);
+    if (it == groups_.end()) {
+      if (!req.member_id.empty()) {
+        return Status(WireError::kUnknownMemberId,
+                      "group '" + req.group + "' has no member " + req.member_id);
+      }
+    } else if (auto* native = std::get_if<group::Group>(&it->second)) {
+      RDMQ_RETURN_IF_ERROR(ToWire(native->CheckCommit(req.member_id, req.member_epoch)));
+    } else {
+      // A Kafka classic group: a simple commit (rdmq group reset-offsets) needs it without
+      // members; an rdmq member id cannot be one of its members.
+      auto& classic = std::get<group::ClassicGroup>(it->second);
+      s = ToWire(classic.CheckCommit(req.member_id, "", req.member_epoch, Clock::now()));
+      Collect(classic, &ready);
+    }
+    if (s.ok()) s = ToWire(offsets_.Commit(req.group, offsets));
   }
-  return ToWire(offsets_.Commit(req.group, offsets));
+  Deliver(ready);
+  return s;
 }
 
 Result<protocol::OffsetFetchResponse> GroupCoordinator::Fetch(const protocol::OffsetFetchRequest& req) const {
@@ -172,52 +229,23 @@ Result<protocol::OffsetFetchResponse> GroupCoordinator::Fetch(const protocol::Of
   return out;
 }
 
-protocol::ListGroupsResponse GroupCoordinator::List() const {
-  protocol::ListGroupsResponse out;
-  std::map<std::string, protocol::GroupListing> all;
-  for (const auto& g : offsets_.Groups()) all[g] = {g, "Empty", 0};
-  MutexLock lock(mu_);
-  for (const auto& [id, g] : groups_) {
-    const group::GroupDescription d = g.Describe();
-    if (d.members.empty() && all.count(id) == 0) continue;
-    all[id] = {id, std::string(group::GroupStateName(d.state)), static_cast<uint32_t>(d.members.size())};
-  }
-  for (auto& [id, l] : all) out.groups.push_back(std::move(l));
-  return out;
-}
-
-Result<protocol::DescribeGroupResponse> GroupCoordinator::Describe(const std::string& id) const {
-  RDMQ_RETURN_IF_ERROR(ToWire(metadata::ValidateGroupId(id)));
-  protocol::DescribeGroupResponse out;
-  out.group = id;
-  out.state = "Empty";
-  for (const auto& [key, c] : offsets_.FetchGroup(id)) out.offsets.push_back(ToEntry(key, c));
-  MutexLock lock(mu_);
-  const auto it = groups_.find(id);
-  if (it == groups_.end() && out.offsets.empty()) {
-    return Status(WireError::kUnknownGroup, "no group '" + id + "' (no members, no committed offsets)");
-  }
-  if (it != groups_.end()) {
-    const group::GroupDescription d = it->second.Describe();
-    out.state = std::string(group::GroupStateName(d.state));
-    out.group_epoch = d.group_epoch;
-    out.assignor = d.assignor;
-    for (const auto& m : d.members) {
-      out.members.push_back({m.member_id, m.instance_id, m.client_id, m.member_epoch, m.topics, m.topic_regex,
-                             ToRefs(m.assignment), ToRefs(m.target)});
-    }
-  }
-  return out;
-}
-
 Status GroupCoordinator::Delete(const std::string& id) {
   RDMQ_RETURN_IF_ERROR(ToWire(metadata::ValidateGroupId(id)));
   MutexLock lock(mu_);
   const auto it = groups_.find(id);
-  if (it != groups_.end() && !it->second.empty()) {
-    return Status(WireError::kGroupNotEmpty, "group '" + id + "' has " +
-                                                 std::to_string(it->second.Describe().members.size()) +
-                                                 " members; stop them first");
+  if (it != groups_.end()) {
+    size_t members = 0;
+    if (const auto* native = std::get_if<group::Group>(&it->second)) {
+      members = native->empty() ? 0 : native->Describe().members.size();
+    } else {
+      const auto& classic = std::get<group::ClassicGroup>(it->second);
+      // A pending member (told MEMBER_ID_REQUIRED) is about to join: the group is not empty.
+      members = classic.empty() ? 0 : std::max<size_t>(classic.member_count(), 1);
+    }
+    if (members > 0) {
+      return Status(WireError::kGroupNotEmpty,
+                    "group '" + id + "' has " + std::to_string(members) + " members; stop them first");
+    }
   }
   const bool had_state = it != groups_.end();
   if (had_state) groups_.erase(it);
@@ -247,30 +275,47 @@ void GroupCoordinator::Loop() {
     // Topic counts are read without the lock (the metadata store has its own); a change
     // reported meanwhile sets topics_changed_ again and is seen on the next round.
     const group::TopicCounts topics = Topics();
-    MutexLock lock(mu_);
-    if (stop_) return;
-    const auto now = Clock::now();
-    std::optional<Clock::time_point> next;
-    for (auto it = groups_.begin(); it != groups_.end();) {
-      const auto due = it->second.NextDeadline();
-      if (changed || (due && *due <= now)) it->second.Tick(now, topics);
-      // A group left with no members is dropped; its committed offsets stay in the store.
-      if (it->second.empty()) {
-        it = groups_.erase(it);
-        continue;
+    std::vector<Delivery> ready;
+    {
+      MutexLock lock(mu_);
+      if (stop_) return;
+      const auto now = Clock::now();
+      std::optional<Clock::time_point> next;
+      for (auto it = groups_.begin(); it != groups_.end();) {
+        bool drop = false;
+        std::optional<Clock::time_point> d;
+        if (auto* native = std::get_if<group::Group>(&it->second)) {
+          const auto due = native->NextDeadline();
+          if (changed || (due && *due <= now)) native->Tick(now, topics);
+          // A group left with no members is dropped; its committed offsets stay in the store.
+          drop = native->empty();
+          d = native->NextDeadline();
+        } else {
+          auto& classic = std::get<group::ClassicGroup>(it->second);
+          const auto due = classic.NextDeadline();
+          if (due && *due <= now) classic.Tick(now);
+          Collect(classic, &ready);
+          // An empty classic group (no members, none pending) has nothing waiting on it.
+          drop = classic.empty();
+          d = classic.NextDeadline();
+        }
+        if (drop) {
+          it = groups_.erase(it);
+          continue;
+        }
+        if (d && (!next || *d < *next)) next = *d;
+        ++it;
       }
-      const auto d = it->second.NextDeadline();
-      if (d && (!next || *d < *next)) next = *d;
-      ++it;
-    }
-    if (!topics_changed_ && !stop_) {
-      if (next) {
-        cv_.WaitFor(mu_, std::max(*next - Clock::now(), Clock::duration(std::chrono::milliseconds(1))));
-      } else {
-        cv_.Wait(mu_);
+      if (ready.empty() && !topics_changed_ && !stop_) {
+        if (next) {
+          cv_.WaitFor(mu_, std::max(*next - Clock::now(), Clock::duration(std::chrono::milliseconds(1))));
+        } else {
+          cv_.Wait(mu_);
+        }
       }
+      changed = std::exchange(topics_changed_, false);
     }
-    changed = std::exchange(topics_changed_, false);
+    Deliver(ready);
   }
 }
 

@@ -51,6 +51,7 @@ ordered_json OrNull(int64_t v) { return v < 0 ? ordered_json(nullptr) : ordered_
 ordered_json GroupJson(const GroupDescription& g) {
   ordered_json j;
   j["group"] = g.group;
+  j["type"] = g.type;
   j["state"] = g.state;
   j["group_epoch"] = g.group_epoch;
   j["assignor"] = g.assignor;
@@ -94,12 +95,14 @@ std::string OrDash(int64_t v) { return v < 0 ? "-" : std::to_string(v); }
 void PrintGroupText(const GroupDescription& g) {
   int64_t total_lag = 0;
   for (const auto& p : g.partitions) total_lag += p.lag > 0 ? p.lag : 0;
-  std::cout << "group " << g.group << "  state " << g.state << "  epoch " << g.group_epoch << "  assignor "
-            << (g.assignor.empty() ? "-" : g.assignor) << "  members " << g.members.size() << "  lag "
-            << total_lag << "\n";
+  const bool classic = g.type == "classic";
+  std::cout << "group " << g.group << "  type " << (g.type.empty() ? "-" : g.type) << "  state " << g.state
+            << (classic ? "  generation " : "  epoch ") << g.group_epoch
+            << (classic ? "  protocol " : "  assignor ") << (g.assignor.empty() ? "-" : g.assignor)
+            << "  members " << g.members.size() << "  lag " << total_lag << "\n";
   if (!g.members.empty()) {
     std::cout << "\n";
-    Table t({"MEMBER", "INSTANCE", "CLIENT", "EPOCH", "SUBSCRIPTION", "ASSIGNMENT"},
+    Table t({"MEMBER", "INSTANCE", "CLIENT", classic ? "GENERATION" : "EPOCH", "SUBSCRIPTION", "ASSIGNMENT"},
             {Align::kLeft, Align::kLeft, Align::kLeft, Align::kRight});
     for (const auto& m : g.members) {
       std::string assignment = FormatPartitions(m.assignment);
@@ -131,7 +134,7 @@ int GroupList(const Subcommand&, const ParsedArgs& a) {
   if (a.Has("json")) {
     ordered_json list = ordered_json::array();
     for (const auto& g : *groups)
-      list.push_back({{"group", g.group}, {"state", g.state}, {"members", g.members}});
+      list.push_back({{"group", g.group}, {"type", g.type}, {"state", g.state}, {"members", g.members}});
     std::cout << ordered_json{{"groups", std::move(list)}}.dump(2) << "\n";
     return kExitOk;
   }
@@ -139,8 +142,10 @@ int GroupList(const Subcommand&, const ParsedArgs& a) {
     std::cout << "no groups\n";
     return kExitOk;
   }
-  Table t({"GROUP", "STATE", "MEMBERS"}, {Align::kLeft, Align::kLeft, Align::kRight});
-  for (const auto& g : *groups) t.AddRow({g.group, g.state, std::to_string(g.members)});
+  Table t({"GROUP", "TYPE", "STATE", "MEMBERS"}, {Align::kLeft, Align::kLeft, Align::kLeft, Align::kRight});
+  for (const auto& g : *groups) {
+    t.AddRow({g.group, g.type.empty() ? "-" : g.type, g.state, std::to_string(g.members)});
+  }
   t.Print(std::cout);
   return kExitOk;
 }
@@ -194,14 +199,18 @@ CommandGroup GroupCommands() {
       "group",
       "List, describe and delete consumer groups; reset their committed offsets.",
       {
-          Subcommand{CommandSpec{
-                         .path = "rdmq group list",
-                         .usage = "[options]",
-                         .summary = "List every consumer group with its state and member count.",
-                         .description = "A group is listed while it has members or committed offsets.",
-                         .options = WithGlobals({}),
-                         .examples = {"rdmq group list", "rdmq group list --json | jq -r '.groups[].group'"}},
-                     GroupList},
+          Subcommand{
+              CommandSpec{
+                  .path = "rdmq group list",
+                  .usage = "[options]",
+                  .summary = "List every consumer group with its type, state and member count.",
+                  .description =
+                      "A group is listed while it has members or committed offsets. TYPE is 'consumer'\n"
+                      "for rdmq's own clients, 'classic' for Kafka clients (JoinGroup/SyncGroup), '-' for\n"
+                      "a group with committed offsets only.",
+                  .options = WithGlobals({}),
+                  .examples = {"rdmq group list", "rdmq group list --json | jq -r '.groups[].group'"}},
+              GroupList},
           Subcommand{
               CommandSpec{
                   .path = "rdmq group describe",

@@ -90,7 +90,7 @@ class AdminClientImpl final : public AdminClient {
     RDMQ_ASSIGN_OR_RETURN(auto resp,
                           (Call<protocol::ListGroupsResponse>(Api::kListGroups, protocol::Empty{})));
     std::vector<GroupListing> out;
-    for (const auto& g : resp.groups) out.push_back({g.group, g.state, g.members});
+    for (const auto& g : resp.groups) out.push_back({g.group, g.state, g.members, g.type});
     std::sort(out.begin(), out.end(), [](const auto& x, const auto& y) { return x.group < y.group; });
     return out;
   }
@@ -109,6 +109,7 @@ class AdminClientImpl final : public AdminClient {
     d.state = resp.state;
     d.group_epoch = resp.group_epoch;
     d.assignor = resp.assignor;
+    d.type = resp.type;
     std::map<TopicPartition, GroupPartitionDescription> parts;
     auto part = [&](const std::string& topic, int32_t partition) -> GroupPartitionDescription& {
       auto& p = parts[{topic, partition}];

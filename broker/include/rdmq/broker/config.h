@@ -45,12 +45,13 @@ struct BrokerConfig {
   uint32_t checkpoint_interval_ms = 1000;       // "log.checkpoint.interval.ms"
   uint32_t retention_check_interval_ms = 5000;  // "log.retention.check.interval.ms"
   uint32_t data_spin_us = 1000;  // "data.spin.us": commit poller spins this long before parking
-  uint32_t group_heartbeat_interval_ms = 3000;      // "group.heartbeat.interval.ms"
-  uint32_t group_min_session_timeout_ms = 1000;     // "group.min.session.timeout.ms"
-  uint32_t group_max_session_timeout_ms = 1800000;  // "group.max.session.timeout.ms"
-  uint32_t group_max_size = 0;                      // "group.max.size": 0 = no limit
-  std::string log_level = "info";                   // "log.level"
-  std::string log_format = "text";                  // "log.format": text | json
+  uint32_t group_heartbeat_interval_ms = 3000;       // "group.heartbeat.interval.ms"
+  uint32_t group_min_session_timeout_ms = 1000;      // "group.min.session.timeout.ms"
+  uint32_t group_max_session_timeout_ms = 1800000;   // "group.max.session.timeout.ms"
+  uint32_t group_max_size = 0;                       // "group.max.size": 0 = no limit
+  uint32_t group_initial_rebalance_delay_ms = 3000;  // "group.initial.rebalance.delay.ms" (classic groups)
+  std::string log_level = "info";                    // "log.level"
+  std::string log_format = "text";                   // "log.format": text | json
   // Defaults for new topics: "num.partitions", "log.segment.bytes", "log.retention.bytes",
   // "log.retention.ms", "log.index.interval.bytes", "message.max.bytes", "durability".
   metadata::TopicConfig topic_defaults;

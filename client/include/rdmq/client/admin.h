@@ -42,8 +42,13 @@ struct TopicDescription {
 
 struct GroupListing {
   std::string group;
-  std::string state;  // Empty, Reconciling, Stable (docs/groups.md)
+  // rdmq's own groups: Empty, Reconciling, Stable; Kafka's classic groups: Empty,
+  // PreparingRebalance, CompletingRebalance, Stable (docs/groups.md)
+  std::string state;
   uint32_t members = 0;
+  // "consumer" (rdmq's own protocol), "classic" (Kafka clients' JoinGroup/SyncGroup), or "" for
+  // a group with committed offsets only.
+  std::string type;
 };
 
 struct GroupMemberDescription {
@@ -73,8 +78,9 @@ struct GroupPartitionDescription {
 struct GroupDescription {
   std::string group;
   std::string state;
-  int32_t group_epoch = 0;
-  std::string assignor;
+  int32_t group_epoch = 0;  // a classic group's generation
+  std::string assignor;     // a classic group's chosen protocol
+  std::string type;         // as in GroupListing
   std::vector<GroupMemberDescription> members;
   std::vector<GroupPartitionDescription> partitions;  // sorted by topic, partition
 };

@@ -117,16 +117,19 @@ struct OffsetFetchResponse {
 };
 
 // --- ListGroups (43), DescribeGroup (44), DeleteGroup (45) -------------------------------------
+// A group's type: "consumer" (rdmq's own protocol, GroupHeartbeat), "classic" (Kafka clients'
+// JoinGroup/SyncGroup), or "" for a group with committed offsets and no members.
 struct GroupListing {
   std::string group;
-  std::string
-      state;  // Empty, Reconciling, Stable; "Offsets" for a group with commits but no coordinator state
+  std::string state;  // consumer: Empty, Reconciling, Stable; classic: Kafka's state names
   uint32_t members = 0;
+  std::string type;
   template <class V>
   void Visit(V& v) {
     v(group);
     v(state);
     v(members);
+    v(type);
   }
 };
 struct ListGroupsResponse {
@@ -167,10 +170,11 @@ struct GroupMemberInfo {
 struct DescribeGroupResponse {
   std::string group;
   std::string state;
-  int32_t group_epoch = 0;
-  std::string assignor;
+  int32_t group_epoch = 0;  // classic: the generation
+  std::string assignor;     // classic: the chosen protocol
   std::vector<GroupMemberInfo> members;
   std::vector<OffsetEntry> offsets;  // every committed offset of the group
+  std::string type;                  // as in GroupListing
   template <class V>
   void Visit(V& v) {
     v(group);
@@ -179,6 +183,7 @@ struct DescribeGroupResponse {
     v(assignor);
     v(members);
     v(offsets);
+    v(type);
   }
 };
 

@@ -42,7 +42,8 @@
   X(kFencedMemberEpoch, kFailedPrecondition, "FENCED_MEMBER_EPOCH")       \
   X(kStaleMemberEpoch, kFailedPrecondition, "STALE_MEMBER_EPOCH")         \
   X(kInconsistentAssignor, kInvalidArgument, "INCONSISTENT_ASSIGNOR")     \
-  X(kGroupMaxSizeReached, kResourceExhausted, "GROUP_MAX_SIZE_REACHED")
+  X(kGroupMaxSizeReached, kResourceExhausted, "GROUP_MAX_SIZE_REACHED")   \
+  X(kInconsistentGroupProtocol, kFailedPrecondition, "INCONSISTENT_GROUP_PROTOCOL")
 RDMQ_DEFINE_ERRORS(rdmq::protocol, WireError, "rdmq", RDMQ_WIRE_ERRORS)
 
 namespace rdmq::protocol {
