@@ -59,6 +59,11 @@ ErrorCode GroupError(const Status& s) {
 
 std::string Str(std::optional<std::string_view> s) { return std::string(s.value_or("")); }
 
+// Empty: null (Kafka's nullable strings).
+std::optional<std::string> Opt(const std::string& s) {
+  return s.empty() ? std::nullopt : std::optional<std::string>(s);
+}
+
 kafka::ByteSpan Bytes(const std::string& s) { return {reinterpret_cast<const std::byte*>(s.data()), s.size()}; }
 
 }  // namespace
@@ -88,11 +93,7 @@ void KafkaFrontDoor::JoinGroup(KafkaCall call, Reader& r) {
     resp.member_id = jr.member_id;
     auto keep = std::make_shared<group::ClassicJoinResponse>(std::move(jr));
     for (const auto& m : keep->members) {
-      kafka::JoinGroupMember jm;
-      jm.member_id = m.member_id;
-      if (!m.instance_id.empty()) jm.group_instance_id = m.instance_id;
-      jm.metadata = Bytes(m.metadata);
-      resp.members.push_back(std::move(jm));
+      resp.members.push_back(kafka::JoinGroupMember{m.member_id, Opt(m.instance_id), Bytes(m.metadata)});
     }
     (void)version;
     Reply(call, resp, keep);
@@ -142,11 +143,9 @@ void KafkaFrontDoor::LeaveGroup(KafkaCall call, Reader& r) {
   resp.error_code = GroupError(lr.status);
   if (call.header.api_version >= 3) {
     for (size_t i = 0; i < members.size(); ++i) {
-      kafka::LeaveGroupMemberResponse m;
-      m.member_id = members[i].member_id;
-      if (!members[i].instance_id.empty()) m.group_instance_id = members[i].instance_id;
-      m.error_code = i < lr.members.size() ? GroupError(lr.members[i]) : ErrorCode::kUnknownMemberId;
-      resp.members.push_back(std::move(m));
+      resp.members.push_back(kafka::LeaveGroupMemberResponse{
+          members[i].member_id, Opt(members[i].instance_id),
+          i < lr.members.size() ? GroupError(lr.members[i]) : ErrorCode::kUnknownMemberId});
     }
   } else if (resp.error_code == ErrorCode::kNone && !lr.members.empty()) {
     resp.error_code = GroupError(lr.members[0]);
@@ -259,14 +258,8 @@ void KafkaFrontDoor::DescribeGroups(KafkaCall call, Reader& r) {
     out.protocol_type = d.protocol_type;
     out.protocol_data = d.protocol_name;
     for (const auto& m : d.members) {
-      kafka::DescribedGroupMember dm;
-      dm.member_id = m.member_id;
-      if (!m.instance_id.empty()) dm.group_instance_id = m.instance_id;
-      dm.client_id = m.client_id;
-      dm.client_host = m.client_host;
-      dm.member_metadata = Bytes(m.metadata);
-      dm.member_assignment = Bytes(m.assignment);
-      out.members.push_back(std::move(dm));
+      out.members.push_back(kafka::DescribedGroupMember{m.member_id, Opt(m.instance_id), m.client_id, m.client_host,
+                                                        Bytes(m.metadata), Bytes(m.assignment)});
     }
     resp.groups.push_back(std::move(out));
   }

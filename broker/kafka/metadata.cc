@@ -52,7 +52,8 @@ void KafkaFrontDoor::Metadata(KafkaCall call, Reader& r) {
   resp.brokers.push_back({node, host_, port_, std::nullopt});
   resp.cluster_id = "rdmq-" + std::to_string(node);
   resp.controller_id = node;
-  if (!req.topics) {
+  // Null (v1+), or an empty list in v0: every topic.
+  if (!req.topics || (call.header.api_version == 0 && req.topics->empty())) {
     for (const auto& t : d_.meta->ListTopics()) resp.topics.push_back(DescribeTopic(t, node));
   } else {
     // Before v4 the broker decides whether a Metadata request creates topics.

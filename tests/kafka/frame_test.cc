@@ -138,7 +138,7 @@ TEST_CASE("kafka api: the supported table", "[kafka]") {
   CHECK(keys.size() == 20);
   CHECK(*FindApi(ApiKey::kProduce) == VersionRange{ApiKey::kProduce, 3, 8});
   CHECK(*FindApi(ApiKey::kFetch) == VersionRange{ApiKey::kFetch, 4, 11});
-  CHECK(*FindApi(ApiKey::kMetadata) == VersionRange{ApiKey::kMetadata, 1, 8});
+  CHECK(*FindApi(ApiKey::kMetadata) == VersionRange{ApiKey::kMetadata, 0, 8});
   CHECK(FindApi(static_cast<ApiKey>(17)) == nullptr);  // SaslHandshake: not implemented
   CHECK(ApiName(static_cast<ApiKey>(17)) == "SaslHandshake");
   CHECK(RequestHeaderVersion(ApiKey::kApiVersions, 3) == 2);

@@ -264,7 +264,7 @@ TEST_CASE("kafka golden: ApiVersions v3 response with a v0 header", "[kafka]") {
           "0000 0003 0008 00"  // Produce 3-8, no tagged fields
           "0001 0004 000b 00"  // Fetch 4-11
           "0002 0001 0005 00"  // ListOffsets 1-5
-          "0003 0001 0008 00"  // Metadata 1-8
+          "0003 0000 0008 00"  // Metadata 0-8
           "0008 0002 0007 00"  // OffsetCommit 2-7
           "0009 0001 0005 00"  // OffsetFetch 1-5
           "000a 0000 0002 00"  // FindCoordinator 0-2

@@ -133,7 +133,7 @@ void StillServes(const Fixture& f) {
   CHECK(md.brokers.size() == 1);
 }
 
-TEST_CASE("Kafka port: bad frames close that connection only; bad batches get error codes and store nothing",
+TEST_CASE("Kafka port: bad frames close that connection only, bad batches get error codes and store nothing",
           "[e2e][kafka][bad-input]") {
   Fixture f;
   REQUIRE_RUN(f.Rdmq({"topic", "create", "t", "--partitions", "1"}), 0);

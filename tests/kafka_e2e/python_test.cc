@@ -21,12 +21,12 @@ void RunClient(const std::string& client) {
   CHECK(Contains(r.out, "client " + client + ": sent 3000, committed 3000"));
 }
 
-TEST_CASE("confluent-kafka-python produces and consumes in a group; a third member rebalances it",
+TEST_CASE("confluent-kafka-python produces and consumes in a group that a third member rebalances",
           "[e2e][kafka][python]") {
   RunClient("confluent");
 }
 
-TEST_CASE("kafka-python produces and consumes in a group; a third member rebalances it", "[e2e][kafka][python]") {
+TEST_CASE("kafka-python produces and consumes in a group that a third member rebalances", "[e2e][kafka][python]") {
   RunClient("kafka-python");
 }
 

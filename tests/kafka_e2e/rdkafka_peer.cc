@@ -7,9 +7,10 @@
 //       delivery report; prints "delivered D failed F" and exits 0 only if F is 0.
 //   rdkafka_peer consume BOOTSTRAP TOPIC GROUP IDLE_S
 //       a consumer group member (enable.auto.commit=false) that commits every record
-//       synchronously after reading it and prints "<partition> <offset> <key> <value>" only once
-//       that commit succeeded; a record whose commit failed is read again (seek back). Exits
-//       after IDLE_S seconds without a record, or on SIGTERM.
+//       synchronously after reading it and prints "<partition> <offset> <key> <value> C|F": C when
+//       the commit succeeded, F when it failed (its outcome is unknown: the broker may have
+//       stored it before it died); after F the record is read again (seek back). Exits after
+//       IDLE_S seconds without a record, or on SIGTERM.
 //
 // Written against the documented RdKafka:: API only; every error goes to stderr.
 #include <librdkafka/rdkafkacpp.h>
@@ -137,14 +138,13 @@ int Consume(const std::string& bootstrap, const std::string& topic, const std::s
     const RdKafka::ErrorCode e = c->commitSync(at);
     const RdKafka::ErrorCode pe = at[0]->err();
     RdKafka::TopicPartition::destroy(at);
-    if (e == RdKafka::ERR_NO_ERROR && pe == RdKafka::ERR_NO_ERROR) {
-      std::cout << m->partition() << " " << m->offset() << " " << (m->key() ? *m->key() : std::string("-")) << " "
-                << std::string(static_cast<const char*>(m->payload()), m->len()) << "\n"
-                << std::flush;
-      continue;
-    }
-    // Not committed: read it again (if the partition stays ours; otherwise its next owner
-    // reads it from the last committed offset).
+    const bool ok = e == RdKafka::ERR_NO_ERROR && pe == RdKafka::ERR_NO_ERROR;
+    std::cout << m->partition() << " " << m->offset() << " " << (m->key() ? *m->key() : std::string("-")) << " "
+              << std::string(static_cast<const char*>(m->payload()), m->len()) << " " << (ok ? "C" : "F") << "\n"
+              << std::flush;
+    if (ok) continue;
+    // Not known to be committed: read it again (if the partition stays ours; otherwise its next
+    // owner reads it from the last committed offset).
     if (commit_failures++ < 20) std::cerr << "commit failed: " << RdKafka::err2str(e != RdKafka::ERR_NO_ERROR ? e : pe) << "\n";
     std::unique_ptr<RdKafka::TopicPartition> back(RdKafka::TopicPartition::create(m->topic_name(), m->partition(), m->offset()));
     (void)c->seek(*back, 2000);
