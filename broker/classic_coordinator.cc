@@ -107,12 +107,9 @@ void GroupCoordinator::JoinGroup(const std::string& group_id, const group::Class
       now_answer = JoinError(std::move(error), req.member_id);
     } else {
       const group::Token token = next_token_++;
-      waiters_[token].join = std::move(done);
       now_answer = g->Join(token, req, Clock::now());
-      if (now_answer) {
-        done = std::move(waiters_[token].join);
-        waiters_.erase(token);
-      }
+      // Parked: the answer comes as a completion, maybe already in this call's (Collect).
+      if (!now_answer) waiters_[token].join.swap(done);
       Collect(*g, &ready);
       cv_.NotifyAll();  // deadlines may have moved
     }
@@ -137,12 +134,8 @@ void GroupCoordinator::SyncGroup(const std::string& group_id, const group::Class
       now_answer = SyncError(std::move(error));
     } else {
       const group::Token token = next_token_++;
-      waiters_[token].sync = std::move(done);
       now_answer = g->Sync(token, req, Clock::now());
-      if (now_answer) {
-        done = std::move(waiters_[token].sync);
-        waiters_.erase(token);
-      }
+      if (!now_answer) waiters_[token].sync.swap(done);
       Collect(*g, &ready);
       cv_.NotifyAll();
     }
@@ -172,7 +165,7 @@ Status GroupCoordinator::ClassicHeartbeat(const std::string& group_id,
 group::ClassicLeaveResponse GroupCoordinator::LeaveGroup(
     const std::string& group_id, const std::vector<group::ClassicLeaveMember>& members) {
   group::ClassicLeaveResponse out;
-  auto all = [&](Status s) {
+  auto all = [&](const Status& s) {
     out.status = s;
     out.members.assign(members.size(), s);
     return out;

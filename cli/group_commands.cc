@@ -95,11 +95,12 @@ std::string OrDash(int64_t v) { return v < 0 ? "-" : std::to_string(v); }
 void PrintGroupText(const GroupDescription& g) {
   int64_t total_lag = 0;
   for (const auto& p : g.partitions) total_lag += p.lag > 0 ? p.lag : 0;
+  // A Kafka classic group's epoch is its generation, its assignor the protocol its members chose.
   const bool classic = g.type == "classic";
-  std::cout << "group " << g.group << "  type " << (g.type.empty() ? "-" : g.type) << "  state " << g.state
-            << (classic ? "  generation " : "  epoch ") << g.group_epoch
-            << (classic ? "  protocol " : "  assignor ") << (g.assignor.empty() ? "-" : g.assignor)
-            << "  members " << g.members.size() << "  lag " << total_lag << "\n";
+  std::cout << "group " << g.group << "  state " << g.state << (classic ? "  generation " : "  epoch ")
+            << g.group_epoch << (classic ? "  protocol " : "  assignor ")
+            << (g.assignor.empty() ? "-" : g.assignor) << "  members " << g.members.size() << "  lag "
+            << total_lag << "  type " << (g.type.empty() ? "-" : g.type) << "\n";
   if (!g.members.empty()) {
     std::cout << "\n";
     Table t({"MEMBER", "INSTANCE", "CLIENT", classic ? "GENERATION" : "EPOCH", "SUBSCRIPTION", "ASSIGNMENT"},
