@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -140,8 +141,22 @@ TEST_CASE("Kafka port: bad frames close that connection only, bad batches get er
   REQUIRE_RUN(f.Kcat({"-P", "-t", "t"}, "one\ntwo\n"), 0);
   const std::string before = f.Kcat({"-C", "-t", "t", "-e", "-q", "-f", "%o %s\n"}).out;
   REQUIRE(before == "0 one\n1 two\n");
+  // The segment files as `rdmq partition inspect --records` sees them, less the checkpoint the
+  // housekeeper may write meanwhile (it records the same committed end).
   auto inspect = [&] {
-    return f.Rdmq({"partition", "inspect", "t", "0", "--data-dir", f.broker().data_dir(), "--json"}).out;
+    const RunResult r = f.Rdmq({"partition", "inspect", "t", "0", "--data-dir", f.broker().data_dir(), "--records", "--json"});
+    nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+    if (j.is_discarded()) return r.out;
+    std::function<void(nlohmann::json&)> strip = [&](nlohmann::json& v) {
+      if (v.is_object()) {
+        v.erase("checkpoint");
+        for (auto& [k, x] : v.items()) strip(x);
+      } else if (v.is_array()) {
+        for (auto& x : v) strip(x);
+      }
+    };
+    strip(j);
+    return j.dump(1);
   };
   const std::string files_before = inspect();
   REQUIRE(Contains(files_before, "\"batches\""));
@@ -168,14 +183,15 @@ TEST_CASE("Kafka port: bad frames close that connection only, bad batches get er
   SECTION("an unsupported Metadata version closes the connection") {
     Socket s(f.kafka());
     auto frame = Frame(ApiKey::kMetadata, 1, kafka::MetadataRequest{});
-    frame[6] = std::byte{0x63};  // version 99
+    frame[7] = std::byte{99};  // version 99
     s.Send(frame);
     CHECK(s.Closed());
   }
   SECTION("ApiVersions of a future version is answered in v0 with UNSUPPORTED_VERSION and the table") {
     Socket s(f.kafka());
-    auto frame = Frame(ApiKey::kApiVersions, 0, kafka::ApiVersionsRequest{});
-    frame[6] = std::byte{0x63};
+    // As a newer client sends it: a flexible header (v2) and a body this broker does not read.
+    auto frame = Frame(ApiKey::kApiVersions, 3, kafka::ApiVersionsRequest{"future-client", "9.9"});
+    frame[7] = std::byte{99};
     s.Send(frame);
     auto body = s.Receive();
     REQUIRE(body);
