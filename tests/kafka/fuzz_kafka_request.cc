@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <span>
 
+#include "rdmq/group/consumer_protocol.h"
 #include "rdmq/kafka/frame.h"
 #include "rdmq/kafka/messages.h"
 #include "tests/kafka/kafka_test_util.h"
@@ -16,17 +17,13 @@ namespace {
 
 using namespace rdmq::kafka;
 
+std::string_view View(ByteSpan b) { return {reinterpret_cast<const char*>(b.data()), b.size()}; }
+
 void Blobs(const JoinGroupRequest& m) {
-  for (const auto& p : m.protocols) {
-    ConsumerProtocolSubscription s;
-    (void)DecodeConsumerSubscription(p.metadata, &s);
-  }
+  for (const auto& p : m.protocols) (void)rdmq::group::ParseConsumerSubscription(View(p.metadata));
 }
 void Blobs(const SyncGroupRequest& m) {
-  for (const auto& a : m.assignments) {
-    ConsumerProtocolAssignment s;
-    (void)DecodeConsumerAssignment(a.assignment, &s);
-  }
+  for (const auto& a : m.assignments) (void)rdmq::group::ParseConsumerAssignment(View(a.assignment));
 }
 template <class M>
 void Blobs(const M&) {}
@@ -68,12 +65,8 @@ void Body(ApiKey key, ByteSpan body, int16_t version) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const ByteSpan in(reinterpret_cast<const std::byte*>(data), size);
   if (size >= 4) (void)FrameLength(in.first<4>(), kDefaultMaxFrameBytes);
-  {
-    ConsumerProtocolSubscription s;
-    (void)DecodeConsumerSubscription(in, &s);
-    ConsumerProtocolAssignment a;
-    (void)DecodeConsumerAssignment(in, &a);
-  }
+  (void)rdmq::group::ParseConsumerSubscription(View(in));
+  (void)rdmq::group::ParseConsumerAssignment(View(in));
 
   Reader r(in);
   const auto header = DecodeRequestHeader(r);

@@ -2,6 +2,7 @@
 // by this codec): decoding them yields the expected fields, and encoding the same message yields
 // the same bytes.
 #include "rdmq/kafka/frame.h"
+#include "rdmq/group/consumer_protocol.h"
 #include "rdmq/kafka/messages.h"
 #include "tests/kafka/kafka_test_util.h"
 #include "tests/support/test_util.h"
@@ -241,12 +242,13 @@ TEST_CASE("kafka golden: JoinGroup v5 request with a group instance id", "[kafka
   CHECK(m.protocol_type == "consumer");
   REQUIRE(m.protocols.size() == 1);
   CHECK(m.protocols[0].name == "range");
-  ConsumerProtocolSubscription sub;
-  REQUIRE_OK(DecodeConsumerSubscription(m.protocols[0].metadata, &sub));
-  CHECK(sub.version == 1);
-  CHECK(sub.topics == std::vector<std::string_view>{"topic"});
-  CHECK_FALSE(sub.user_data.has_value());
-  CHECK(sub.owned_partitions.empty());
+  const auto& md = m.protocols[0].metadata;
+  auto sub = group::ParseConsumerSubscription({reinterpret_cast<const char*>(md.data()), md.size()});
+  REQUIRE_OK(sub);
+  CHECK(sub->version == 1);
+  CHECK(sub->topics == std::vector<std::string>{"topic"});
+  CHECK_FALSE(sub->user_data.has_value());
+  CHECK(sub->owned.empty());
   CHECK(EncodeBytes(5, m) == golden);
 
   // The same bytes are not a v4 request (no group_instance_id there): trailing bytes.

@@ -32,8 +32,6 @@ RDMQ_KAFKA_DECLARE_FILL_(kCreatePartitions, CreatePartitionsRequest, CreateParti
 RDMQ_KAFKA_DECLARE_FILL_(kDeleteGroups, DeleteGroupsRequest, DeleteGroupsResponse)
 #undef RDMQ_KAFKA_DECLARE_FILL_
 
-void Fill(ConsumerProtocolSubscription* m);
-void Fill(ConsumerProtocolAssignment* m);
 
 template <class M>
 M Sample() {

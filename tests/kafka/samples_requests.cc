@@ -138,19 +138,4 @@ void Fill(CreatePartitionsRequest* m) {
 
 void Fill(DeleteGroupsRequest* m) { m->group_names = {"billing", "audit"}; }
 
-void Fill(ConsumerProtocolSubscription* m) {
-  m->version = kConsumerSubscriptionVersion;
-  m->topics = {"orders", "audit"};
-  m->user_data = Span("user");
-  m->owned_partitions = {{"orders", {0, 2}}};
-  m->generation_id = 5;
-  m->rack_id = "rack-a";
-}
-
-void Fill(ConsumerProtocolAssignment* m) {
-  m->version = kConsumerAssignmentVersion;
-  m->assigned_partitions = {{"orders", {0, 1}}, {"audit", {3}}};
-  m->user_data = Span("user");
-}
-
 }  // namespace rdmq::kafka::test

@@ -2,7 +2,7 @@
 // Heartbeat (12, v0-3), LeaveGroup (13, v0-3), SyncGroup (14, v0-3), DescribeGroups (15, v0-4)
 // and ListGroups (16, v0-2) (docs/kafka-protocol.md). Conventions: produce_fetch.h. The
 // protocol-specific blobs they carry (member metadata, assignments) are opaque here;
-// consumer_protocol.h decodes those of protocol type "consumer".
+// group/consumer_protocol.h decodes those of protocol type "consumer" (the broker reads them).
 #pragma once
 
 #include <cstdint>

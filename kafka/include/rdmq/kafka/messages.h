@@ -7,12 +7,10 @@
 //   admin.h              CreateTopics, DeleteTopics, InitProducerId, DescribeConfigs,
 //                        CreatePartitions, DeleteGroups
 //   api_versions.h       ApiVersions and the reply built from SupportedApis()
-//   consumer_protocol.h  the "consumer" protocol's subscription and assignment blobs
 #pragma once
 
 #include "rdmq/kafka/admin.h"
 #include "rdmq/kafka/api_versions.h"
-#include "rdmq/kafka/consumer_protocol.h"
 #include "rdmq/kafka/groups.h"
 #include "rdmq/kafka/metadata_offsets.h"
 #include "rdmq/kafka/produce_fetch.h"
