@@ -254,9 +254,15 @@ class RdmqSystem final : public System {
     std::filesystem::create_directories(data_dir_, ec);
     if (ec) return Status::FromErrno(ec.value(), "create the broker's data directory " + data_dir_.string());
     const std::string log = (data_dir_ / "broker.log").string();
-    std::vector<std::string> args = {broker.string(), "--data-dir", data_dir_.string(),           "--fabric",
-                                     w_.fabric,       "--set",      "durability=" + w_.durability,
-                                     "--set",         "listen.kafka=127.0.0.1:0"};
+    std::vector<std::string> args = {broker.string(),
+                                     "--data-dir",
+                                     data_dir_.string(),
+                                     "--fabric",
+                                     w_.fabric,
+                                     "--set",
+                                     "durability=" + w_.durability,
+                                     "--set",
+                                     "listen.kafka=127.0.0.1:0"};
     if (w_.fabric != "shm") {
       args.insert(args.end(), {"--set", "listen.control=127.0.0.1:0", "--set", "listen.data=127.0.0.1:0"});
     }

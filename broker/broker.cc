@@ -4,9 +4,9 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <climits>
 #include <filesystem>
 #include <fstream>
-#include <climits>
 
 #include "broker_impl.h"
 #include "rdmq/common/clock.h"

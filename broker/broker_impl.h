@@ -22,14 +22,14 @@
 #include <string>
 
 #include "admin_handlers.h"
+#include "broker/kafka/front_door.h"
+#include "broker/kafka/listener.h"
 #include "commit_poller.h"
 #include "consume_handlers.h"
 #include "counters.h"
 #include "data_acceptor.h"
 #include "group_coordinator.h"
 #include "group_handlers.h"
-#include "broker/kafka/front_door.h"
-#include "broker/kafka/listener.h"
 #include "housekeeper.h"
 #include "lease_manager.h"
 #include "local_append.h"

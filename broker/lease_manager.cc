@@ -40,8 +40,9 @@ Status LeaseManager::Admit(Partition& p, const Session& session, const LeaseRequ
   ReleaseIdle(p, &session, req.mode, now);
   if (req.mode == protocol::ProduceMode::kExclusive) {
     if (p.LocalWriterActive(now, local_writer_window_ns())) {
-      return Status(WireError::kPartitionBusy,
-                    p.where() + " is being written through the broker (Kafka producers); an exclusive lease must wait");
+      return Status(
+          WireError::kPartitionBusy,
+          p.where() + " is being written through the broker (Kafka producers); an exclusive lease must wait");
     }
     if (p.exclusive()) {
       const std::shared_ptr<Lease> h = p.exclusive();
@@ -270,7 +271,9 @@ void LeaseManager::Settle(Partition& p, std::span<const storage::CompletedRange>
     PendingRange pr;
     auto l = owner(c, &pr);
     if (pr.local_done) {
-      if (pr.producer_id.value() >= 0) p.producers().NoteBatch(pr.producer_id, pr.epoch, {pr.first_sequence, pr.last_sequence, c.base_offset});
+      if (pr.producer_id.value() >= 0)
+        p.producers().NoteBatch(pr.producer_id, pr.epoch,
+                                {pr.first_sequence, pr.last_sequence, c.base_offset});
       pr.local_done(c.base_offset);
       continue;
     }
@@ -285,7 +288,8 @@ void LeaseManager::Settle(Partition& p, std::span<const storage::CompletedRange>
     auto l = owner(d, &pr);
     if (pr.producer_id.value() >= 0) p.producers().Rewind(pr.producer_id, pr.first_sequence);
     if (pr.local_done) {
-      pr.local_done(Status(WireError::kStaleLocation, "the append to " + p.where() + " was dropped (segment rolled); retry"));
+      pr.local_done(Status(WireError::kStaleLocation,
+                           "the append to " + p.where() + " was dropped (segment rolled); retry"));
       continue;
     }
     if (l && !l->ended) EndLocked(p, l, WireError::kStaleLocation, true);

@@ -25,8 +25,9 @@ Status LocalAppender::Check(Partition& p, std::span<const std::byte> batches, Id
   while (scan.Next(&b)) {
     const storage::BatchHeader& h = b.header;
     if (h.total_size() > max) {
-      return Status(WireError::kRecordTooLarge, "a batch of " + std::to_string(h.total_size()) + " bytes for " +
-                                                    p.where() + " exceeds max.message.bytes " + std::to_string(max));
+      return Status(WireError::kRecordTooLarge, "a batch of " + std::to_string(h.total_size()) +
+                                                    " bytes for " + p.where() +
+                                                    " exceeds max.message.bytes " + std::to_string(max));
     }
     if (h.is_control() || h.is_transactional()) {
       return Status(WireError::kInvalidRequest, "transactional and control batches are not accepted");
@@ -41,8 +42,8 @@ Status LocalAppender::Check(Partition& p, std::span<const std::byte> batches, Id
     }
     if (who->producer_id.value() >= 0) {
       if (h.base_sequence < 0) {
-        return Status(WireError::kInvalidRequest,
-                      "producer " + std::to_string(who->producer_id.value()) + " sent a batch without a sequence");
+        return Status(WireError::kInvalidRequest, "producer " + std::to_string(who->producer_id.value()) +
+                                                      " sent a batch without a sequence");
       }
       if (next_seq >= 0 && h.base_sequence != next_seq) {
         return Status(WireError::kOutOfOrderSequence, "the batches of one request are not in sequence");
@@ -60,9 +61,9 @@ Status LocalAppender::Check(Partition& p, std::span<const std::byte> batches, Id
   // Kafka's producer-state rules.
   const std::string id = std::to_string(who->producer_id.value());
   if (const auto seen = p.producers().Epoch(who->producer_id); seen && who->epoch < *seen) {
-    return Status(WireError::kInvalidProducerEpoch, "producer " + id + " epoch " + std::to_string(who->epoch) +
-                                                        " is older than epoch " + std::to_string(*seen) +
-                                                        " seen in " + p.where());
+    return Status(WireError::kInvalidProducerEpoch, "producer " + id + " epoch " +
+                                                        std::to_string(who->epoch) + " is older than epoch " +
+                                                        std::to_string(*seen) + " seen in " + p.where());
   }
   const ProducerState st = p.producers().Expected(who->producer_id, who->epoch);
   if (who->last_sequence <= st.last_sequence) {
@@ -74,9 +75,9 @@ Status LocalAppender::Check(Partition& p, std::span<const std::byte> batches, Id
     return Status::Ok();
   }
   if (who->first_sequence != st.last_sequence + 1) {
-    return Status(WireError::kOutOfOrderSequence, "producer " + id + " sent sequence " +
-                                                      std::to_string(who->first_sequence) + " to " + p.where() +
-                                                      ", expected " + std::to_string(st.last_sequence + 1));
+    return Status(WireError::kOutOfOrderSequence,
+                  "producer " + id + " sent sequence " + std::to_string(who->first_sequence) + " to " +
+                      p.where() + ", expected " + std::to_string(st.last_sequence + 1));
   }
   return Status::Ok();
 }
@@ -84,7 +85,8 @@ Status LocalAppender::Check(Partition& p, std::span<const std::byte> batches, Id
 Result<storage::Reservation> LocalAppender::Reserve(Partition& p, uint64_t length) {
   if (length > p.active().capacity) {
     return Status(WireError::kRecordTooLarge, std::to_string(length) + " bytes do not fit a segment of " +
-                                                  p.where() + " (" + std::to_string(p.active().capacity) + ")");
+                                                  p.where() + " (" + std::to_string(p.active().capacity) +
+                                                  ")");
   }
   for (int attempt = 0; attempt < 3; ++attempt) {
     auto r = p.log().Reserve(length);
@@ -101,8 +103,8 @@ Result<storage::Reservation> LocalAppender::Reserve(Partition& p, uint64_t lengt
     (void)p.SyncSegments();
     publisher_.Publish(p);
   }
-  return Status(WireError::kStaleLocation, "the active segment of " + p.where() +
-                                               " is full and waits for earlier shared writes; retry");
+  return Status(WireError::kStaleLocation,
+                "the active segment of " + p.where() + " is full and waits for earlier shared writes; retry");
 }
 
 LocalAppendResult LocalAppender::Append(Partition& p, std::span<const std::byte> batches,
@@ -116,8 +118,9 @@ LocalAppendResult LocalAppender::Append(Partition& p, std::span<const std::byte>
   const uint64_t now = MonoNanos();
   leases_.ReleaseIdle(p, nullptr, protocol::ProduceMode::kShared, now);
   if (const auto& h = p.exclusive()) {
-    res.status = Status(WireError::kPartitionBusy, p.where() + " is held by an exclusive rdmq producer (client '" +
-                                                       h->session->Name() + "')");
+    res.status =
+        Status(WireError::kPartitionBusy,
+               p.where() + " is held by an exclusive rdmq producer (client '" + h->session->Name() + "')");
     return res;
   }
   Identity who;
@@ -183,7 +186,8 @@ LocalAppendResult LocalAppender::Append(Partition& p, std::span<const std::byte>
   if (out->complete) {
     res.base_offset = out->base_offset;
     if (who.producer_id.value() >= 0) {
-      p.producers().NoteBatch(who.producer_id, who.epoch, {who.first_sequence, who.last_sequence, res.base_offset});
+      p.producers().NoteBatch(who.producer_id, who.epoch,
+                              {who.first_sequence, who.last_sequence, res.base_offset});
     }
   } else {
     res.pending = true;

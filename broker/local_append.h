@@ -27,10 +27,10 @@
 namespace rdmq::broker::internal {
 
 struct LocalAppendResult {
-  Status status;                   // a WireError (or the log's error): nothing was stored
-  bool pending = false;            // accepted: the base offset comes through `done` later
-  bool duplicate = false;          // already stored (idempotence)
-  Offset base_offset{kNoOffset};   // when complete (or a duplicate whose offset is remembered)
+  Status status;                  // a WireError (or the log's error): nothing was stored
+  bool pending = false;           // accepted: the base offset comes through `done` later
+  bool duplicate = false;         // already stored (idempotence)
+  Offset base_offset{kNoOffset};  // when complete (or a duplicate whose offset is remembered)
   Offset log_start{kNoOffset};
 };
 

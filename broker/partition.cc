@@ -292,7 +292,8 @@ std::optional<PendingRange> Partition::TakePending(Offset segment, Position posi
 
 void Partition::CloseLog() {
   for (auto& [at, r] : pending_) {
-    if (r.local_done) r.local_done(Status(Errc::kUnavailable, where_ + " was closed before the append completed"));
+    if (r.local_done)
+      r.local_done(Status(Errc::kUnavailable, where_ + " was closed before the append completed"));
   }
   pending_.clear();
   if (Status s = log_->Close(); !s.ok()) {

@@ -51,7 +51,8 @@ std::optional<Offset> ProducerStateTable::FindBatch(ProducerId id, int16_t epoch
   auto it = recent_.find(id);
   if (it == recent_.end() || it->second.epoch != epoch) return std::nullopt;
   for (const BatchPlace& b : it->second.batches) {
-    if (b.first_sequence == first_sequence && b.last_sequence == last_sequence && b.base_offset != kNoOffset) {
+    if (b.first_sequence == first_sequence && b.last_sequence == last_sequence &&
+        b.base_offset != kNoOffset) {
       return b.base_offset;
     }
   }

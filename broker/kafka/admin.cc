@@ -1,10 +1,11 @@
 // CreateTopics, DeleteTopics, CreatePartitions, DescribeConfigs: Kafka's topic administration on
 // the broker's own (AdminHandlers), so a topic made here is the same as one `rdmq topic create`
 // makes.
+#include "rdmq/kafka/admin.h"
+
 #include <set>
 
 #include "broker/kafka/front_door.h"
-#include "rdmq/kafka/admin.h"
 #include "rdmq/metadata/topic.h"
 #include "rdmq/protocol/messages.h"
 
@@ -47,8 +48,8 @@ void KafkaFrontDoor::CreateTopics(KafkaCall call, Reader& r) {
     } else {
       for (const auto& a : t.assignments) {
         if (a.broker_ids.size() != 1 || a.broker_ids[0] != node) {
-          fail(ErrorCode::kInvalidReplicaAssignment, "partitions can only be assigned to broker " +
-                                                         std::to_string(node));
+          fail(ErrorCode::kInvalidReplicaAssignment,
+               "partitions can only be assigned to broker " + std::to_string(node));
           break;
         }
       }
@@ -113,7 +114,8 @@ void KafkaFrontDoor::CreatePartitions(KafkaCall call, Reader& r) {
       out.error_message = "topic '" + out.name + "' has " + std::to_string(current->config.partitions) +
                           " partitions; the new count must be larger";
     } else if (!req.validate_only) {
-      auto done = d_.admin->AlterTopic(protocol::AlterTopicRequest{out.name, {{"partitions", std::to_string(t.count)}}});
+      auto done = d_.admin->AlterTopic(
+          protocol::AlterTopicRequest{out.name, {{"partitions", std::to_string(t.count)}}});
       out.error_code = ToKafkaError(done.status());
       out.error_message = Why(done.status());
     }
@@ -149,15 +151,15 @@ void KafkaFrontDoor::DescribeConfigs(KafkaCall call, Reader& r) {
     }
     const auto defaults = metadata::ConfigEntries(d_.cfg->topic_defaults);
     for (auto& [k, v] : entries) {
-      if (res.configuration_keys &&
-          std::find(res.configuration_keys->begin(), res.configuration_keys->end(), k) ==
-              res.configuration_keys->end()) {
+      if (res.configuration_keys && std::find(res.configuration_keys->begin(), res.configuration_keys->end(),
+                                              k) == res.configuration_keys->end()) {
         continue;
       }
       kafka::DescribeConfigsEntry e;
       e.name = k;
       e.value = v;
-      const bool is_default = from_topic && std::find(defaults.begin(), defaults.end(), std::pair(k, v)) != defaults.end();
+      const bool is_default =
+          from_topic && std::find(defaults.begin(), defaults.end(), std::pair(k, v)) != defaults.end();
       e.is_default = is_default;
       // Kafka's config sources: 1 dynamic topic, 4 static broker, 5 default.
       e.config_source = from_topic ? (is_default ? 5 : 1) : 4;

@@ -9,7 +9,8 @@ namespace rdmq::broker::internal {
 
 namespace asio = boost::asio;
 
-KafkaConnection::KafkaConnection(asio::ip::tcp::socket socket, KafkaRequestHandler& handler, uint64_t max_request)
+KafkaConnection::KafkaConnection(asio::ip::tcp::socket socket, KafkaRequestHandler& handler,
+                                 uint64_t max_request)
     : socket_(std::move(socket)), handler_(handler), max_request_(max_request) {
   boost::system::error_code ec;
   const auto ep = socket_.remote_endpoint(ec);
@@ -79,9 +80,10 @@ void KafkaConnection::Dispatch() {
   std::shared_ptr<const KafkaFrame> frame = std::move(frame_);
   // The reply may come back on any thread, now or later: it is handed to the strand.
   handler_.Handle(std::move(frame), [self = shared_from_this(), slot](KafkaReply reply) mutable {
-    asio::post(self->socket_.get_executor(), [self, slot = std::move(slot), reply = std::move(reply)]() mutable {
-      self->Complete(slot, std::move(reply));
-    });
+    asio::post(self->socket_.get_executor(),
+               [self, slot = std::move(slot), reply = std::move(reply)]() mutable {
+                 self->Complete(slot, std::move(reply));
+               });
   });
   ReadSize();
 }
@@ -107,12 +109,13 @@ void KafkaConnection::Flush() {
     bufs.reserve(front->reply.chunks.size());
     for (const auto& c : front->reply.chunks) bufs.emplace_back(c.data(), c.size());
     writing_ = true;
-    asio::async_write(socket_, bufs, [self = shared_from_this(), front](const boost::system::error_code& ec, size_t) {
-      self->writing_ = false;
-      if (ec) return self->Fail("write", ec);
-      self->slots_.pop_front();
-      self->Flush();
-    });
+    asio::async_write(socket_, bufs,
+                      [self = shared_from_this(), front](const boost::system::error_code& ec, size_t) {
+                        self->writing_ = false;
+                        if (ec) return self->Fail("write", ec);
+                        self->slots_.pop_front();
+                        self->Flush();
+                      });
     return;
   }
   if (reading_paused_ && !closed_ && slots_.size() < kMaxPending) {

@@ -8,12 +8,12 @@
 // posted to it. The connection lives as long as a read, a write or an unfinished reply holds it.
 #pragma once
 
-#include "broker/kafka/asio.h"
 #include <cstdint>
 #include <deque>
 #include <memory>
 #include <string>
 
+#include "broker/kafka/asio.h"
 #include "broker/kafka/reply.h"
 
 namespace rdmq::broker::internal {

@@ -3,9 +3,9 @@
 // are written: no copy, no re-encoding. When fewer than min_bytes are there and max_wait_ms is
 // not over, it waits on the partitions' commit waiters (run by the broker's Publish on every
 // commit) and a timer, whichever comes first, then reads again: no polling.
-#include "broker/kafka/asio.h"
 #include <mutex>
 
+#include "broker/kafka/asio.h"
 #include "broker/kafka/front_door.h"
 #include "rdmq/common/clock.h"
 #include "rdmq/kafka/metadata_offsets.h"
@@ -21,7 +21,8 @@ using kafka::ErrorCode;
 namespace {
 
 struct FetchState : std::enable_shared_from_this<FetchState> {
-  FetchState(KafkaCall c, asio::io_context& io) : call(std::move(c)), strand(asio::make_strand(io)), timer(strand) {}
+  FetchState(KafkaCall c, asio::io_context& io)
+      : call(std::move(c)), strand(asio::make_strand(io)), timer(strand) {}
 
   KafkaCall call;
   kafka::FetchRequest req;
@@ -78,8 +79,9 @@ PartRead ReadPartition(TopicTable& topics, const std::string& topic, const kafka
   const size_t limit = std::min<size_t>(budget, fp.max_bytes > 0 ? static_cast<size_t>(fp.max_bytes) : 1);
   auto rd = log.Read(from, limit);
   if (!rd.ok()) {
-    pr.out.error_code = rd.status().is(storage::StorageErrc::kOffsetOutOfRange) ? ErrorCode::kOffsetOutOfRange
-                                                                               : ErrorCode::kKafkaStorageError;
+    pr.out.error_code = rd.status().is(storage::StorageErrc::kOffsetOutOfRange)
+                            ? ErrorCode::kOffsetOutOfRange
+                            : ErrorCode::kKafkaStorageError;
     return pr;
   }
   if (!rd->bytes.empty()) {
@@ -170,16 +172,19 @@ void FetchState::EndWait() {
 
 void KafkaFrontDoor::Fetch(KafkaCall call, Reader& r) {
   auto st = std::make_shared<FetchState>(std::move(call), *io_);
-  if (Status s = kafka::Decode(r, st->call.header.api_version, &st->req); !s.ok()) return Malformed(st->call, s);
+  if (Status s = kafka::Decode(r, st->call.header.api_version, &st->req); !s.ok())
+    return Malformed(st->call, s);
   if (st->req.session_id != 0 || st->req.session_epoch > 0) {
     // rdmq creates no fetch sessions (it answers session id 0, so clients send full fetches).
     kafka::FetchResponse resp;
-    resp.error_code = st->req.session_id != 0 ? ErrorCode::kFetchSessionIdNotFound : ErrorCode::kInvalidFetchSessionEpoch;
+    resp.error_code =
+        st->req.session_id != 0 ? ErrorCode::kFetchSessionIdNotFound : ErrorCode::kInvalidFetchSessionEpoch;
     Reply(st->call, resp);
     return;
   }
   st->topics = d_.topics;
-  st->deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max(st->req.max_wait_ms, 0));
+  st->deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max(st->req.max_wait_ms, 0));
   asio::dispatch(st->strand, [st] { st->Attempt(false); });
 }
 

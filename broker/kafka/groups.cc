@@ -2,11 +2,12 @@
 // (OffsetCommit, OffsetFetch), ListGroups, DescribeGroups, DeleteGroups: on the broker's
 // GroupCoordinator, so a group id is one group whichever protocol its members speak and the
 // offsets are the same durable offsets `rdmq group describe` shows.
+#include "rdmq/kafka/groups.h"
+
 #include "broker/kafka/front_door.h"
 #include "rdmq/group/classic.h"
 #include "rdmq/group/errors.h"
 #include "rdmq/kafka/admin.h"
-#include "rdmq/kafka/groups.h"
 #include "rdmq/kafka/metadata_offsets.h"
 #include "rdmq/metadata/offsets.h"
 
@@ -64,7 +65,9 @@ std::optional<std::string> Opt(const std::string& s) {
   return s.empty() ? std::nullopt : std::optional<std::string>(s);
 }
 
-kafka::ByteSpan Bytes(const std::string& s) { return {reinterpret_cast<const std::byte*>(s.data()), s.size()}; }
+kafka::ByteSpan Bytes(const std::string& s) {
+  return {reinterpret_cast<const std::byte*>(s.data()), s.size()};
+}
 
 }  // namespace
 
@@ -78,26 +81,29 @@ void KafkaFrontDoor::JoinGroup(KafkaCall call, Reader& r) {
   j.client_host = "/" + call.frame->peer.substr(0, call.frame->peer.rfind(':'));
   j.protocol_type = std::string(req.protocol_type);
   for (const auto& p : req.protocols) {
-    j.protocols.push_back({std::string(p.name), std::string(reinterpret_cast<const char*>(p.metadata.data()), p.metadata.size())});
+    j.protocols.push_back({std::string(p.name),
+                           std::string(reinterpret_cast<const char*>(p.metadata.data()), p.metadata.size())});
   }
   j.session_timeout = std::chrono::milliseconds(req.session_timeout_ms);
-  j.rebalance_timeout = std::chrono::milliseconds(req.rebalance_timeout_ms >= 0 ? req.rebalance_timeout_ms : req.session_timeout_ms);
+  j.rebalance_timeout = std::chrono::milliseconds(req.rebalance_timeout_ms >= 0 ? req.rebalance_timeout_ms
+                                                                                : req.session_timeout_ms);
   j.require_known_member_id = call.header.api_version >= 4;
   const int16_t version = call.header.api_version;
-  d_.groups->JoinGroup(std::string(req.group_id), j, [call = std::move(call), version](group::ClassicJoinResponse jr) {
-    kafka::JoinGroupResponse resp;
-    resp.error_code = GroupError(jr.status);
-    resp.generation_id = jr.generation_id;
-    resp.protocol_name = jr.protocol_name;
-    resp.leader = jr.leader_id;
-    resp.member_id = jr.member_id;
-    auto keep = std::make_shared<group::ClassicJoinResponse>(std::move(jr));
-    for (const auto& m : keep->members) {
-      resp.members.push_back(kafka::JoinGroupMember{m.member_id, Opt(m.instance_id), Bytes(m.metadata)});
-    }
-    (void)version;
-    Reply(call, resp, keep);
-  });
+  d_.groups->JoinGroup(
+      std::string(req.group_id), j, [call = std::move(call), version](group::ClassicJoinResponse jr) {
+        kafka::JoinGroupResponse resp;
+        resp.error_code = GroupError(jr.status);
+        resp.generation_id = jr.generation_id;
+        resp.protocol_name = jr.protocol_name;
+        resp.leader = jr.leader_id;
+        resp.member_id = jr.member_id;
+        auto keep = std::make_shared<group::ClassicJoinResponse>(std::move(jr));
+        for (const auto& m : keep->members) {
+          resp.members.push_back(kafka::JoinGroupMember{m.member_id, Opt(m.instance_id), Bytes(m.metadata)});
+        }
+        (void)version;
+        Reply(call, resp, keep);
+      });
 }
 
 void KafkaFrontDoor::SyncGroup(KafkaCall call, Reader& r) {
@@ -108,16 +114,18 @@ void KafkaFrontDoor::SyncGroup(KafkaCall call, Reader& r) {
   sr.instance_id = Str(req.group_instance_id);
   sr.generation_id = req.generation_id;
   for (const auto& a : req.assignments) {
-    sr.assignments.emplace_back(std::string(a.member_id),
-                                std::string(reinterpret_cast<const char*>(a.assignment.data()), a.assignment.size()));
+    sr.assignments.emplace_back(
+        std::string(a.member_id),
+        std::string(reinterpret_cast<const char*>(a.assignment.data()), a.assignment.size()));
   }
-  d_.groups->SyncGroup(std::string(req.group_id), sr, [call = std::move(call)](group::ClassicSyncResponse res) {
-    kafka::SyncGroupResponse resp;
-    resp.error_code = GroupError(res.status);
-    auto keep = std::make_shared<std::string>(std::move(res.assignment));
-    resp.assignment = Bytes(*keep);
-    Reply(call, resp, keep);
-  });
+  d_.groups->SyncGroup(std::string(req.group_id), sr,
+                       [call = std::move(call)](group::ClassicSyncResponse res) {
+                         kafka::SyncGroupResponse resp;
+                         resp.error_code = GroupError(res.status);
+                         auto keep = std::make_shared<std::string>(std::move(res.assignment));
+                         resp.assignment = Bytes(*keep);
+                         Reply(call, resp, keep);
+                       });
 }
 
 void KafkaFrontDoor::Heartbeat(KafkaCall call, Reader& r) {
@@ -258,8 +266,9 @@ void KafkaFrontDoor::DescribeGroups(KafkaCall call, Reader& r) {
     out.protocol_type = d.protocol_type;
     out.protocol_data = d.protocol_name;
     for (const auto& m : d.members) {
-      out.members.push_back(kafka::DescribedGroupMember{m.member_id, Opt(m.instance_id), m.client_id, m.client_host,
-                                                        Bytes(m.metadata), Bytes(m.assignment)});
+      out.members.push_back(kafka::DescribedGroupMember{m.member_id, Opt(m.instance_id), m.client_id,
+                                                        m.client_host, Bytes(m.metadata),
+                                                        Bytes(m.assignment)});
     }
     resp.groups.push_back(std::move(out));
   }

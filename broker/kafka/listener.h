@@ -6,12 +6,12 @@
 // listener's threads. Stop closes the acceptor and every connection and joins the threads.
 #pragma once
 
-#include "broker/kafka/asio.h"
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "broker/kafka/asio.h"
 #include "broker/kafka/connection.h"
 #include "rdmq/common/mutex.h"
 #include "rdmq/common/status.h"

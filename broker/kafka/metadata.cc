@@ -57,7 +57,8 @@ void KafkaFrontDoor::Metadata(KafkaCall call, Reader& r) {
     for (const auto& t : d_.meta->ListTopics()) resp.topics.push_back(DescribeTopic(t, node));
   } else {
     // Before v4 the broker decides whether a Metadata request creates topics.
-    const bool create = d_.cfg->auto_create_topics && (call.header.api_version < 4 || req.allow_auto_topic_creation);
+    const bool create =
+        d_.cfg->auto_create_topics && (call.header.api_version < 4 || req.allow_auto_topic_creation);
     for (const std::string_view name : *req.topics) {
       const std::string n(name);
       auto t = d_.meta->GetTopic(n);

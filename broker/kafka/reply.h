@@ -21,8 +21,8 @@ struct KafkaReply {
   // The response, size prefix included, in order.
   std::vector<std::span<const std::byte>> chunks = {};
   std::shared_ptr<const void> keep = nullptr;  // keeps every chunk valid until the reply is written
-  bool none = false;                 // the request gets no response (Produce with acks=0)
-  bool close = false;                // close the connection once the replies before it are out
+  bool none = false;                           // the request gets no response (Produce with acks=0)
+  bool close = false;                          // close the connection once the replies before it are out
 };
 
 // Completes one request's reply slot; callable from any thread, once.

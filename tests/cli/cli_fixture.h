@@ -14,7 +14,8 @@ namespace rdmq::test {
 // A broker on a fresh data directory, and shortcuts to run the tools against it.
 class Fixture {
  public:
-  explicit Fixture(std::vector<std::string> broker_args = {}) : broker_(tmp_.str() + "/data", std::move(broker_args)) {
+  explicit Fixture(std::vector<std::string> broker_args = {})
+      : broker_(tmp_.str() + "/data", std::move(broker_args)) {
     std::string error;
     const bool up = broker_.Start(&error);
     INFO(error);

@@ -44,7 +44,7 @@ class BrokerProcess {
   void Kill();
   // Later Start()s listen for Kafka clients where this run does (call after Start()).
   void PinKafkaAddress() { extra_.insert(extra_.end(), {"--set", "listen.kafka=" + kafka_}); }
-  const std::string& address() const { return address_; }  // e.g. "unix:/tmp/.../rdmq.sock"
+  const std::string& address() const { return address_; }      // e.g. "unix:/tmp/.../rdmq.sock"
   const std::string& kafka_address() const { return kafka_; }  // host:port of the Kafka listener
   const std::string& data_dir() const { return dir_; }
   std::string Log() const;

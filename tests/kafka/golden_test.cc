@@ -1,8 +1,8 @@
 // Golden bytes written by hand, field by field, from Kafka's message specifications (not produced
 // by this codec): decoding them yields the expected fields, and encoding the same message yields
 // the same bytes.
-#include "rdmq/kafka/frame.h"
 #include "rdmq/group/consumer_protocol.h"
+#include "rdmq/kafka/frame.h"
 #include "rdmq/kafka/messages.h"
 #include "tests/kafka/kafka_test_util.h"
 #include "tests/support/test_util.h"

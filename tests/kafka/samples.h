@@ -32,7 +32,6 @@ RDMQ_KAFKA_DECLARE_FILL_(kCreatePartitions, CreatePartitionsRequest, CreateParti
 RDMQ_KAFKA_DECLARE_FILL_(kDeleteGroups, DeleteGroupsRequest, DeleteGroupsResponse)
 #undef RDMQ_KAFKA_DECLARE_FILL_
 
-
 template <class M>
 M Sample() {
   M m;

@@ -39,7 +39,9 @@ class Socket {
     REQUIRE(::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
   }
   ~Socket() { ::close(fd_); }
-  void Send(const std::vector<std::byte>& b) { REQUIRE(::send(fd_, b.data(), b.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(b.size())); }
+  void Send(const std::vector<std::byte>& b) {
+    REQUIRE(::send(fd_, b.data(), b.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(b.size()));
+  }
   // The next response frame (without its size prefix), or nullopt if the broker closed the
   // connection (or nothing came within the timeout).
   std::optional<std::vector<std::byte>> Receive(int timeout_ms = 10000) {
@@ -80,7 +82,8 @@ template <class Req>
 std::vector<std::byte> Frame(ApiKey key, int16_t version, const Req& req, int32_t correlation = 7) {
   kafka::Writer w;
   w.ReserveSizePrefix();
-  kafka::EncodeRequestHeader(w, {static_cast<int16_t>(key), version, correlation, std::string_view("bad-input")});
+  kafka::EncodeRequestHeader(
+      w, {static_cast<int16_t>(key), version, correlation, std::string_view("bad-input")});
   kafka::Encode(w, version, req);
   REQUIRE_OK(w.FinishSizePrefix());
   return w.Flatten();
@@ -144,7 +147,8 @@ TEST_CASE("Kafka port: bad frames close that connection only, bad batches get er
   // The segment files as `rdmq partition inspect --records` sees them, less the checkpoint the
   // housekeeper may write meanwhile (it records the same committed end).
   auto inspect = [&] {
-    const RunResult r = f.Rdmq({"partition", "inspect", "t", "0", "--data-dir", f.broker().data_dir(), "--records", "--json"});
+    const RunResult r = f.Rdmq(
+        {"partition", "inspect", "t", "0", "--data-dir", f.broker().data_dir(), "--records", "--json"});
     nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
     if (j.is_discarded()) return r.out;
     std::function<void(nlohmann::json&)> strip = [&](nlohmann::json& v) {

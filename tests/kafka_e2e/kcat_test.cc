@@ -65,7 +65,9 @@ TEST_CASE("kcat -G reads as a group member; rdmq group describe shows it and its
   REQUIRE_RUN(f.Produce({"g"}, Lines(1, 1000)), 0);
   // kcat in the background as a group member; it stays until killed.
   std::thread member([&] {
-    (void)f.Sh("timeout 60 kcat -b " + f.kafka() + " -G readers -q -o beginning -X auto.commit.interval.ms=100 g > member.out", 90);
+    (void)f.Sh("timeout 60 kcat -b " + f.kafka() +
+                   " -G readers -q -o beginning -X auto.commit.interval.ms=100 g > member.out",
+               90);
   });
   // Its membership and assignment, as rdmq sees them.
   nlohmann::json d;

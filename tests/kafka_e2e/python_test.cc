@@ -13,9 +13,10 @@ void RunClient(const std::string& client) {
   const std::string topic = "py-" + client;
   REQUIRE_RUN(f.Rdmq({"topic", "create", topic, "--partitions", "3"}), 0);
   // Debian's python3 (the packages' interpreter), whatever python3 is first on PATH.
-  const RunResult r = Run({"/usr/bin/python3", std::string(RDMQ_SOURCE_DIR) + "/tests/kafka_e2e/python_group.py",
-                           "--client", client, "--bootstrap", f.kafka(), "--topic", topic, "--partitions", "3"},
-                          "", 240);
+  const RunResult r =
+      Run({"/usr/bin/python3", std::string(RDMQ_SOURCE_DIR) + "/tests/kafka_e2e/python_group.py", "--client",
+           client, "--bootstrap", f.kafka(), "--topic", topic, "--partitions", "3"},
+          "", 240);
   INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
   CHECK(r.code == 0);
   CHECK(Contains(r.out, "client " + client + ": sent 3000, committed 3000"));
@@ -26,7 +27,8 @@ TEST_CASE("confluent-kafka-python produces and consumes in a group that a third 
   RunClient("confluent");
 }
 
-TEST_CASE("kafka-python produces and consumes in a group that a third member rebalances", "[e2e][kafka][python]") {
+TEST_CASE("kafka-python produces and consumes in a group that a third member rebalances",
+          "[e2e][kafka][python]") {
   RunClient("kafka-python");
 }
 

@@ -139,14 +139,17 @@ int Consume(const std::string& bootstrap, const std::string& topic, const std::s
     const RdKafka::ErrorCode pe = at[0]->err();
     RdKafka::TopicPartition::destroy(at);
     const bool ok = e == RdKafka::ERR_NO_ERROR && pe == RdKafka::ERR_NO_ERROR;
-    std::cout << m->partition() << " " << m->offset() << " " << (m->key() ? *m->key() : std::string("-")) << " "
-              << std::string(static_cast<const char*>(m->payload()), m->len()) << " " << (ok ? "C" : "F") << "\n"
+    std::cout << m->partition() << " " << m->offset() << " " << (m->key() ? *m->key() : std::string("-"))
+              << " " << std::string(static_cast<const char*>(m->payload()), m->len()) << " "
+              << (ok ? "C" : "F") << "\n"
               << std::flush;
     if (ok) continue;
     // Not known to be committed: read it again (if the partition stays ours; otherwise its next
     // owner reads it from the last committed offset).
-    if (commit_failures++ < 20) std::cerr << "commit failed: " << RdKafka::err2str(e != RdKafka::ERR_NO_ERROR ? e : pe) << "\n";
-    std::unique_ptr<RdKafka::TopicPartition> back(RdKafka::TopicPartition::create(m->topic_name(), m->partition(), m->offset()));
+    if (commit_failures++ < 20)
+      std::cerr << "commit failed: " << RdKafka::err2str(e != RdKafka::ERR_NO_ERROR ? e : pe) << "\n";
+    std::unique_ptr<RdKafka::TopicPartition> back(
+        RdKafka::TopicPartition::create(m->topic_name(), m->partition(), m->offset()));
     (void)c->seek(*back, 2000);
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
@@ -162,6 +165,7 @@ int main(int argc, char** argv) {
   const std::vector<std::string> a(argv + 1, argv + argc);
   if (a.size() == 5 && a[0] == "produce") return Produce(a[1], a[2], std::stol(a[3]), std::stoi(a[4]));
   if (a.size() == 5 && a[0] == "consume") return Consume(a[1], a[2], a[3], std::stoi(a[4]));
-  std::cerr << "usage: rdkafka_peer produce BOOTSTRAP TOPIC COUNT KEYS | consume BOOTSTRAP TOPIC GROUP IDLE_S\n";
+  std::cerr
+      << "usage: rdkafka_peer produce BOOTSTRAP TOPIC COUNT KEYS | consume BOOTSTRAP TOPIC GROUP IDLE_S\n";
   return 2;
 }

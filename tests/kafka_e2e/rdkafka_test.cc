@@ -40,10 +40,15 @@ TEST_CASE("librdkafka: idempotent producer and a two-member group through a brok
   const std::string peer = Bin("rdkafka_peer");
   RunResult produced;
   RunResult members[2];
-  std::thread producer([&] { produced = Run({peer, "produce", f.kafka(), "eo", std::to_string(kRecords), std::to_string(kKeys)}, "", 300); });
+  std::thread producer([&] {
+    produced =
+        Run({peer, "produce", f.kafka(), "eo", std::to_string(kRecords), std::to_string(kKeys)}, "", 300);
+  });
   std::vector<std::thread> consumers;
   for (int i = 0; i < 2; ++i) {
-    consumers.emplace_back([&, i] { members[i] = Run({peer, "consume", f.kafka(), "eo", "eo-group", "15"}, "", 400); });
+    consumers.emplace_back([&, i] {
+      members[i] = Run({peer, "consume", f.kafka(), "eo", "eo-group", "15"}, "", 400);
+    });
   }
   // The broker dies in the middle and comes back on the same addresses.
   std::this_thread::sleep_for(std::chrono::seconds(2));
@@ -102,7 +107,8 @@ TEST_CASE("librdkafka: idempotent producer and a two-member group through a brok
   long total = 0, unknown = 0;
   for (const auto& [p, offsets] : reads) {
     total += static_cast<long>(offsets.size());
-    if (!offsets.empty()) CHECK(offsets.rbegin()->first == static_cast<int64_t>(offsets.size()) - 1);  // dense
+    if (!offsets.empty())
+      CHECK(offsets.rbegin()->first == static_cast<int64_t>(offsets.size()) - 1);  // dense
     for (const auto& [o, n] : offsets) {
       INFO("partition " << p << " offset " << o << " read " << n << " times");
       CHECK(commits[p][o] <= 1);

@@ -32,18 +32,18 @@ struct BrokerConfig {
   std::string listen_control;
   std::string listen_data;
   // The Kafka protocol listener (docs/kafka-protocol.md): host:port or "off".
-  std::string listen_kafka = "127.0.0.1:9092";    // "listen.kafka"
-  std::string advertise_kafka;                    // "advertise.kafka": empty = the listener's
-  uint32_t kafka_threads = 2;                     // "kafka.network.threads"
-  uint64_t kafka_max_request_bytes = 100 << 20;   // "socket.request.max.bytes"
-  bool auto_create_topics = true;                 // "auto.create.topics.enable"
-  std::string device;                           // "device": verbs device name, empty = first active
-  uint64_t broker_id = 0;                       // "broker.id"
-  uint32_t lease_ms = 10000;                    // "lease.ms": producer lease length
-  uint32_t lease_idle_ms = 10000;               // "lease.idle.ms": 0 = never released for idleness
-  uint32_t rpc_workers = 2;                     // "rpc.workers": RPC handler worker threads
-  uint32_t checkpoint_interval_ms = 1000;       // "log.checkpoint.interval.ms"
-  uint32_t retention_check_interval_ms = 5000;  // "log.retention.check.interval.ms"
+  std::string listen_kafka = "127.0.0.1:9092";   // "listen.kafka"
+  std::string advertise_kafka;                   // "advertise.kafka": empty = the listener's
+  uint32_t kafka_threads = 2;                    // "kafka.network.threads"
+  uint64_t kafka_max_request_bytes = 100 << 20;  // "socket.request.max.bytes"
+  bool auto_create_topics = true;                // "auto.create.topics.enable"
+  std::string device;                            // "device": verbs device name, empty = first active
+  uint64_t broker_id = 0;                        // "broker.id"
+  uint32_t lease_ms = 10000;                     // "lease.ms": producer lease length
+  uint32_t lease_idle_ms = 10000;                // "lease.idle.ms": 0 = never released for idleness
+  uint32_t rpc_workers = 2;                      // "rpc.workers": RPC handler worker threads
+  uint32_t checkpoint_interval_ms = 1000;        // "log.checkpoint.interval.ms"
+  uint32_t retention_check_interval_ms = 5000;   // "log.retention.check.interval.ms"
   uint32_t data_spin_us = 1000;  // "data.spin.us": commit poller spins this long before parking
   uint32_t group_heartbeat_interval_ms = 3000;       // "group.heartbeat.interval.ms"
   uint32_t group_min_session_timeout_ms = 1000;      // "group.min.session.timeout.ms"
