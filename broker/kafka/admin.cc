@@ -23,7 +23,7 @@ std::optional<std::string> Why(const Status& s) {
 
 }  // namespace
 
-void KafkaFrontDoor::CreateTopics(KafkaCall call, Reader& r) {
+void KafkaFrontDoor::CreateTopics(const KafkaCall& call, Reader& r) {
   kafka::CreateTopicsRequest req;
   if (Status s = kafka::Decode(r, call.header.api_version, &req); !s.ok()) return Malformed(call, s);
   const int32_t node = static_cast<int32_t>(d_.cfg->broker_id);
@@ -85,7 +85,7 @@ void KafkaFrontDoor::CreateTopics(KafkaCall call, Reader& r) {
   Reply(call, resp);
 }
 
-void KafkaFrontDoor::DeleteTopics(KafkaCall call, Reader& r) {
+void KafkaFrontDoor::DeleteTopics(const KafkaCall& call, Reader& r) {
   kafka::DeleteTopicsRequest req;
   if (Status s = kafka::Decode(r, call.header.api_version, &req); !s.ok()) return Malformed(call, s);
   kafka::DeleteTopicsResponse resp;
@@ -98,7 +98,7 @@ void KafkaFrontDoor::DeleteTopics(KafkaCall call, Reader& r) {
   Reply(call, resp);
 }
 
-void KafkaFrontDoor::CreatePartitions(KafkaCall call, Reader& r) {
+void KafkaFrontDoor::CreatePartitions(const KafkaCall& call, Reader& r) {
   kafka::CreatePartitionsRequest req;
   if (Status s = kafka::Decode(r, call.header.api_version, &req); !s.ok()) return Malformed(call, s);
   kafka::CreatePartitionsResponse resp;
@@ -124,7 +124,7 @@ void KafkaFrontDoor::CreatePartitions(KafkaCall call, Reader& r) {
   Reply(call, resp);
 }
 
-void KafkaFrontDoor::DescribeConfigs(KafkaCall call, Reader& r) {
+void KafkaFrontDoor::DescribeConfigs(const KafkaCall& call, Reader& r) {
   kafka::DescribeConfigsRequest req;
   if (Status s = kafka::Decode(r, call.header.api_version, &req); !s.ok()) return Malformed(call, s);
   kafka::DescribeConfigsResponse resp;
@@ -162,7 +162,7 @@ void KafkaFrontDoor::DescribeConfigs(KafkaCall call, Reader& r) {
           from_topic && std::find(defaults.begin(), defaults.end(), std::pair(k, v)) != defaults.end();
       e.is_default = is_default;
       // Kafka's config sources: 1 dynamic topic, 4 static broker, 5 default.
-      e.config_source = from_topic ? (is_default ? 5 : 1) : 4;
+      e.config_source = static_cast<int8_t>(from_topic ? (is_default ? 5 : 1) : 4);
       e.read_only = !from_topic;
       out.configs.push_back(std::move(e));
     }

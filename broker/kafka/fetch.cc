@@ -188,7 +188,7 @@ void KafkaFrontDoor::Fetch(KafkaCall call, Reader& r) {
   asio::dispatch(st->strand, [st] { st->Attempt(false); });
 }
 
-void KafkaFrontDoor::ListOffsets(KafkaCall call, Reader& r) {
+void KafkaFrontDoor::ListOffsets(const KafkaCall& call, Reader& r) {
   kafka::ListOffsetsRequest req;
   if (Status s = kafka::Decode(r, call.header.api_version, &req); !s.ok()) return Malformed(call, s);
   kafka::ListOffsetsResponse resp;

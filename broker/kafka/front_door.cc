@@ -101,7 +101,7 @@ void KafkaFrontDoor::Handle(std::shared_ptr<const KafkaFrame> frame, KafkaRespon
   KafkaCall call{*header, std::move(frame), std::move(respond)};
   const ApiKey key = call.header.key();
   if (key == ApiKey::kApiVersions) {
-    ApiVersions(std::move(call), r);
+    ApiVersions(call, r);
     return;
   }
   if (Status s = kafka::CheckSupported(call.header); !s.ok()) {
@@ -120,39 +120,39 @@ void KafkaFrontDoor::Handle(std::shared_ptr<const KafkaFrame> frame, KafkaRespon
     case ApiKey::kFetch:
       return Fetch(std::move(call), r);
     case ApiKey::kListOffsets:
-      return ListOffsets(std::move(call), r);
+      return ListOffsets(call, r);
     case ApiKey::kMetadata:
-      return Metadata(std::move(call), r);
+      return Metadata(call, r);
     case ApiKey::kOffsetCommit:
-      return OffsetCommit(std::move(call), r);
+      return OffsetCommit(call, r);
     case ApiKey::kOffsetFetch:
-      return OffsetFetch(std::move(call), r);
+      return OffsetFetch(call, r);
     case ApiKey::kFindCoordinator:
-      return FindCoordinator(std::move(call), r);
+      return FindCoordinator(call, r);
     case ApiKey::kJoinGroup:
       return JoinGroup(std::move(call), r);
     case ApiKey::kHeartbeat:
-      return Heartbeat(std::move(call), r);
+      return Heartbeat(call, r);
     case ApiKey::kLeaveGroup:
-      return LeaveGroup(std::move(call), r);
+      return LeaveGroup(call, r);
     case ApiKey::kSyncGroup:
       return SyncGroup(std::move(call), r);
     case ApiKey::kDescribeGroups:
-      return DescribeGroups(std::move(call), r);
+      return DescribeGroups(call, r);
     case ApiKey::kListGroups:
-      return ListGroups(std::move(call), r);
+      return ListGroups(call, r);
     case ApiKey::kCreateTopics:
-      return CreateTopics(std::move(call), r);
+      return CreateTopics(call, r);
     case ApiKey::kDeleteTopics:
-      return DeleteTopics(std::move(call), r);
+      return DeleteTopics(call, r);
     case ApiKey::kInitProducerId:
-      return InitProducerId(std::move(call), r);
+      return InitProducerId(call, r);
     case ApiKey::kDescribeConfigs:
-      return DescribeConfigs(std::move(call), r);
+      return DescribeConfigs(call, r);
     case ApiKey::kCreatePartitions:
-      return CreatePartitions(std::move(call), r);
+      return CreatePartitions(call, r);
     case ApiKey::kDeleteGroups:
-      return DeleteGroups(std::move(call), r);
+      return DeleteGroups(call, r);
     case ApiKey::kApiVersions:
       break;
   }

@@ -85,30 +85,30 @@ class KafkaFrontDoor final : public KafkaRequestHandler {
  private:
   using Reader = kafka::Reader;
   // metadata.cc
-  void ApiVersions(KafkaCall call, Reader& r);
-  void Metadata(KafkaCall call, Reader& r);
-  void FindCoordinator(KafkaCall call, Reader& r);
-  void InitProducerId(KafkaCall call, Reader& r);
+  void ApiVersions(const KafkaCall& call, Reader& r);
+  void Metadata(const KafkaCall& call, Reader& r);
+  void FindCoordinator(const KafkaCall& call, Reader& r);
+  void InitProducerId(const KafkaCall& call, Reader& r);
   // admin.cc
-  void CreateTopics(KafkaCall call, Reader& r);
-  void DeleteTopics(KafkaCall call, Reader& r);
-  void CreatePartitions(KafkaCall call, Reader& r);
-  void DescribeConfigs(KafkaCall call, Reader& r);
+  void CreateTopics(const KafkaCall& call, Reader& r);
+  void DeleteTopics(const KafkaCall& call, Reader& r);
+  void CreatePartitions(const KafkaCall& call, Reader& r);
+  void DescribeConfigs(const KafkaCall& call, Reader& r);
   // produce.cc
   void Produce(KafkaCall call, Reader& r);
   // fetch.cc
   void Fetch(KafkaCall call, Reader& r);
-  void ListOffsets(KafkaCall call, Reader& r);
+  void ListOffsets(const KafkaCall& call, Reader& r);
   // groups.cc
   void JoinGroup(KafkaCall call, Reader& r);
   void SyncGroup(KafkaCall call, Reader& r);
-  void Heartbeat(KafkaCall call, Reader& r);
-  void LeaveGroup(KafkaCall call, Reader& r);
-  void OffsetCommit(KafkaCall call, Reader& r);
-  void OffsetFetch(KafkaCall call, Reader& r);
-  void ListGroups(KafkaCall call, Reader& r);
-  void DescribeGroups(KafkaCall call, Reader& r);
-  void DeleteGroups(KafkaCall call, Reader& r);
+  void Heartbeat(const KafkaCall& call, Reader& r);
+  void LeaveGroup(const KafkaCall& call, Reader& r);
+  void OffsetCommit(const KafkaCall& call, Reader& r);
+  void OffsetFetch(const KafkaCall& call, Reader& r);
+  void ListGroups(const KafkaCall& call, Reader& r);
+  void DescribeGroups(const KafkaCall& call, Reader& r);
+  void DeleteGroups(const KafkaCall& call, Reader& r);
 
   // A request body that does not decode: logged, the connection closed (Kafka's behaviour).
   void Malformed(const KafkaCall& call, const Status& why) const;

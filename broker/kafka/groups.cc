@@ -128,7 +128,7 @@ void KafkaFrontDoor::SyncGroup(KafkaCall call, Reader& r) {
                        });
 }
 
-void KafkaFrontDoor::Heartbeat(KafkaCall call, Reader& r) {
+void KafkaFrontDoor::Heartbeat(const KafkaCall& call, Reader& r) {
   kafka::HeartbeatRequest req;
   if (Status s = kafka::Decode(r, call.header.api_version, &req); !s.ok()) return Malformed(call, s);
   group::ClassicHeartbeatRequest h{std::string(req.member_id), Str(req.group_instance_id), req.generation_id};
@@ -137,7 +137,7 @@ void KafkaFrontDoor::Heartbeat(KafkaCall call, Reader& r) {
   Reply(call, resp);
 }
 
-void KafkaFrontDoor::LeaveGroup(KafkaCall call, Reader& r) {
+void KafkaFrontDoor::LeaveGroup(const KafkaCall& call, Reader& r) {
   kafka::LeaveGroupRequest req;
   if (Status s = kafka::Decode(r, call.header.api_version, &req); !s.ok()) return Malformed(call, s);
   std::vector<group::ClassicLeaveMember> members;
@@ -161,7 +161,7 @@ void KafkaFrontDoor::LeaveGroup(KafkaCall call, Reader& r) {
   Reply(call, resp);
 }
 
-void KafkaFrontDoor::OffsetCommit(KafkaCall call, Reader& r) {
+void KafkaFrontDoor::OffsetCommit(const KafkaCall& call, Reader& r) {
   kafka::OffsetCommitRequest req;
   if (Status s = kafka::Decode(r, call.header.api_version, &req); !s.ok()) return Malformed(call, s);
   ClassicCommitRequest cr;
@@ -197,7 +197,7 @@ void KafkaFrontDoor::OffsetCommit(KafkaCall call, Reader& r) {
   Reply(call, resp);
 }
 
-void KafkaFrontDoor::OffsetFetch(KafkaCall call, Reader& r) {
+void KafkaFrontDoor::OffsetFetch(const KafkaCall& call, Reader& r) {
   kafka::OffsetFetchRequest req;
   if (Status s = kafka::Decode(r, call.header.api_version, &req); !s.ok()) return Malformed(call, s);
   kafka::OffsetFetchResponse resp;
@@ -238,7 +238,7 @@ void KafkaFrontDoor::OffsetFetch(KafkaCall call, Reader& r) {
   Reply(call, resp);
 }
 
-void KafkaFrontDoor::ListGroups(KafkaCall call, Reader& r) {
+void KafkaFrontDoor::ListGroups(const KafkaCall& call, Reader& r) {
   kafka::ListGroupsRequest req;
   if (Status s = kafka::Decode(r, call.header.api_version, &req); !s.ok()) return Malformed(call, s);
   kafka::ListGroupsResponse resp;
@@ -246,7 +246,7 @@ void KafkaFrontDoor::ListGroups(KafkaCall call, Reader& r) {
   Reply(call, resp);
 }
 
-void KafkaFrontDoor::DescribeGroups(KafkaCall call, Reader& r) {
+void KafkaFrontDoor::DescribeGroups(const KafkaCall& call, Reader& r) {
   kafka::DescribeGroupsRequest req;
   if (Status s = kafka::Decode(r, call.header.api_version, &req); !s.ok()) return Malformed(call, s);
   kafka::DescribeGroupsResponse resp;
@@ -275,7 +275,7 @@ void KafkaFrontDoor::DescribeGroups(KafkaCall call, Reader& r) {
   Reply(call, resp, keep);
 }
 
-void KafkaFrontDoor::DeleteGroups(KafkaCall call, Reader& r) {
+void KafkaFrontDoor::DeleteGroups(const KafkaCall& call, Reader& r) {
   kafka::DeleteGroupsRequest req;
   if (Status s = kafka::Decode(r, call.header.api_version, &req); !s.ok()) return Malformed(call, s);
   kafka::DeleteGroupsResponse resp;

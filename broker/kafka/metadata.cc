@@ -11,7 +11,7 @@ namespace rdmq::broker::internal {
 
 using kafka::ErrorCode;
 
-void KafkaFrontDoor::ApiVersions(KafkaCall call, Reader& r) {
+void KafkaFrontDoor::ApiVersions(const KafkaCall& call, Reader& r) {
   // A version this broker does not know is answered too (in v0, with UNSUPPORTED_VERSION and the
   // table), so the client can pick one; its body is not read.
   if (kafka::Supported(kafka::ApiKey::kApiVersions, call.header.api_version)) {
@@ -44,7 +44,7 @@ kafka::MetadataTopic DescribeTopic(const metadata::TopicInfo& t, int32_t node) {
 
 }  // namespace
 
-void KafkaFrontDoor::Metadata(KafkaCall call, Reader& r) {
+void KafkaFrontDoor::Metadata(const KafkaCall& call, Reader& r) {
   kafka::MetadataRequest req;
   if (Status s = kafka::Decode(r, call.header.api_version, &req); !s.ok()) return Malformed(call, s);
   const int32_t node = static_cast<int32_t>(d_.cfg->broker_id);
@@ -88,7 +88,7 @@ void KafkaFrontDoor::Metadata(KafkaCall call, Reader& r) {
   Reply(call, resp);
 }
 
-void KafkaFrontDoor::FindCoordinator(KafkaCall call, Reader& r) {
+void KafkaFrontDoor::FindCoordinator(const KafkaCall& call, Reader& r) {
   kafka::FindCoordinatorRequest req;
   if (Status s = kafka::Decode(r, call.header.api_version, &req); !s.ok()) return Malformed(call, s);
   kafka::FindCoordinatorResponse resp;
@@ -107,7 +107,7 @@ void KafkaFrontDoor::FindCoordinator(KafkaCall call, Reader& r) {
   Reply(call, resp);
 }
 
-void KafkaFrontDoor::InitProducerId(KafkaCall call, Reader& r) {
+void KafkaFrontDoor::InitProducerId(const KafkaCall& call, Reader& r) {
   kafka::InitProducerIdRequest req;
   if (Status s = kafka::Decode(r, call.header.api_version, &req); !s.ok()) return Malformed(call, s);
   kafka::InitProducerIdResponse resp;
