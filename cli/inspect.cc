@@ -127,20 +127,20 @@ struct Walker {
     b.control = h.is_control();
     b.transactional = h.is_transactional();
     b.filler = storage::IsFillerBatch(h);
+    auto codec = compression::CodecFromId(h.compression());
+    b.compression =
+        codec.ok() ? std::string(compression::CodecName(*codec)) : "codec " + std::to_string(h.compression());
     b.crc_stored = h.crc;
     b.crc_computed = storage::ComputeBatchCrc(batch);
     b.crc_ok = b.crc_stored == b.crc_computed;
     return b;
   }
 
-  // Walks the records of a batch whose CRC verified; reports a record that does not parse.
+  // Walks the records of a batch whose CRC verified (decompressing them when compressed);
+  // reports records that do not decompress or parse.
   void Records(const BatchHeader& h, std::span<const std::byte> batch, BatchDump* b) {
-    if (h.compression() != 0) {
-      AddProblem(b->position, "batch at offset " + std::to_string(b->base_offset) + " is compressed (codec " +
-                                  std::to_string(h.compression()) + "), which rdmq never writes");
-      return;
-    }
-    storage::RecordIterator it(h, batch);
+    std::string decompressed;
+    storage::RecordIterator it(h, batch, &decompressed);
     storage::RecordView r;
     while (it.Next(&r)) {
       if (!options.records) continue;
@@ -483,6 +483,7 @@ std::string Flags(const BatchDump& b) {
     f = "control";
   }
   if (b.transactional && !b.filler) f += f.empty() ? "txn" : ",txn";
+  if (b.compression != "none") f += (f.empty() ? "" : ",") + b.compression;
   return f.empty() ? "-" : f;
 }
 
@@ -647,6 +648,7 @@ std::string InspectToJson(const PartitionDump& d, bool records) {
         jb["control"] = b.control;
         jb["transactional"] = b.transactional;
         jb["filler"] = b.filler;
+        jb["compression"] = b.compression;
         jb["crc_ok"] = b.crc_ok;
         jb["crc_stored"] = b.crc_stored;
         jb["crc_computed"] = b.crc_computed;

@@ -48,12 +48,15 @@ CommandSpec Spec() {
       {"acks", 'a', "ACKS", "0 (fire and forget) or 1/all (wait for the broker; default 1)"},
       {"delimiter", 'D', "DELIM", "record delimiter (default \\n)"},
       {"skip-empty", 0, "", "skip empty lines instead of producing empty values"},
+      {"compression", 'z', "CODEC",
+       "compress batches: none, gzip, snappy, lz4 or zstd (-X compression.type)"},
       {"producer-config", 'X', "KEY=VALUE", "a producer setting (listed below); repeatable", true},
       {"verbose", 'v', "", "print each record's partition and offset (\"line 3: partition 0 offset 41\")"},
   };
   s.examples = {"seq 1 1000000 | rdmq-produce orders",
                 "printf 'user1:login\\nuser2:logout\\n' | rdmq-produce -K : orders",
                 "rdmq-produce -p 0 -H source=cron -X linger.ms=5 logs < app.log",
+                "rdmq-produce -z zstd -X linger.ms=20 events < events.jsonl",
                 "rdmq-produce --acks 0 -X batch.size=1048576 metrics < samples.txt"};
   s.settings_title = "Producer settings (-X KEY=VALUE; what each does: rdmq config list producer)";
   s.settings = config::RenderKeysBrief(producer::ProducerConfigDef().Describe(), 2);
@@ -89,6 +92,11 @@ int Main(int argc, char** argv) {
       return Usage(UsageError("--acks: '" + *acks + "' is not 0, 1 or all"));
     }
     if (Status s = cfg.Set("acks", *acks); !s.ok()) return Usage(UsageError("--acks: " + FormatError(s)));
+  }
+  if (auto z = a->Get("compression")) {
+    if (Status s = cfg.Set("compression.type", *z); !s.ok()) {
+      return Usage(UsageError("--compression: " + FormatError(s)));
+    }
   }
   auto partition = a->GetInt("partition", -1, 0, 4095);
   if (!partition.ok()) return Usage(partition.status());

@@ -1,7 +1,8 @@
 // Consumer (consumer.h): reads the partition slot and the log with one-sided READs
 // (docs/protocol.md §6). On shm the segments are mapped read-only in this process and records
 // are parsed in place (zero copy) below the committed position the slot publishes; elsewhere
-// each READ lands in a registered buffer per partition. Idle consumers sleep on the slot's
+// each READ lands in a registered buffer per partition; the records of compressed batches are
+// decompressed into buffers kept until the next Poll. Idle consumers sleep on the slot's
 // futex (shm, one partition) or wait for the node's Watch notification on the data endpoint.
 #include "rdmq/consumer/consumer.h"
 
@@ -14,6 +15,7 @@
 #include <string>
 #include <thread>
 
+#include "consumer/decompressed.h"
 #include "consumer/group_consumer.h"
 #include "consumer/reconnect.h"
 #include "rdmq/client/connection.h"
@@ -127,6 +129,7 @@ class ConsumerImpl final : public Consumer {
   Result<std::vector<ConsumerRecord>> Poll(std::chrono::milliseconds timeout) override {
     RDMQ_RETURN_IF_ERROR(CheckOpen());
     std::vector<ConsumerRecord> out;
+    decompressed_.Reset();  // the views the previous Poll returned end here
     const auto deadline = Clock::now() + timeout;
     bool first = true;
     while (true) {
@@ -535,7 +538,11 @@ class ConsumerImpl final : public Consumer {
         pos += h.total_size();
         continue;
       }
-      storage::RecordIterator it(h, batch);
+      // A compressed batch's records are decompressed into a buffer that lives until the next
+      // Poll; a plain batch's are read in place.
+      std::string* inflated = h.is_compressed() ? decompressed_.Next() : nullptr;
+      const size_t returned = out->size();
+      storage::RecordIterator it(h, batch, inflated);
       storage::RecordView rv;
       bool stopped = false;
       while (it.Next(&rv)) {
@@ -566,6 +573,7 @@ class ConsumerImpl final : public Consumer {
         }
         p.position = off + 1;
       }
+      if (inflated != nullptr && out->size() == returned) decompressed_.GiveBack();
       if (!stopped && !it.status().ok()) {
         return Status(Errc::kCorruption, Name(p) + " segment " + std::to_string(p.cur_seg) + " position " +
                                              std::to_string(p.cur_pos + pos) + ": " + it.status().ToString());
@@ -655,6 +663,7 @@ class ConsumerImpl final : public Consumer {
   }
 
   ConsumerConfig cfg_;
+  internal::DecompressedBuffers decompressed_;  // compressed batches' records (views until next Poll)
   std::unique_ptr<client::Connection> conn_;
   Reconnector reconnect_;
   std::unique_ptr<fabric::Region> notify_;

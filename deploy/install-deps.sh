@@ -26,6 +26,8 @@ pkgs=(
   rdma-core libibverbs-dev librdmacm-dev ibverbs-providers ibverbs-utils rdmacm-utils perftest
   # persistent memory and checksums
   libpmem-dev libisal-dev
+  # record-batch compression codecs (compression/): gzip, snappy, lz4, zstd
+  zlib1g-dev libsnappy-dev liblz4-dev libzstd-dev
   # Boost.Asio (headers) for the fabric
   libboost-dev
   nlohmann-json3-dev catch2

@@ -29,11 +29,19 @@ struct Batch : TrackedBatch {
   std::optional<storage::BatchBuilder> builder;  // while open
   uint64_t created_ns = 0;
 
-  // Closes the batch to more records: its bytes are final.
-  void Close() {
+  // Closes the batch to more records: its bytes are final. With a codec, its records are
+  // compressed in place (the batch shrinks within its chunk) when that makes it smaller; a batch
+  // that does not shrink, or whose compression fails, stays plain. Returns that failure (to be
+  // logged), OK otherwise.
+  Status Close(compression::Codec codec) {
     size = builder->Finish();
     count = builder->count();
     builder.reset();
+    if (codec == compression::Codec::kNone || size == 0) return Status::Ok();
+    auto packed = storage::CompressBatchInPlace({buf, size}, codec);
+    if (!packed.ok()) return packed.status();
+    size = *packed;
+    return Status::Ok();
   }
 };
 

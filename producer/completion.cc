@@ -66,7 +66,7 @@ void Core::FailAll(PState& ps, const Status& s) {
   if (ps.open_batch != nullptr) {
     Batch* b = ps.open_batch;
     ps.open_batch = nullptr;
-    b->Close();
+    (void)b->Close(compression::Codec::kNone);  // failed: not worth compressing
     unacked_.fetch_add(1, std::memory_order_relaxed);
     ps.tracker.Fail(b, s);
   }

@@ -77,6 +77,19 @@ const config::ConfigDef<ProducerConfig>& ProducerConfigDef() {
                .min = 1LL << 20,
                .max = 1LL << 40},
               Field(&ProducerConfig::buffer_memory));
+    d->Define(
+        {.name = "compression.type",
+         .type = Type::kEnum,
+         .doc = "Codec of the batches' records (Kafka's): none, gzip, snappy, lz4 or zstd. A batch is "
+                "compressed in place when it is sealed, and sent uncompressed when that does not make it "
+                "smaller; batch.size counts records uncompressed. Consumers decompress.",
+         .component = producer,
+         .choices = {{"none", static_cast<int64_t>(compression::Codec::kNone)},
+                     {"gzip", static_cast<int64_t>(compression::Codec::kGzip)},
+                     {"snappy", static_cast<int64_t>(compression::Codec::kSnappy)},
+                     {"lz4", static_cast<int64_t>(compression::Codec::kLz4)},
+                     {"zstd", static_cast<int64_t>(compression::Codec::kZstd)}}},
+        Field(&ProducerConfig::compression));
     d->Define({.name = "max.block.ms",
                .type = Type::kDuration,
                .doc = "How long Send waits for buffer memory before it fails with a timeout.",

@@ -1,10 +1,12 @@
 // The send path (core.h): Send picks the partition, encodes the record into the partition's open
 // batch (in place, in the record arena) and seals the batch when it is full, when `linger.ms`
-// passed, or with linger 0 when nothing of the partition is in flight.
+// passed, or with linger 0 when nothing of the partition is in flight. Sealing compresses the
+// batch in place when `compression.type` names a codec.
 #include <random>
 
 #include "producer/core.h"
 #include "producer/errors.h"
+#include "rdmq/common/log.h"
 #include "rdmq/producer/partitioner.h"
 #include "rdmq/protocol/messages.h"
 
@@ -185,7 +187,11 @@ void Core::Seal(PState& ps) {
   Batch* b = ps.open_batch;
   if (b == nullptr) return;
   ps.open_batch = nullptr;
-  b->Close();
+  if (Status s = b->Close(cfg_.compression); !s.ok()) {
+    RDMQ_LOG(kWarn, "producer", "a batch could not be compressed; it is sent uncompressed")
+        .kv("codec", compression::CodecName(cfg_.compression))
+        .kv("error", s.ToString());
+  }
   if (b->base_sequence >= 0) ps.next_sequence += b->count;
   ps.chunks.Advance(b->size);
   unacked_.fetch_add(1, std::memory_order_relaxed);

@@ -29,7 +29,7 @@ Status PartitionLog::Impl::Validate(const Segment& seg, Position pos, uint64_t l
   int64_t count = 0;
   while (p < end) {
     BatchHeader h;
-    if (Status s = ValidateBatch(seg.bytes(p, end), Validation::kCrc, &h); !s.ok()) {
+    if (Status s = ValidateBatch(seg.bytes(p, end), Validation::kCompressedRecords, &h); !s.ok()) {
       return s.WithContext(seg.Where(p));
     }
     if (h.record_count <= 0 || h.last_offset_delta != h.record_count - 1) {
@@ -97,10 +97,11 @@ Result<AppendResult> PartitionLog::Append(std::span<const RecordInput> records, 
   m.ClearOutcome();
   RDMQ_RETURN_IF_ERROR(m.CheckWritable());
   if (records.empty()) return Status(Errc::kInvalidArgument, "append of zero records to " + m.dir_);
-  if ((batch.attributes & kAttrCompressionMask) != 0) {
-    return Status(StorageErrc::kUnsupportedBatch,
-                  "Append does not compress; attributes ask for codec " +
-                      std::to_string(batch.attributes & kAttrCompressionMask));
+  const int codec_id = batch.attributes & kAttrCompressionMask;
+  auto codec = compression::CodecFromId(codec_id);
+  if (!codec.ok()) {
+    return Status(StorageErrc::kUnsupportedBatch, "Append: attributes name compression codec " +
+                                                      std::to_string(codec_id) + ", which does not exist");
   }
   RDMQ_RETURN_IF_ERROR(m.EnsureActive());
   for (int attempt = 0; attempt < 2; ++attempt) {
@@ -130,7 +131,14 @@ Result<AppendResult> PartitionLog::Append(std::span<const RecordInput> records, 
       RDMQ_RETURN_IF_ERROR(m.RollLocked());
       continue;
     }
-    const size_t size = b.Finish();
+    size_t size = b.Finish();
+    if (*codec != compression::Codec::kNone) {
+      // Compressed in place when that makes it smaller; the plain bytes left past its new end
+      // are zeroed, as everything past the committed end is.
+      RDMQ_ASSIGN_OR_RETURN(const size_t packed, CompressBatchInPlace({seg.at(pos), size}, *codec));
+      std::memset(seg.at(pos) + packed, 0, size - packed);
+      size = packed;
+    }
     const Offset first = seg.next_offset;
     RDMQ_RETURN_IF_ERROR(m.CommitExclusiveLocked(pos, size, kNoOffset, /*validated=*/true));
     return AppendResult{first, seg.next_offset, seg.base(), pos, size};
@@ -144,7 +152,7 @@ Result<AppendResult> PartitionLog::AppendBatch(std::span<const std::byte> batch)
   m.ClearOutcome();
   RDMQ_RETURN_IF_ERROR(m.CheckWritable());
   BatchHeader h;
-  RDMQ_RETURN_IF_ERROR(ValidateBatch(batch, Validation::kCrc, &h));
+  RDMQ_RETURN_IF_ERROR(ValidateBatch(batch, Validation::kCompressedRecords, &h));
   if (h.total_size() != batch.size()) {
     return Status(StorageErrc::kMalformedBatch, "AppendBatch takes exactly one batch; " +
                                                     Num(uint64_t{batch.size() - h.total_size()}) +

@@ -1,4 +1,6 @@
 // PartitionLog: reads by offset and by time, and the watermarks. See log_impl.h.
+#include <string>
+
 #include "log_impl.h"
 
 namespace rdmq::storage {
@@ -106,7 +108,8 @@ Result<Offset> PartitionLog::OffsetForTimestamp(TimestampMs ts) const {
         return Status(StorageErrc::kCorruptBatch, seg->Where(pos) + ": " + std::string(s.context()));
       }
       if (h.max_timestamp >= ts) {
-        RecordIterator it(h, {seg->at(pos), h.total_size()});
+        std::string buffer;  // a compressed batch's records
+        RecordIterator it(h, {seg->at(pos), h.total_size()}, &buffer);
         RecordView r;
         while (it.Next(&r)) {
           if (h.base_timestamp + r.timestamp_delta >= ts) return h.base_offset + r.offset_delta;

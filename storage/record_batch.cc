@@ -36,6 +36,9 @@ static_assert(kBatchLengthOverhead == bf::kBatchLength + 4);
 
 namespace {
 
+// The most a thread keeps of its buffer for decompressed records between validations.
+constexpr size_t kKeptScratchBytes = size_t{4} << 20;
+
 std::string Hex32(uint32_t v) {
   char buf[16];
   std::snprintf(buf, sizeof buf, "0x%08x", v);
@@ -132,13 +135,22 @@ Status VerifyBatchCrc(const BatchHeader& h, std::span<const std::byte> batch) {
   return Status::Ok();
 }
 
-Status ValidateBatch(std::span<const std::byte> bytes, Validation level, BatchHeader* out) {
+Status ValidateBatch(std::span<const std::byte> bytes, Validation level, BatchHeader* out,
+                     size_t max_decompressed) {
   BatchHeader h;
   RDMQ_RETURN_IF_ERROR(DecodeBatchHeader(bytes, &h));
   const auto batch = bytes.first(h.total_size());
   if (level != Validation::kHeader) RDMQ_RETURN_IF_ERROR(VerifyBatchCrc(h, batch));
-  if (level == Validation::kRecords) {
-    RecordIterator it(h, batch);
+  if (level == Validation::kRecords || (level == Validation::kCompressedRecords && h.is_compressed())) {
+    // The decompressed records of a compressed batch, in a buffer each thread keeps for the
+    // next one (a commit poller validates batch after batch) unless it grew large.
+    thread_local std::string buffer;
+    struct Trim {
+      ~Trim() {
+        if (buffer.capacity() > kKeptScratchBytes) std::string().swap(buffer);
+      }
+    } trim;
+    RecordIterator it(h, batch, &buffer, max_decompressed);
     RecordView r;
     int64_t prev_delta = -1;
     while (it.Next(&r)) {
@@ -160,20 +172,36 @@ Status ValidateBatch(std::span<const std::byte> bytes, Validation level, BatchHe
 // RecordIterator
 
 RecordIterator::RecordIterator(const BatchHeader& header, std::span<const std::byte> batch)
-    : batch_(batch.first(std::min(batch.size(), header.total_size()))), count_(header.record_count) {
-  if (header.compression() != 0) {
-    status_ = Status(StorageErrc::kUnsupportedBatch,
-                     "compression codec " + std::to_string(header.compression()) + " is not supported");
-    count_ = 0;
-  } else if (batch_.size() < kBatchHeaderSize) {
+    : RecordIterator(header, batch, nullptr) {}
+
+RecordIterator::RecordIterator(const BatchHeader& header, std::span<const std::byte> batch,
+                               std::string* buffer, size_t max_decompressed)
+    : count_(header.record_count) {
+  batch = batch.first(std::min(batch.size(), header.total_size()));
+  if (batch.size() < kBatchHeaderSize) {
     status_ = Status(StorageErrc::kMalformedBatch, "batch shorter than its header");
-    count_ = 0;
+  } else if (header.is_compressed() && buffer == nullptr) {
+    status_ = Status(StorageErrc::kUnsupportedBatch,
+                     "the batch is compressed (codec " + std::to_string(header.compression()) +
+                         "); its records need a buffer to be decompressed into");
+  } else if (header.is_compressed()) {
+    auto records = BatchRecords(header, batch, buffer, max_decompressed);
+    if (records.ok()) {
+      records_ = *records;
+      base_ = 0;
+    } else {
+      status_ = records.status();
+    }
+  } else {
+    records_ = batch.subspan(kBatchHeaderSize);
   }
+  if (!status_.ok()) count_ = 0;
 }
 
 Status RecordIterator::Fail(const std::string& what) {
   status_ = Status(StorageErrc::kMalformedBatch,
-                   "record " + std::to_string(index_) + " at byte " + std::to_string(pos_) + ": " + what);
+                   "record " + std::to_string(index_) + " at byte " + std::to_string(base_ + pos_) +
+                       (base_ == 0 ? " of the decompressed records: " : ": ") + what);
   count_ = index_;
   return status_;
 }
@@ -181,20 +209,20 @@ Status RecordIterator::Fail(const std::string& what) {
 bool RecordIterator::Next(RecordView* out) {
   if (!status_.ok()) return false;
   if (index_ >= count_) {
-    if (pos_ != batch_.size()) {
-      (void)Fail(std::to_string(batch_.size() - pos_) + " bytes left over after the last of " +
+    if (pos_ != records_.size()) {
+      (void)Fail(std::to_string(records_.size() - pos_) + " bytes left over after the last of " +
                  std::to_string(count_) + " records");
     }
     return false;
   }
-  coding::Reader len_reader(batch_.data() + pos_, batch_.size() - pos_);
+  coding::Reader len_reader(records_.data() + pos_, records_.size() - pos_);
   const int32_t len = len_reader.VarintSigned32();
   if (!len_reader.ok()) return (void)Fail("record length varint runs past the batch"), false;
-  const size_t len_bytes = static_cast<size_t>(len_reader.here() - (batch_.data() + pos_));
-  if (len < 0 || static_cast<size_t>(len) > batch_.size() - pos_ - len_bytes) {
+  const size_t len_bytes = static_cast<size_t>(len_reader.here() - (records_.data() + pos_));
+  if (len < 0 || static_cast<size_t>(len) > records_.size() - pos_ - len_bytes) {
     return (void)Fail("record length " + std::to_string(len) + " runs past the batch end"), false;
   }
-  coding::Reader r(batch_.data() + pos_ + len_bytes, static_cast<size_t>(len));
+  coding::Reader r(records_.data() + pos_ + len_bytes, static_cast<size_t>(len));
   RecordView v;
   v.attributes = static_cast<int8_t>(r.U8());
   v.timestamp_delta = r.VarintSigned64();
@@ -338,7 +366,8 @@ size_t BatchBuilder::Finish() noexcept {
   StoreBE<int32_t>(p + bf::kBatchLength, static_cast<int32_t>(pos_ - kBatchLengthOverhead));
   StoreBE<int32_t>(p + bf::kLeaderEpoch, options_.leader_epoch);
   p[bf::kMagic] = static_cast<std::byte>(kBatchMagic);
-  StoreBE<int16_t>(p + bf::kAttributes, options_.attributes);
+  // The records are plain: a codec is applied afterwards (CompressBatchInPlace).
+  StoreBE<int16_t>(p + bf::kAttributes, static_cast<int16_t>(options_.attributes & ~kAttrCompressionMask));
   StoreBE<int32_t>(p + bf::kLastOffsetDelta, count_ - 1);
   StoreBE<int64_t>(p + bf::kBaseTimestamp, base_ts_.value());
   StoreBE<int64_t>(p + bf::kMaxTimestamp, max_ts_.value());
@@ -364,7 +393,12 @@ std::string EncodeBatch(const BatchOptions& options, std::span<const RecordInput
     if (!b.Add(r)) return {};
   }
   out.resize(b.Finish());
-  return out;
+  const int codec = options.attributes & kAttrCompressionMask;
+  if (codec == 0 || out.empty()) return out;
+  auto c = compression::CodecFromId(codec);
+  if (!c.ok()) return {};
+  auto compressed = CompressedBatch(coding::AsBytes(out), *c);
+  return compressed.ok() ? std::move(*compressed) : std::string();
 }
 
 // ---------------------------------------------------------------------------------------------

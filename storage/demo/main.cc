@@ -236,8 +236,9 @@ static int Main(int argc, char** argv) {
     }
     BatchScanner sc(r->bytes, Validation::kRecords);
     BatchView b;
+    std::string buffer;  // compressed batches' records
     while (ok && sc.Next(&b)) {
-      RecordIterator it(b.header, b.bytes);
+      RecordIterator it(b.header, b.bytes, &buffer);
       RecordView rec;
       while (it.Next(&rec)) {
         const int64_t off = b.header.base_offset.value() + rec.offset_delta;

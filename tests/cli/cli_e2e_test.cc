@@ -355,6 +355,49 @@ TEST_CASE("partition inspect on the broker's files reports a flipped bit at its 
   REQUIRE_RUN(r, 1);
 }
 
+TEST_CASE("rdmq-produce -z: compressed batches reach rdmq-consume and the log", "[e2e][cli]") {
+  Fixture f;
+  std::string input;
+  for (int i = 0; i < 3000; ++i)
+    input += "event " + std::to_string(i) + " {\"user\": \"u" + std::to_string(i % 7) + "\"}\n";
+  for (const std::string codec : {"gzip", "snappy", "lz4", "zstd"}) {
+    INFO(codec);
+    const std::string topic = "z-" + codec;
+    REQUIRE_RUN(f.Rdmq({"topic", "create", topic}), 0);
+    // -z, or -X compression.type: the same setting.
+    const bool short_form = codec == "gzip" || codec == "lz4";
+    auto r = short_form
+                 ? f.Produce({"-z", codec, "-X", "batch.size=8192", topic}, input)
+                 : f.Produce({"-X", "compression.type=" + codec, "-X", "batch.size=8192", topic}, input);
+    REQUIRE_RUN(r, 0);
+    r = f.Consume({"-e", topic});
+    REQUIRE_RUN(r, 0);
+    CHECK(r.out == input);
+    r = Run({Bin("rdmq"), "partition", "inspect", "--data-dir", f.broker().data_dir(), topic, "0", "--json"});
+    REQUIRE_RUN(r, 0);
+    const json j = ParseJson(r);
+    CHECK(j["summary"]["records"] == 3000);
+    CHECK(j["summary"]["problems"] == 0);
+    // Batches of a record or two (sent while nothing was in flight) do not shrink and stay plain.
+    uint64_t bytes = 0;
+    int compressed = 0;
+    for (const json& b : j["segments"][0]["batches"]) {
+      if (b["compression"] == codec) {
+        ++compressed;
+      } else {
+        CHECK(b["compression"] == "none");
+        CHECK(b["records"] <= 2);
+      }
+      bytes += b["bytes"].get<uint64_t>();
+    }
+    CHECK(compressed >= 3);
+    CHECK(bytes < input.size() / 2);
+  }
+  auto r = f.Produce({"-z", "brotli", "z-gzip"}, "x\n");
+  REQUIRE_RUN(r, 2);
+  CHECK(Contains(r.err, "brotli"));
+}
+
 TEST_CASE("rdmq-demo verifies a run and catches missing records", "[e2e][cli]") {
   Fixture f;
   REQUIRE_RUN(f.Rdmq({"topic", "create", "demo", "--partitions", "2"}), 0);

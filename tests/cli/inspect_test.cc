@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "rdmq/common/coding.h"
 #include "rdmq/storage/log.h"
 #include "support/test_util.h"
 
@@ -310,6 +311,47 @@ TEST_CASE("inspect refuses what is not a partition and reports foreign segment f
   CHECK(r->problems[0].message.find("bad segment header") == 0);
   CHECK(r->problems[1].message.find("shorter than the 4096-byte segment header") != std::string::npos);
   CHECK_FALSE(r->segments[0].header_ok);
+}
+
+TEST_CASE("inspect names the codec of compressed batches and decompresses their records", "[cli][inspect]") {
+  test::TempDir tmp;
+  const std::string dir = (tmp / "pz").string();
+  {
+    storage::LogOptions opts;
+    opts.topic = TopicId(5);
+    opts.partition = PartitionId(1);
+    auto log = storage::PartitionLog::Open(storage::DefaultEnv(), dir, opts);
+    REQUIRE_OK(log);
+    for (int c = 1; c <= 4; ++c) {
+      const std::string key = "k" + std::to_string(c), value = "v" + std::to_string(c);
+      const RecordInput rec{key, value, {}, TimestampMs(1700000000000)};
+      storage::BatchOptions bo;
+      bo.attributes = static_cast<int16_t>(c);  // EncodeBatch compresses even when it does not pay
+      const std::string b = storage::EncodeBatch(bo, std::span(&rec, 1));
+      REQUIRE_OK((*log)->AppendBatch(coding::AsBytes(b)));
+    }
+    REQUIRE_OK((*log)->Close());
+  }
+  InspectOptions opts;
+  opts.records = true;
+  auto d = InspectPartition(dir, opts);
+  REQUIRE_OK(d);
+  CHECK(d->problems.empty());
+  REQUIRE(d->segments.size() == 1);
+  const char* names[] = {"gzip", "snappy", "lz4", "zstd"};
+  REQUIRE(d->segments[0].batches.size() == 4);
+  for (int i = 0; i < 4; ++i) {
+    const BatchDump& b = d->segments[0].batches[static_cast<size_t>(i)];
+    CHECK(b.compression == names[i]);
+    REQUIRE(b.records.size() == 1);
+    CHECK(b.records[0].value == "v" + std::to_string(i + 1));
+  }
+  std::ostringstream text;
+  PrintInspectText(*d, false, text);
+  CHECK(text.str().find("zstd") != std::string::npos);
+  const auto j = nlohmann::json::parse(InspectToJson(*d, true));
+  CHECK(j["segments"][0]["batches"][2]["compression"] == "lz4");
+  CHECK(j["segments"][0]["batches"][2]["record_list"][0]["key"] == "k3");
 }
 
 }  // namespace

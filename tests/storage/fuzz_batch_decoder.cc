@@ -2,7 +2,8 @@
 // untrusted bytes (segment header, seal record, checkpoint slots, partition slot).
 // Properties checked beyond "no crash, no sanitizer report":
 //   * a batch that validates at Validation::kRecords re-encodes, through BatchBuilder, into a
-//     batch that validates and holds the same records;
+//     batch that validates and holds the same records (compressed with the batch's codec when it
+//     names one); compressed records are decompressed up to 1 MiB;
 //   * filler batches of any size the input names are exactly that size and validate.
 #include <cstdint>
 #include <cstdlib>
@@ -19,6 +20,9 @@ using namespace rdmq::storage;
 
 namespace {
 
+// Decompressed records at most (a bigger bomb is refused just the same, only more slowly).
+constexpr size_t kMaxDecompressed = 1 << 20;
+
 [[noreturn]] void Violation(const char* what) {
   std::fprintf(stderr, "fuzz_batch_decoder: property violated: %s\n", what);
   std::abort();
@@ -32,7 +36,8 @@ void Reencode(const BatchHeader& h, std::span<const std::byte> batch) {
     int64_t ts;
   };
   std::vector<Owned> owned;
-  RecordIterator it(h, batch);
+  std::string buffer;
+  RecordIterator it(h, batch, &buffer, kMaxDecompressed);
   RecordView r;
   while (it.Next(&r)) {
     Owned o;
@@ -67,13 +72,16 @@ void Reencode(const BatchHeader& h, std::span<const std::byte> batch) {
   }
   BatchOptions bo;
   bo.base_offset = h.base_offset;
+  bo.attributes = static_cast<int16_t>(h.compression());
   const std::string again = EncodeBatch(bo, in);
   BatchHeader h2;
   if (again.empty() || !ValidateBatch(coding::AsBytes(again), Validation::kRecords, &h2).ok()) {
     Violation("re-encoded batch does not validate");
   }
   if (h2.record_count != static_cast<int32_t>(owned.size())) Violation("re-encoded record count differs");
-  RecordIterator it2(h2, coding::AsBytes(again));
+  if (h2.compression() != h.compression()) Violation("re-encoded batch has another codec");
+  std::string buffer2;
+  RecordIterator it2(h2, coding::AsBytes(again), &buffer2);
   size_t i = 0;
   while (it2.Next(&r)) {
     const auto same = [](const std::optional<std::span<const std::byte>>& a,
@@ -96,8 +104,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Back-to-back batches, header-level, then every record and header of each.
   BatchScanner sc(bytes, Validation::kHeader);
   BatchView b;
+  std::string buffer;
   while (sc.Next(&b)) {
-    RecordIterator it(b.header, b.bytes);
+    RecordIterator it(b.header, b.bytes, &buffer, kMaxDecompressed);
     RecordView r;
     while (it.Next(&r)) {
       HeaderIterator hi(r.headers, r.header_count);
@@ -106,7 +115,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
     }
     BatchHeader h;
-    if (ValidateBatch(b.bytes, Validation::kRecords, &h).ok()) Reencode(h, b.bytes);
+    if (ValidateBatch(b.bytes, Validation::kRecords, &h, kMaxDecompressed).ok()) Reencode(h, b.bytes);
   }
   // Also with CRC checking (the batch fuzzed without its CRC fixed rarely passes; seeds do).
   BatchScanner crc(bytes, Validation::kRecords);

@@ -25,7 +25,7 @@ void Put(const std::filesystem::path& dir, const std::string& name, const std::s
   std::fclose(f);
 }
 
-std::string Batch(Offset base, int n, bool headers, size_t value_len) {
+std::string Batch(Offset base, int n, bool headers, size_t value_len, int codec = 0) {
   std::vector<std::string> keys, values;
   for (int i = 0; i < n; ++i) {
     keys.push_back("key-" + std::to_string(i));
@@ -44,6 +44,7 @@ std::string Batch(Offset base, int n, bool headers, size_t value_len) {
   o.producer_id = ProducerId(42);
   o.producer_epoch = 1;
   o.base_sequence = 0;
+  o.attributes = static_cast<int16_t>(codec);
   return EncodeBatch(o, recs);
 }
 
@@ -60,6 +61,9 @@ int main(int argc, char** argv) {
   Put(bd, "many-records-headers", Batch(Offset(100), 12, true, 20));
   Put(bd, "back-to-back",
       Batch(Offset(0), 3, false, 10) + Batch(Offset(3), 2, true, 1) + Batch(kNoOffset, 4, false, 0));
+  const char* codecs[] = {"", "gzip", "snappy", "lz4", "zstd"};
+  for (int c = 1; c <= 4; ++c)
+    Put(bd, std::string("compressed-") + codecs[c], Batch(Offset(0), 6, c % 2 == 0, 30, c));
   for (size_t n : {size_t{68}, size_t{77}, size_t{78}, size_t{126}, size_t{300}}) {
     std::string f(n, '\0');
     if (!WriteFillerBatch({reinterpret_cast<std::byte*>(f.data()), n}, Offset(9), TimestampMs(5)).ok())

@@ -289,9 +289,14 @@ TEST_CASE("malformed records are reported with the record and byte", "[batch]") 
   s = ValidateBatch(Bytes(Resign(b)), Validation::kRecords, &h);
   CHECK(s.ToString().find("key length -2") != std::string::npos);
 
-  // Compressed batches are recognised but not decoded.
+  // Attributes that claim snappy over plain records: they do not decompress.
   b = good;
   coding::StoreBE<int16_t>(b.data() + 21, 2);
+  s = ValidateBatch(Bytes(Resign(b)), Validation::kRecords, &h);
+  CHECK(s.is(StorageErrc::kMalformedBatch));
+  CHECK(s.ToString().find("do not decompress") != std::string::npos);
+  // A codec id Kafka does not define.
+  coding::StoreBE<int16_t>(b.data() + 21, 5);
   s = ValidateBatch(Bytes(Resign(b)), Validation::kRecords, &h);
   CHECK(s.is(StorageErrc::kUnsupportedBatch));
 }

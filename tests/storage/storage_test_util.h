@@ -51,8 +51,9 @@ inline std::vector<ReadRecord> ReadAll(const PartitionLog& log, Offset from = kN
     REQUIRE(!r->bytes.empty());
     BatchScanner sc(r->bytes, Validation::kRecords);
     BatchView b;
+    std::string buffer;  // compressed batches' records
     while (sc.Next(&b)) {
-      RecordIterator it(b.header, b.bytes);
+      RecordIterator it(b.header, b.bytes, &buffer);
       RecordView v;
       while (it.Next(&v)) {
         const int64_t off = b.header.base_offset.value() + v.offset_delta;

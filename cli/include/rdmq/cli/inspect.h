@@ -60,6 +60,7 @@ struct BatchDump {
   bool control = false;
   bool transactional = false;
   bool filler = false;
+  std::string compression = "none";  // the codec of attributes bits 0-2 ("codec 5" for none known)
   bool crc_ok = false;
   uint32_t crc_stored = 0;
   uint32_t crc_computed = 0;

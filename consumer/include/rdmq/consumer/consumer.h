@@ -22,7 +22,9 @@
 //   for (;;) { auto records = (*c)->Poll(100ms); ...; (*c)->CommitSync(); }
 //
 // Thread safety: a Consumer is used by one thread at a time (as Kafka's), except Wakeup().
-// Record views (key, value, headers) stay valid until the next Poll, Seek* or Close.
+// Record views (key, value, headers) stay valid until the next Poll, Seek* or Close. Records of
+// compressed batches (gzip, snappy, lz4, zstd, whoever wrote them) come decompressed, exactly as
+// they were produced; a batch whose records do not decompress is kCorruption like a bad CRC.
 // Errors: Poll returns OFFSET_OUT_OF_RANGE for a position below the log start when
 // auto_offset_reset is kNone (otherwise it resets and goes on), kCorruption naming the segment
 // and position when a batch fails its CRC, kUnavailable when the broker is gone.

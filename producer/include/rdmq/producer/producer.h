@@ -8,7 +8,8 @@
 //
 // Records are batched per partition into Kafka RecordBatch v2 batches, built in place in
 // registered memory, written to the partition's segment and committed. A batch is sent when it
-// reaches `batch_size` bytes or `linger` after its first record, and at Flush/Close.
+// reaches `batch_size` bytes or `linger` after its first record, and at Flush/Close. With
+// `compression.type` set, a batch's records are compressed when it is sealed.
 // Records with a key go to Kafka's murmur2 partition for it (so keys land where Kafka puts them);
 // records without key or partition stick to one partition per batch (sticky partitioning).
 //
@@ -36,6 +37,7 @@
 
 #include "rdmq/client/options.h"
 #include "rdmq/common/status.h"
+#include "rdmq/compression/codec.h"
 
 namespace rdmq::producer {
 
@@ -72,6 +74,9 @@ struct ProducerConfig {
   // "rdmq.wait.spin.us": a thread waiting for an ack (SendFuture::get, Flush) polls for it
   // this long before it sleeps.
   std::chrono::microseconds spin{200};
+  // "compression.type": none | gzip | snappy | lz4 | zstd. A sealed batch's records are compressed
+  // in place (when that makes it smaller); batch.size counts them uncompressed.
+  compression::Codec compression = compression::Codec::kNone;
 
   // Kafka-named keys (above) plus the ClientOptions keys: a lookup in ProducerConfigDef().
   // kInvalidArgument names the key.

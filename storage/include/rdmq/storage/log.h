@@ -11,7 +11,8 @@
 //   * Exclusive producer (remote): WRITEs batches with offsets it assigned itself at the tail of
 //     the active segment (SegmentInfo says where), then Commit{kExclusive, segment, position,
 //     length, expected next offset}: the log validates every batch (length, magic, CRC,
-//     consecutive offsets), persists the range and publishes it.
+//     consecutive offsets; a compressed batch's records decompressed and walked), persists the
+//     range and publishes it. Compressed batches are stored and served exactly as written.
 //   * Shared producers (remote): reserve bytes with FETCH_ADD on the segment's reservation word
 //     (Reserve() is the local equivalent), WRITE batches there with baseOffset = -1, then
 //     Commit{kShared, segment, position, length}. The log validates the range and assigns offsets
@@ -217,9 +218,11 @@ class PartitionLog {
   PartitionLog& operator=(const PartitionLog&) = delete;
 
   // Encodes `records` (at least one) as one batch at the end of the log. `batch` supplies producer
-  // id/epoch/sequence, attributes and leader epoch; its base offset is ignored.
+  // id/epoch/sequence, attributes and leader epoch; its base offset is ignored. A codec in the
+  // attributes (bits 0-2) compresses the records, when that makes the batch smaller.
   Result<AppendResult> Append(std::span<const RecordInput> records, const BatchOptions& batch = {});
-  // Appends one pre-encoded batch, rewriting its base offset to the log's next offset.
+  // Appends one pre-encoded batch, rewriting its base offset to the log's next offset. A
+  // compressed batch is stored as given once its records decompressed and checked out.
   Result<AppendResult> AppendBatch(std::span<const std::byte> batch);
 
   // Commits bytes written into a segment's data area by a remote (or local) producer.

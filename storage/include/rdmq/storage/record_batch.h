@@ -6,7 +6,9 @@
 //   35 maxTimestamp i64 | 43 producerId i64 | 51 producerEpoch i16 | 53 baseSequence i32 |
 //   57 recordCount i32
 //
-// followed by `recordCount` records, each a zigzag-varint length and then attributes (i8),
+// followed by `recordCount` records (compressed as one block when attributes bits 0-2 name a
+// codec: 1 gzip, 2 snappy, 3 lz4, 4 zstd; see rdmq/compression/codec.h), each a zigzag-varint
+// length and then attributes (i8),
 // timestampDelta (varlong), offsetDelta (varint), key (varint length, -1 = null, bytes), value
 // (likewise), header count (varint) and headers (key: varint length + bytes; value: varint length,
 // -1 = null, + bytes). The CRC-32C covers bytes [21, end): not baseOffset, which the storage node
@@ -17,14 +19,18 @@
 //     allocation.
 //   * DecodeBatchHeader / VerifyBatchCrc / ValidateBatch: zero-copy, exhaustively bounds-checked
 //     decoding of untrusted bytes (remote peers, media after a crash).
-//   * RecordIterator / HeaderIterator: walk the records of a batch without copying.
+//   * RecordIterator / HeaderIterator: walk the records of a batch, without copying when it is
+//     uncompressed; a compressed batch's records are decompressed into a caller-owned buffer.
 //   * BatchScanner: walk the batches laid back to back in a byte range.
+//   * CompressedBatch / CompressBatchInPlace: compress the records of a finished batch.
 //   * WriteFillerBatch: a control batch (Kafka's abort-marker shape) of an exact length, used to
 //     fill holes left by expired shared-mode reservations.
 //
 // Threading: everything here is a pure function of its inputs or an object used by one thread.
-// Errors: StorageErrc::kMalformedBatch (bounds, lengths, magic), kCorruptBatch (CRC mismatch),
-// kUnsupportedBatch (compressed records); the context names the offending field and byte.
+// Errors: StorageErrc::kMalformedBatch (bounds, lengths, magic, compressed records that do not
+// decompress within kMaxDecompressedBatchBytes), kCorruptBatch (CRC mismatch), kUnsupportedBatch
+// (an unknown codec id, or a compressed batch given to a reader without a buffer); the context
+// names the offending field and byte.
 #pragma once
 
 #include <cstddef>
@@ -36,6 +42,7 @@
 
 #include "rdmq/common/status.h"
 #include "rdmq/common/types.h"
+#include "rdmq/compression/codec.h"
 #include "rdmq/storage/errors.h"
 
 namespace rdmq::storage {
@@ -63,6 +70,11 @@ inline constexpr size_t kBatchLengthOverhead = 12;
 inline constexpr int8_t kBatchMagic = 2;
 // Largest batch rdmq accepts (Kafka's own limit is the i32 length field).
 inline constexpr size_t kMaxBatchBytes = size_t{1} << 30;
+// Most bytes the records of one compressed batch may decompress to: the largest
+// max.message.bytes a topic may have, so every batch rdmq's producer compresses (at most
+// max.message.bytes before compression) fits. A batch whose records decompress to more is refused
+// as malformed: the bound on what a decompression bomb makes a reader allocate.
+inline constexpr size_t kMaxDecompressedBatchBytes = size_t{64} << 20;
 
 // Attribute bits.
 inline constexpr int16_t kAttrCompressionMask = 0x07;
@@ -94,6 +106,7 @@ struct BatchHeader {
   bool is_control() const noexcept { return (attributes & kAttrControl) != 0; }
   bool is_transactional() const noexcept { return (attributes & kAttrTransactional) != 0; }
   int compression() const noexcept { return attributes & kAttrCompressionMask; }
+  bool is_compressed() const noexcept { return compression() != 0; }
 };
 
 // Decodes and checks the 61-byte header at the start of `bytes`: the header fits, magic is 2, the
@@ -108,12 +121,29 @@ uint32_t ComputeBatchCrc(std::span<const std::byte> batch) noexcept;
 Status VerifyBatchCrc(const BatchHeader& h, std::span<const std::byte> batch);
 
 enum class Validation {
-  kHeader,   // header fields only
-  kCrc,      // header + CRC (what commit and readers do)
-  kRecords,  // header + CRC + every record parses and the count matches (what tools do)
+  kHeader,  // header fields only
+  kCrc,     // header + CRC (what readers and recovery do)
+  // kCrc, and for a compressed batch kRecords' checks of its decompressed records (what commits
+  // and AppendBatch do: the log stores compressed batches as given, so it checks them once)
+  kCompressedRecords,
+  // header + CRC + every record parses (decompressed first when compressed), the record count
+  // matches and offsetDeltas increase up to at most lastOffsetDelta (what tools do)
+  kRecords,
 };
 // DecodeBatchHeader, then the checks selected by `level`. `bytes` may extend past the batch.
-Status ValidateBatch(std::span<const std::byte> bytes, Validation level, BatchHeader* out);
+// Decompression (kCompressedRecords, kRecords) uses a temporary buffer of at most
+// `max_decompressed` bytes.
+Status ValidateBatch(std::span<const std::byte> bytes, Validation level, BatchHeader* out,
+                     size_t max_decompressed = kMaxDecompressedBatchBytes);
+
+// The records of the complete batch `batch` whose header is `h`: the bytes after the header of
+// an uncompressed batch (in place, `*buffer` untouched), or a compressed batch's records
+// decompressed into `*buffer` (at most max_decompressed bytes). kUnsupportedBatch for an
+// unknown codec; kMalformedBatch, naming the codec and the library's complaint or the limit, when
+// they do not decompress.
+Result<std::span<const std::byte>> BatchRecords(const BatchHeader& h, std::span<const std::byte> batch,
+                                                std::string* buffer,
+                                                size_t max_decompressed = kMaxDecompressedBatchBytes);
 
 // Views into a record inside a batch. Spans point into the batch; they live as long as it does.
 struct RecordView {
@@ -131,24 +161,33 @@ struct HeaderView {
   std::optional<std::span<const std::byte>> value;
 };
 
-// Walks the records of one uncompressed batch. Usage:
-//   RecordIterator it(header, batch_bytes);
+// Walks the records of one batch. Usage:
+//   std::string buffer;                          // only used by compressed batches
+//   RecordIterator it(header, batch_bytes, &buffer);
 //   RecordView r;
 //   while (it.Next(&r)) { ... }
 //   RDMQ_RETURN_IF_ERROR(it.status());
-// Next() returns false at the end or on the first malformed record (then status() says which
-// record and byte). After the last record it also checks that the records exactly fill the batch.
+// An uncompressed batch is walked in place (zero copy; the views point into `batch`). A
+// compressed batch's records are decompressed into `*buffer` by the constructor (BatchRecords)
+// and the views point into it: they live until the buffer changes. Without a buffer a
+// compressed batch is kUnsupportedBatch. Next() returns false at the end or on the first
+// malformed record (then status() says which record and byte, or why decompression failed).
+// After the last record it also checks that the records exactly fill the batch (or the
+// decompressed records).
 class RecordIterator {
  public:
   RecordIterator(const BatchHeader& header, std::span<const std::byte> batch);
+  RecordIterator(const BatchHeader& header, std::span<const std::byte> batch, std::string* buffer,
+                 size_t max_decompressed = kMaxDecompressedBatchBytes);
   bool Next(RecordView* out);
   const Status& status() const noexcept { return status_; }
   int32_t index() const noexcept { return index_; }
 
  private:
   Status Fail(const std::string& what);
-  std::span<const std::byte> batch_;
-  size_t pos_ = kBatchHeaderSize;
+  std::span<const std::byte> records_;  // the records: in the batch, or decompressed
+  size_t base_ = kBatchHeaderSize;      // byte of records_[0] in the batch (0: decompressed)
+  size_t pos_ = 0;
   int32_t count_ = 0;
   int32_t index_ = 0;
   Status status_;
@@ -208,7 +247,9 @@ struct RecordInput {
 
 struct BatchOptions {
   Offset base_offset{kNoOffset};  // -1: the storage node assigns (shared mode)
-  int16_t attributes = 0;         // compression must be 0
+  // BatchBuilder writes plain records and clears the codec bits (0-2); EncodeBatch and
+  // PartitionLog::Append compress the records with the codec they name.
+  int16_t attributes = 0;
   int32_t leader_epoch = -1;
   ProducerId producer_id{kNoProducerId};
   int16_t producer_epoch = -1;
@@ -247,8 +288,21 @@ class BatchBuilder {
   TimestampMs max_ts_{0};
 };
 
-// Encodes `records` (at least one) as one batch into a new string. For tests and tools.
+// Encodes `records` (at least one) as one batch into a new string, its records compressed with
+// the codec named by options.attributes bits 0-2 (even when that does not make it smaller). For
+// tests and tools; empty on failure.
 std::string EncodeBatch(const BatchOptions& options, std::span<const RecordInput> records);
+
+// The complete, uncompressed, CRC-valid batch `batch` with its records compressed by `codec`:
+// the same header but for the codec bits, batchLength and CRC. kInvalidArgument for a batch that
+// is already compressed, a codec of kNone or a bad level; the codec's errors.
+Result<std::string> CompressedBatch(std::span<const std::byte> batch, compression::Codec codec,
+                                    int level = compression::kDefaultLevel);
+// The same in place, when it makes the batch smaller: the compressed records overwrite the plain
+// ones in `batch` (the bytes after the new end are left as they were) and the new size is
+// returned. Returns batch.size(), the batch untouched, when compression would not shrink it.
+Result<size_t> CompressBatchInPlace(std::span<std::byte> batch, compression::Codec codec,
+                                    int level = compression::kDefaultLevel);
 
 // Filler batches: a control batch (attributes: transactional | control), producer id -1,
 // occupying exactly out.size() bytes. From kMinMarkerFillerBytes on, its records are shaped as
