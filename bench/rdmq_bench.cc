@@ -1,5 +1,6 @@
-// rdmq-bench: end-to-end produce/consume benchmark for rdmq and its peers (Redis Streams, NATS
-// JetStream), plus the machine's physical limits and the comparison table.
+// rdmq-bench: end-to-end produce/consume benchmark for rdmq (its own clients, and librdkafka
+// through its Kafka listener) and its peers (Redis Streams, NATS JetStream), plus the machine's physical
+// limits and the comparison table.
 //
 //   rdmq-bench run    --system redis --size 1024 --count 200000 --json r.json --plot r.png
 //   rdmq-bench limits [--quick] [--json limits.json]
@@ -47,8 +48,10 @@ constexpr const char* kRunDescription =
     "  rdmq-bench get RESULT.json dotted.key   one value of a result (for scripts)\n"
     "  rdmq-bench systems                      the systems this build can drive\n\n"
     "Exit status: 0 ok, 1 run failed, 2 usage error, 3 records lost/duplicated/corrupt.\n"
-    "Systems: rdmq (its broker at --address, or started with --start-broker), redis (host:port,\n"
-    "default 127.0.0.1:6379), nats (URL, default nats://127.0.0.1:4222), mem (in-process reference).";
+    "Systems: rdmq (its broker at --address, or started with --start-broker), kafka (rdmq's Kafka\n"
+    "listener through librdkafka: host:port, default 127.0.0.1:9092, or --start-broker), redis\n"
+    "(host:port, default 127.0.0.1:6379), nats (URL, default nats://127.0.0.1:4222), mem (in-process\n"
+    "reference).";
 
 // If Ctrl-C (or SIGTERM) stopped the run, die of that signal now that the partial results are
 // written, so a calling shell sees the interruption and stops rather than going on.
@@ -64,15 +67,21 @@ int RunCommand(const std::vector<std::string>& args) {
   config::CommandSpec spec{
       .path = "rdmq-bench",
       .usage = "[run] [options]",
-      .summary = "End-to-end benchmark of rdmq and peer brokers (Redis Streams, NATS JetStream).",
+      .summary =
+          "End-to-end benchmark of rdmq, its Kafka listener and peer brokers (Redis Streams, NATS "
+          "JetStream).",
       .description = kRunDescription,
       // One option per key of the "bench" table (`rdmq config list bench`), plus the client
       // settings handed through to rdmq's producers and consumers.
       .options = config::OptionsFromKeys(RunConfigDef().Describe(), RunShortOptions())};
   spec.options.push_back({"producer-set", 0, "KEY=VALUE",
-                          "rdmq: a producer setting (repeatable; `rdmq config list producer`)", true});
+                          "rdmq: a producer setting (repeatable; `rdmq config list producer`); kafka: a "
+                          "librdkafka property (compression.type=lz4)",
+                          true});
   spec.options.push_back({"consumer-set", 0, "KEY=VALUE",
-                          "rdmq: a consumer setting (repeatable; `rdmq config list consumer`)", true});
+                          "rdmq: a consumer setting (repeatable; `rdmq config list consumer`); kafka: a "
+                          "librdkafka property (fetch.wait.max.ms=10)",
+                          true});
   int exit = 0;
   const auto a = config::ParseCommandLine(spec, args, &exit);
   if (!a) return exit;

@@ -20,15 +20,17 @@ ConfigDef<Workload> WorkloadDef() {
   ConfigDef<Workload> d("bench");
   d.Define({.name = "system",
             .type = Type::kEnum,
-            .doc = "The system measured: rdmq, Redis Streams, NATS JetStream, or mem (an in-process "
-                   "queue, the harness's own reference).",
+            .doc = "The system measured: rdmq (its own clients), kafka (rdmq's Kafka listener through "
+                   "librdkafka), Redis Streams, NATS JetStream, or mem (an in-process queue, the "
+                   "harness's own reference).",
             .component = bench,
-            .choices = {{"mem", 0}, {"rdmq", 1}, {"redis", 2}, {"nats", 3}}},
+            .choices = {{"mem", 0}, {"rdmq", 1}, {"redis", 2}, {"nats", 3}, {"kafka", 4}}},
            Field(&Workload::system));
   d.Define({.name = "address",
             .type = Type::kString,
-            .doc = "The server: rdmq's bootstrap address, Redis host:port (default 127.0.0.1:6379), "
-                   "a NATS URL (default nats://127.0.0.1:4222).",
+            .doc = "The server: rdmq's bootstrap address, the Kafka listener's host:port (default "
+                   "127.0.0.1:9092), Redis host:port (default 127.0.0.1:6379), a NATS URL (default "
+                   "nats://127.0.0.1:4222).",
             .component = bench},
            Field(&Workload::address));
   d.Define({.name = "topic",
@@ -98,8 +100,8 @@ ConfigDef<Workload> WorkloadDef() {
            Field(&Workload::linger));
   d.Define({.name = "acks",
             .type = Type::kEnum,
-            .doc = "rdmq: 0 does not wait for the broker, 1 (or all, -1) waits for the commit; the "
-                   "peers always wait.",
+            .doc = "rdmq: 0 does not wait for the broker, 1 (or all, -1) waits for the commit; kafka: "
+                   "acks=0 or acks=all; the other peers always wait.",
             .component = bench,
             .choices = {{"1", 1}, {"0", 0}, {"all", -1}, {"-1", -1}}},
            Field(&Workload::acks));
@@ -156,12 +158,12 @@ ConfigDef<Workload> WorkloadDef() {
            Field(&Workload::label));
   d.Define({.name = "start-broker",
             .type = Type::kBool,
-            .doc = "rdmq: start rdmq-broker (the one beside rdmq-bench) for the run.",
+            .doc = "rdmq, kafka: start rdmq-broker (the one beside rdmq-bench) for the run.",
             .component = bench},
            Field(&Workload::start_broker));
   d.Define({.name = "broker-dir",
             .type = Type::kString,
-            .doc = "rdmq: start-broker's data directory (empty: a fresh one, deleted after).",
+            .doc = "rdmq, kafka: start-broker's data directory (empty: a fresh one, deleted after).",
             .component = bench},
            Field(&Workload::broker_dir));
   return d;

@@ -5,22 +5,10 @@
 // its data endpoint in the calling thread (no hand-off to its I/O thread for the ack).
 // Consumers are assigned their partitions from the beginning and poll; on shm they parse the
 // log in place.
-// With --start-broker (Workload::start_broker) the backend starts `rdmq-broker` itself (the one
-// beside rdmq-bench) on a fresh data directory, and stops it in Cleanup; every client reads
-// the broker's address from <data dir>/rdmq.addr, which the broker writes once it serves.
-#include <signal.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <atomic>
-#include <condition_variable>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <mutex>
-#include <thread>
-
+// With --start-broker (Workload::start_broker) the backend starts `rdmq-broker` itself
+// (BrokerProcess) and stops it in Cleanup; every client reads the broker's control address from
+// <data dir>/rdmq.addr, which the broker writes once it serves.
+#include "broker_process.h"
 #include "rdmq/bench/system.h"
 #include "rdmq/client/admin.h"
 #include "rdmq/common/clock.h"
@@ -153,25 +141,16 @@ class RdmqConsumer final : public ConsumerClient {
 
 class RdmqSystem final : public System {
  public:
-  explicit RdmqSystem(const Workload& w) : w_(w) {
-    if (w_.start_broker) {
-      // Decided before the driver forks its workers: they find the broker through this
-      // directory's rdmq.addr.
-      data_dir_ = w_.broker_dir.empty() ? std::filesystem::temp_directory_path() /
-                                              ("rdmq-bench-broker-" + std::to_string(getpid()))
-                                        : std::filesystem::path(w_.broker_dir);
-    }
-  }
-  ~RdmqSystem() override { StopBroker(); }
+  explicit RdmqSystem(const Workload& w) : w_(w), broker_(w) {}
 
   std::string Describe() const override {
     return "rdmq, fabric " + w_.fabric + ", topic durability " + w_.durability + ", " + w_.mode +
-           " producers" + (broker_pid_ != 0 ? ", broker started by rdmq-bench" : "");
+           " producers" + (broker_.running() ? ", broker started by rdmq-bench" : "");
   }
-  int ServerPid() const override { return broker_pid_; }
+  int ServerPid() const override { return broker_.pid(); }
 
   Status Setup() override {
-    if (w_.start_broker) RDMQ_RETURN_IF_ERROR(StartBroker());
+    if (w_.start_broker) RDMQ_RETURN_IF_ERROR(broker_.Start(w_, "control"));
     client::ClientOptions opts = ClientOptions();
     RDMQ_ASSIGN_OR_RETURN(auto admin, client::AdminClient::Connect(opts));
     (void)admin->DeleteTopic(w_.topic);  // a leftover of an earlier run; absent is fine
@@ -224,7 +203,7 @@ class RdmqSystem final : public System {
       auto admin = client::AdminClient::Connect(ClientOptions());
       if (admin.ok()) s = (*admin)->DeleteTopic(w_.topic);
     }
-    StopBroker();
+    broker_.Stop();
     return s;
   }
 
@@ -232,89 +211,12 @@ class RdmqSystem final : public System {
   client::ClientOptions ClientOptions() const {
     client::ClientOptions o;
     o.bootstrap = w_.address;
-    if (w_.start_broker) {
-      std::ifstream in(data_dir_ / "rdmq.addr");
-      std::string key, addr;
-      if (in >> key >> addr && key == "control") o.bootstrap = addr;
-    }
+    if (w_.start_broker) o.bootstrap = broker_.Address("control");
     return o;
   }
 
-  // Starts build/<preset>/bin/rdmq-broker (beside this executable) on a fresh data directory and
-  // waits for its control socket.
-  Status StartBroker() {
-    std::error_code ec;
-    const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
-    if (ec) return Status::FromErrno(ec.value(), "find rdmq-bench's own path (/proc/self/exe)");
-    const std::filesystem::path broker = self.parent_path() / "rdmq-broker";
-    if (!std::filesystem::exists(broker)) {
-      return Status(Errc::kNotFound, "--start-broker: " + broker.string() + " is not built");
-    }
-    std::filesystem::remove_all(data_dir_, ec);
-    std::filesystem::create_directories(data_dir_, ec);
-    if (ec) return Status::FromErrno(ec.value(), "create the broker's data directory " + data_dir_.string());
-    const std::string log = (data_dir_ / "broker.log").string();
-    std::vector<std::string> args = {broker.string(),
-                                     "--data-dir",
-                                     data_dir_.string(),
-                                     "--fabric",
-                                     w_.fabric,
-                                     "--set",
-                                     "durability=" + w_.durability,
-                                     "--set",
-                                     "listen.kafka=127.0.0.1:0"};
-    if (w_.fabric != "shm") {
-      args.insert(args.end(), {"--set", "listen.control=127.0.0.1:0", "--set", "listen.data=127.0.0.1:0"});
-    }
-    const pid_t pid = fork();
-    if (pid < 0) return Status::FromErrno(errno, "fork for rdmq-broker");
-    if (pid == 0) {
-      setsid();  // not in the terminal's process group: Ctrl-C reaches rdmq-bench, which stops it
-      FILE* f = std::freopen(log.c_str(), "w", stdout);
-      if (f != nullptr) dup2(fileno(stdout), STDERR_FILENO);
-      std::vector<char*> argv;
-      argv.reserve(args.size() + 1);
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-    broker_pid_ = pid;
-    const std::filesystem::path addr = data_dir_ / "rdmq.addr";
-    for (int i = 0; i < 800; ++i) {
-      if (!ClientOptions().bootstrap.empty() && std::filesystem::exists(addr)) return Status::Ok();
-      int status = 0;
-      if (waitpid(pid, &status, WNOHANG) == pid) {
-        broker_pid_ = 0;
-        return Status(Errc::kUnavailable, "rdmq-broker exited while starting; see " + log);
-      }
-      std::this_thread::sleep_for(25ms);
-    }
-    return Status(Errc::kTimeout, "rdmq-broker did not write " + addr.string() + " within 20 s; see " + log);
-  }
-
-  void StopBroker() {
-    if (broker_pid_ == 0) return;
-    kill(broker_pid_, SIGTERM);
-    int status = 0;
-    for (int i = 0; i < 200; ++i) {
-      if (waitpid(broker_pid_, &status, WNOHANG) == broker_pid_) break;
-      std::this_thread::sleep_for(25ms);
-      if (i == 199) {
-        kill(broker_pid_, SIGKILL);
-        waitpid(broker_pid_, &status, 0);
-      }
-    }
-    broker_pid_ = 0;
-    if (w_.broker_dir.empty()) {
-      std::error_code ec;
-      std::filesystem::remove_all(data_dir_, ec);
-    }
-  }
-
   Workload w_;
-  std::filesystem::path data_dir_;
-  int broker_pid_ = 0;
+  BrokerProcess broker_;
 };
 
 }  // namespace

@@ -26,12 +26,25 @@
 
 namespace rdmq::broker::internal {
 
+// Pages of a segment to populate for write (madvise MADV_POPULATE_WRITE) before appends reach
+// them; `pin` keeps the mapping alive until it is done.
+struct LocalPrefault {
+  std::byte* begin = nullptr;
+  size_t length = 0;
+  std::shared_ptr<const void> pin;
+  // Populates the range (whole pages inside it); a range unmapped meanwhile fails harmlessly.
+  void Run() const;
+};
+
 struct LocalAppendResult {
   Status status;                  // a WireError (or the log's error): nothing was stored
   bool pending = false;           // accepted: the base offset comes through `done` later
   bool duplicate = false;         // already stored (idempotence)
   Offset base_offset{kNoOffset};  // when complete (or a duplicate whose offset is remembered)
   Offset log_start{kNoOffset};
+  // The next stretch of the segment ahead of this append, for the caller to populate off the
+  // partition's lock, on another thread where it has one (empty when nothing is due).
+  LocalPrefault prefault;
 };
 
 class LocalAppender {
@@ -58,6 +71,8 @@ class LocalAppender {
       REQUIRES(p.mu);
   // Reserves `length` bytes on the active segment, rolling once if the segment is full.
   Result<storage::Reservation> Reserve(Partition& p, uint64_t length) REQUIRES(p.mu);
+  // The stretch of `seg` to populate next, given that appends reached data position `end`.
+  static LocalPrefault NextPrefault(Partition& p, const SegmentReg& seg, uint64_t end) REQUIRES(p.mu);
 
   LeaseManager& leases_;
   Publisher& publisher_;

@@ -185,6 +185,13 @@ class Partition : public std::enable_shared_from_this<Partition> {
   bool LocalWriterActive(uint64_t now_ns, uint64_t window_ns) const REQUIRES(mu) {
     return local_append_ns_ != 0 && now_ns - local_append_ns_ < window_ns;
   }
+  // How far ahead of its appends the local writer had a segment's data area populated for write
+  // (LocalAppender), so that its copies into the log do not take the first-touch page faults.
+  struct PrefaultMark {
+    Offset segment{kNoOffset};
+    uint64_t to = 0;  // data-area position
+  };
+  PrefaultMark& local_prefault() REQUIRES(mu) { return local_prefault_; }
   // The watches, for the publisher to notify and keep those still waiting.
   std::vector<Watch>& watches() REQUIRES(mu) { return watches_; }
 
@@ -231,6 +238,7 @@ class Partition : public std::enable_shared_from_this<Partition> {
   std::map<uint64_t, std::function<void()>> commit_waiters_ GUARDED_BY(mu);
   uint64_t next_waiter_id_ GUARDED_BY(mu) = 1;
   uint64_t local_append_ns_ GUARDED_BY(mu) = 0;
+  PrefaultMark local_prefault_ GUARDED_BY(mu);
   bool dirty_ GUARDED_BY(mu) = false;    // commits since the last periodic checkpoint
   bool deleted_ GUARDED_BY(mu) = false;  // closed: the topic was deleted or the broker stops
 };

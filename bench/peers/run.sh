@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# The peer comparison: the same workloads against rdmq, Redis Streams and NATS JetStream, on this
-# machine, in one run, with the machine's physical limits measured beside them, and one table
+# The peer comparison: the same workloads against rdmq (its own clients, and librdkafka through
+# its Kafka listener), Redis Streams and NATS JetStream, on this machine, in one run, with the machine's physical limits measured beside them, and one table
 # with the ratios at the end.
 #
-# Usage: bench/peers/run.sh [--quick] [--systems "rdmq redis nats"] [--out DIR] [--keep]
+# Usage: bench/peers/run.sh [--quick] [--systems "rdmq kafka redis nats"] [--out DIR] [--keep]
 #                           [--no-install] [--markdown]
 #   --quick       small counts (about a minute in all); the default takes several minutes
-#   --systems     which systems to run (default: all three; rdmq is skipped while not built)
+#   --systems     which systems to run (default: all four; rdmq and kafka are skipped while the
+#                 broker or their backend is not built)
 #   --out DIR     where results go (default build/peers/<date-time>): JSON and PNG per run,
 #                 limits.json, table.txt, and the servers' logs
 #   --keep        keep the servers' data directories (default: deleted at the end)
@@ -21,6 +22,8 @@
 #     directory (on disk, next to the results, never tmpfs), runs the workloads, stops it:
 #       rdmq  durability=durable     persist (msync / pmem_persist) per commit, group commit
 #       rdmq  durability=visibility  acknowledged once visible; persisted by checkpoints
+#       kafka rdmq's Kafka listener (librdkafka, acks=all, no idempotence), the same two
+#             topic durabilities
 #       redis appendonly yes, appendfsync always    (fsync before the reply; group commit)
 #       redis appendonly yes, appendfsync everysec  (fsync once a second)
 #       nats  JetStream file store (2.9 has no per-message sync: written to the page cache,
@@ -30,7 +33,7 @@
 #     client were the limit, two would go faster);
 #  5. prints the table: each row's durability setting, throughput, latencies, CPU, and the
 #     ratio against rdmq in the same durability class (rdmq durable vs redis always; rdmq
-#     visibility vs redis everysec and nats).
+#     visibility vs redis everysec and nats), and the same table against Redis.
 # Workloads (one producer process, one consumer process, one partition):
 #   throughput 100 B and 1 KiB: 1024 and 16384 records in flight (pipelined / async publishing;
 #     Redis does best with the smaller window, rdmq with the larger: both are shown); the 16384
@@ -42,7 +45,7 @@ cd "$(dirname "$0")/../.."
 root=$PWD
 
 quick=0 keep=0 install=1 markdown=0
-systems="rdmq redis nats"
+systems="rdmq kafka redis nats"
 out=""
 while (($#)); do
   case $1 in
@@ -52,7 +55,7 @@ while (($#)); do
     --markdown) markdown=1 ;;
     --systems) systems=$2; shift ;;
     --out) out=$2; shift ;;
-    -h|--help) sed -n '2,40p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,42p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
   shift
@@ -185,7 +188,7 @@ run_rdmq() {
     echo "== rdmq, fabric shm, topic durability=$durability (broker data in $dir)"
     # shm: the broker listens on Unix sockets in its data directory only.
     setsid "$broker" --data-dir "$dir" --fabric shm --set "durability=$durability" --set log.level=warn \
-      >"$out/rdmq-$durability.log" 2>&1 &
+      --set listen.kafka=off >"$out/rdmq-$durability.log" 2>&1 &
     local pid=$!
     pids+=("$pid")
     local addr=""
@@ -205,6 +208,50 @@ run_rdmq() {
     [[ $durability == visibility ]] && label="visible on commit, persisted by checkpoints"
     workloads "rdmq-$durability" --system rdmq --address "$addr" --server-pid "$pid" \
       --durability "$durability" --label "$label" --fabric shm
+    stop_server "$pid"
+  done
+}
+
+# ------------------------------------------------------------------ kafka
+# rdmq's Kafka listener: the broker on shm as above, its Kafka listener on a free loopback port;
+# librdkafka producers and consumers (acks=all, idempotence off, Nagle off).
+run_kafka() {
+  if [[ ! -x $broker ]] || ! "$bench" systems | grep -qx kafka; then
+    echo
+    echo "== kafka: not built in this tree (no rdmq-broker, or rdmq-bench without its kafka backend): skipped"
+    return 0
+  fi
+  for durability in durable visibility; do
+    local dir="$data/kafka-$durability"
+    mkdir -p "$dir"
+    echo
+    echo "== kafka: rdmq's Kafka listener, topic durability=$durability (broker data in $dir)"
+    setsid "$broker" --data-dir "$dir" --fabric shm --set "durability=$durability" --set log.level=warn \
+      --set listen.kafka=127.0.0.1:0 >"$out/kafka-$durability.log" 2>&1 &
+    local pid=$!
+    pids+=("$pid")
+    local addr=""
+    for _ in $(seq 400); do
+      [[ -f $dir/rdmq.addr ]] && addr=$(awk '$1 == "kafka" {print $2}' "$dir/rdmq.addr")
+      [[ -n $addr ]] && break
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.05
+    done
+    if [[ -z $addr ]]; then
+      echo "run.sh: rdmq-broker did not start its Kafka listener; its log:" >&2
+      tail -n 20 "$out/kafka-$durability.log" >&2
+      stop_server "$pid"
+      return 1
+    fi
+    local label="Kafka listener, persist per commit"
+    [[ $durability == visibility ]] && label="Kafka listener, visibility"
+    workloads "kafka-$durability" --system kafka --address "$addr" --server-pid "$pid" \
+      --durability "$durability" --label "$label"
+    if [[ $durability == visibility ]]; then
+      run_bench "kafka-$durability-100B-2procs" --system kafka --address "$addr" --server-pid "$pid" \
+        --durability "$durability" --label "$label" --size 100 --count $((n100 / 2)) --window 1024 \
+        --producers 2 --procs
+    fi
     stop_server "$pid"
   done
 }
@@ -284,16 +331,17 @@ EOF
 for s in $systems; do
   case $s in
     rdmq) run_rdmq ;;
+    kafka) run_kafka ;;
     redis) run_redis ;;
     nats) run_nats ;;
-    *) echo "run.sh: unknown system '$s' (rdmq, redis, nats)" >&2; exit 2 ;;
+    *) echo "run.sh: unknown system '$s' (rdmq, kafka, redis, nats)" >&2; exit 2 ;;
   esac
 done
 
 # ------------------------------------------------------------------ report
 echo
 echo "== was the client the bottleneck?"
-for prefix in redis-everysec nats; do
+for prefix in kafka-visibility redis-everysec nats; do
   one=$out/$prefix-100B.json two=$out/$prefix-100B-2procs.json
   [[ -f $one && -f $two ]] || continue
   r1=$("$bench" get "$one" produce.records_per_s) r2=$("$bench" get "$two" produce.records_per_s)
@@ -315,6 +363,11 @@ echo "== results in $out"
 cat "$out/limits.txt"
 echo
 "$bench" table --reference rdmq "${results[@]}" | tee "$out/table.txt"
+if [[ " $systems " == *" redis "* ]]; then
+  echo
+  echo "== against Redis (the same rows; ratios to the redis row of the same durability class)"
+  "$bench" table --reference redis "${results[@]}" | tee "$out/table-vs-redis.txt"
+fi
 if ((markdown)); then
   echo
   "$bench" table --reference rdmq --markdown "${results[@]}" | tee "$out/table.md"

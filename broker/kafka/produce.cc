@@ -5,12 +5,14 @@
 #include <atomic>
 #include <mutex>
 
+#include "broker/kafka/asio.h"
 #include "broker/kafka/front_door.h"
 #include "rdmq/common/log.h"
 #include "rdmq/kafka/produce_fetch.h"
 
 namespace rdmq::broker::internal {
 
+namespace asio = boost::asio;
 using kafka::ErrorCode;
 
 namespace {
@@ -89,6 +91,14 @@ void KafkaFrontDoor::Produce(KafkaCall call, Reader& r) {
             st->Done();
           });
           out->log_start_offset = res.log_start.value();
+        }
+        if (res.prefault.length != 0) {
+          // On whichever listener thread is free: the next appends find the pages ready.
+          if (io_ != nullptr) {
+            asio::post(*io_, [pf = std::move(res.prefault)] { pf.Run(); });
+          } else {
+            res.prefault.Run();
+          }
         }
         if (res.pending) continue;  // completes through the callback
         if (!res.status.ok()) {

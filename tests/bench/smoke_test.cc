@@ -135,6 +135,38 @@ TEST_CASE("rdmq-bench rdmq run: processes, one record in flight", "[bench][smoke
   CheckCounts(*j, 6000);
 }
 
+TEST_CASE("rdmq-bench kafka run through rdmq's Kafka listener, broker started for it", "[bench][smoke]") {
+  if (!HaveBinary() || !HaveBroker())
+    RDMQ_SKIP("rdmq-bench or rdmq-broker is not built beside " + BenchBinary());
+  rdmq::test::TempDir dir;
+  const std::string json = (dir / "r.json").string();
+  std::string out;
+  // Two partitions, so records of both reach one consumer through one librdkafka queue.
+  const int rc =
+      Run(BenchBinary() + " --system kafka --start-broker --broker-dir " + (dir / "broker").string() +
+              " -p 1 -c 1 --partitions 2 -n 5000 -s 100 --linger-ms 1 --progress plain --json " + json,
+          &out);
+  INFO(out);
+  REQUIRE(rc == 0);
+  Result<nlohmann::json> j = ReadJson(json);
+  REQUIRE_OK(j);
+  CheckCounts(*j, 5000);
+  CHECK((*j)["cpu"]["server"].is_object());  // the broker's CPU time was read
+  CHECK((*j)["system"] == "kafka");
+  CHECK((*j)["description"].get<std::string>().find("Kafka listener") != std::string::npos);
+}
+
+TEST_CASE("rdmq-bench kafka: a property librdkafka rejects fails the run and names it", "[bench][smoke]") {
+  if (!HaveBinary() || !HaveBroker())
+    RDMQ_SKIP("rdmq-bench or rdmq-broker is not built beside " + BenchBinary());
+  rdmq::test::TempDir dir;
+  std::string out;
+  CHECK(Run(BenchBinary() + " --system kafka --start-broker --broker-dir " + (dir / "broker").string() +
+                " -n 10 --progress none --producer-set no.such.property=1",
+            &out) == 1);
+  CHECK(out.find("no.such.property") != std::string::npos);
+}
+
 TEST_CASE("rdmq-bench rdmq: an unreachable broker fails the run with exit status 1", "[bench][smoke]") {
   if (!HaveBinary()) RDMQ_SKIP("rdmq-bench is not built at " + BenchBinary());
   rdmq::test::TempDir dir;
@@ -172,7 +204,7 @@ TEST_CASE("rdmq-bench rejects bad options with exit status 2", "[bench][smoke]")
   if (!HaveBinary()) RDMQ_SKIP("rdmq-bench is not built at " + BenchBinary());
   std::string out;
   CHECK(Run(BenchBinary() + " --system nosuch -n 10", &out) == 2);
-  CHECK(out.find("--system nosuch: must be mem, rdmq, redis or nats") != std::string::npos);
+  CHECK(out.find("--system nosuch: must be mem, rdmq, redis, nats or kafka") != std::string::npos);
   CHECK(Run(BenchBinary() + " --size 8 -n 10", &out) == 2);
   CHECK(out.find("--size 8: must be a byte count") != std::string::npos);
   CHECK(Run(BenchBinary() + " --linger-ms soon -n 10", &out) == 2);

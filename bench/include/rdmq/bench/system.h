@@ -1,5 +1,6 @@
-// The one interface rdmq-bench drives every messaging system through: rdmq itself, Redis Streams,
-// NATS JetStream and an in-process reference queue. A backend turns "a partition" into its
+// The one interface rdmq-bench drives every messaging system through: rdmq itself (its own
+// clients, or Kafka clients through its Kafka listener), Redis Streams, NATS JetStream and an
+// in-process reference queue. A backend turns "a partition" into its
 // own notion (an rdmq partition, a Redis stream key, a JetStream stream) and acknowledgements
 // into completions delivered to an AckSink.
 //
@@ -46,8 +47,8 @@ namespace rdmq::bench {
 
 // Every knob of a run. Backends read the parts that concern them and ignore the rest.
 struct Workload {
-  std::string system = "mem";   // rdmq | redis | nats | mem
-  std::string address;          // rdmq bootstrap, redis host:port, nats URL; "" = default
+  std::string system = "mem";   // rdmq | kafka | redis | nats | mem
+  std::string address;          // rdmq bootstrap, kafka/redis host:port, nats URL; "" = default
   std::string topic = "bench";  // topic / stream name prefix
   int producers = 1;
   int consumers = 1;
@@ -67,10 +68,11 @@ struct Workload {
   uint32_t window = 1024;  // records in flight per producer (sent, not acknowledged)
   double rate = 0;         // records/s per producer, evenly spaced (0: as fast as possible)
   std::string label;       // free text for tables, e.g. "appendfsync always"
-  // rdmq: extra client settings, "key=value" as ProducerConfig::Set / ConsumerConfig::Set take.
+  // rdmq: extra client settings, "key=value" as ProducerConfig::Set / ConsumerConfig::Set take;
+  // kafka: librdkafka properties.
   std::vector<std::string> producer_settings;
   std::vector<std::string> consumer_settings;
-  bool start_broker = false;  // rdmq: start rdmq-broker (beside rdmq-bench) for the run
+  bool start_broker = false;  // rdmq, kafka: start rdmq-broker (beside rdmq-bench) for the run
   std::string broker_dir;     // its data directory ("" = a fresh one under $TMPDIR, deleted after)
 };
 
@@ -153,7 +155,7 @@ class System {
 };
 
 // The systems this build can drive.
-inline constexpr const char* kSystems[] = {"rdmq", "mem", "redis", "nats"};
+inline constexpr const char* kSystems[] = {"rdmq", "kafka", "mem", "redis", "nats"};
 
 // The backend for workload.system; kInvalidArgument naming the accepted systems otherwise.
 Result<std::unique_ptr<System>> MakeSystem(const Workload& workload);
@@ -163,5 +165,6 @@ std::unique_ptr<System> MakeMemSystem(const Workload& workload);
 std::unique_ptr<System> MakeRedisSystem(const Workload& workload);
 std::unique_ptr<System> MakeNatsSystem(const Workload& workload);
 std::unique_ptr<System> MakeRdmqSystem(const Workload& workload);
+std::unique_ptr<System> MakeKafkaSystem(const Workload& workload);  // rdmq's Kafka listener, librdkafka
 
 }  // namespace rdmq::bench
