@@ -100,6 +100,7 @@ class AdminClientImpl final : public AdminClient {
                                                                             protocol::GroupRequest{group})));
     auto tps = [](const std::vector<protocol::TopicPartitionRef>& refs) {
       std::vector<TopicPartition> out;
+      out.reserve(refs.size());
       for (const auto& r : refs) out.push_back({r.topic, r.partition.value()});
       std::sort(out.begin(), out.end());
       return out;
