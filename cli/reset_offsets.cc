@@ -132,12 +132,14 @@ Result<std::vector<PlannedReset>> Plan(client::AdminClient& admin, const std::st
     }
     if (!left.empty()) {
       *usage = true;
-      return UsageError("--topic " + topic + ": topic " + topic + " has no partition " +
-                        std::to_string(*left.begin()) + " (it has " + std::to_string(t->partitions.size()) +
-                        ")");
+      std::string what = "--topic " + topic;
+      what += ": topic " + topic + " has no partition " + std::to_string(*left.begin());
+      what += " (it has " + std::to_string(t->partitions.size()) + ")";
+      return UsageError(what);
     }
   }
   std::vector<TopicPartition> tps;
+  tps.reserve(plan.size());
   for (const auto& p : plan) tps.push_back(p.tp);
   auto committed = admin.ListGroupOffsets(group, tps);
   if (!committed.ok()) return committed.status().WithContext("fetch the committed offsets");

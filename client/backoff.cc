@@ -1,6 +1,7 @@
 #include "rdmq/client/backoff.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace rdmq::client {
 
@@ -19,7 +20,7 @@ std::chrono::milliseconds Backoff::Next() {
   // on every standard library, unlike std::uniform_real_distribution).
   const double unit = static_cast<double>(rng_() >> 11) * 0x1.0p-53;  // [0, 1)
   const double factor = 1.0 - kJitter + 2 * kJitter * unit;
-  const auto ms = static_cast<int64_t>(static_cast<double>(base.count()) * factor + 0.5);
+  const auto ms = std::llround(static_cast<double>(base.count()) * factor);
   return std::chrono::milliseconds(std::clamp<int64_t>(ms, 1, max_.count()));
 }
 

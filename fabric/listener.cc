@@ -117,6 +117,16 @@ void AcceptQueue::OnAccept(UniqueFd fd, std::string peer) {
   p->conn->Start(p);
 }
 
+AcceptQueue::~AcceptQueue() {
+  MutexLock l(mu_);
+  // (The agent is stopped by now: no handler runs concurrently.)
+  for (const auto& p : pending_) {
+    std::shared_ptr<Conn> conn = std::move(p->conn);
+    if (conn) conn->Close();
+  }
+  pending_.clear();
+}
+
 void AcceptQueue::Notify() {
   MutexLock l(mu_);
   cv_.NotifyAll();

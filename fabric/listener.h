@@ -50,6 +50,9 @@ class AcceptQueue {
     std::vector<UniqueFd> fds;
   };
   explicit AcceptQueue(Agent& agent) : agent_(agent) {}
+  // Closes the connections never taken: a pending connection and its handler refer to each other
+  // until the connection fails, which a stopped agent no longer reports.
+  ~AcceptQueue();
   // Agent thread: a new connection; its first frame must be a hello.
   void OnAccept(UniqueFd fd, std::string peer) EXCLUDES(mu_);
   // The next connection whose hello arrived, waiting up to `timeout`; nullopt on timeout.
