@@ -56,7 +56,9 @@ Status LocalAppender::Check(Partition& p, std::span<const std::byte> batches, Id
                             LocalAppendResult* dup) {
   if (batches.empty()) return Status(WireError::kInvalidRequest, "no record batch for " + p.where());
   const uint64_t max = p.config().max_message_bytes;
-  storage::BatchScanner scan(batches, storage::Validation::kCrc);
+  // A compressed batch is decompressed and its records checked here, before anything is copied, so
+  // a bad one is refused whole rather than leaving a filler in the log.
+  storage::BatchScanner scan(batches, storage::Validation::kCompressedRecords);
   storage::BatchView b;
   int32_t next_seq = -1;
   bool first = true;

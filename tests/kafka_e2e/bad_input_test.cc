@@ -13,6 +13,8 @@
 #include <cstring>
 #include <functional>
 #include <optional>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "cli/cli_fixture.h"
@@ -239,6 +241,27 @@ TEST_CASE("Kafka port: bad frames close that connection only, bad batches get er
     std::string cut = Batch("a value that is cut");
     cut.resize(cut.size() - 5);
     s.Send(Frame(ApiKey::kProduce, 7, OneBatch("t", 0, cut)));
+    auto body = s.Receive();
+    REQUIRE(body);
+    auto pr = Decode<kafka::ProduceResponse>(ApiKey::kProduce, 7, *body);
+    CHECK(pr.topics[0].partitions[0].error_code == ErrorCode::kCorruptMessage);
+  }
+  SECTION("a gzip batch whose compressed bytes do not inflate is CORRUPT_MESSAGE, refused whole") {
+    Socket s(f.kafka());
+    storage::RecordInput r;
+    r.value = std::string(200, 'z');
+    r.timestamp = TimestampMs(1700000000000);
+    storage::BatchOptions o;
+    o.base_offset = Offset(0);
+    o.attributes = 1;  // gzip
+    std::string bad = storage::EncodeBatch(o, std::span(&r, 1));
+    REQUIRE(bad.size() > storage::kBatchHeaderSize + 8);
+    // Scramble the deflate stream, then seal the batch with a CRC that matches the damage, so
+    // only decompressing it can tell.
+    for (size_t i = storage::kBatchHeaderSize + 2; i < bad.size(); i += 3) bad[i] = static_cast<char>(~bad[i]);
+    const uint32_t crc = storage::ComputeBatchCrc(std::as_bytes(std::span(bad)));
+    for (int i = 0; i < 4; ++i) bad[storage::batch_field::kCrc + i] = static_cast<char>(crc >> (24 - 8 * i));
+    s.Send(Frame(ApiKey::kProduce, 7, OneBatch("t", 0, bad)));
     auto body = s.Receive();
     REQUIRE(body);
     auto pr = Decode<kafka::ProduceResponse>(ApiKey::kProduce, 7, *body);
