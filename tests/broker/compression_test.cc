@@ -43,6 +43,7 @@ Running Start(const rdmq::test::TempDir& dir, const std::string& fabric) {
     cfg.listen_control = "127.0.0.1:0";
     cfg.listen_data = "127.0.0.1:0";
   }
+  cfg.listen_kafka = "127.0.0.1:0";  // never Kafka's 9092, which another test or broker may hold
   cfg.log_level = "warn";
   auto b = Broker::Start(cfg);
   REQUIRE_OK(b);

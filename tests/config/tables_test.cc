@@ -69,7 +69,7 @@ TEST_CASE("bench keys set the workload and run fields rdmq-bench's options set b
   // workers, a known system.
   CHECK(def.Set(&c, "size", "8").is(Errc::kInvalidArgument));
   CHECK(def.Set(&c, "producers", "65").is(Errc::kInvalidArgument));
-  CHECK(def.Set(&c, "system", "kafka").is(Errc::kInvalidArgument));
+  CHECK(def.Set(&c, "system", "rabbitmq").is(Errc::kInvalidArgument));
   CHECK(c.workload.message_size == 1024);
   // The table's defaults are the workload's.
   for (const auto& [key, value] : def.Entries(bench::RunConfig{})) {
