@@ -258,7 +258,8 @@ TEST_CASE("Kafka port: bad frames close that connection only, bad batches get er
     REQUIRE(bad.size() > storage::kBatchHeaderSize + 8);
     // Scramble the deflate stream, then seal the batch with a CRC that matches the damage, so
     // only decompressing it can tell.
-    for (size_t i = storage::kBatchHeaderSize + 2; i < bad.size(); i += 3) bad[i] = static_cast<char>(~bad[i]);
+    for (size_t i = storage::kBatchHeaderSize + 2; i < bad.size(); i += 3)
+      bad[i] = static_cast<char>(~bad[i]);
     const uint32_t crc = storage::ComputeBatchCrc(std::as_bytes(std::span(bad)));
     for (int i = 0; i < 4; ++i) bad[storage::batch_field::kCrc + i] = static_cast<char>(crc >> (24 - 8 * i));
     s.Send(Frame(ApiKey::kProduce, 7, OneBatch("t", 0, bad)));
