@@ -52,16 +52,27 @@ LocalPrefault LocalAppender::NextPrefault(Partition& p, const SegmentReg& seg, u
   return LocalPrefault{seg.info.data() + from, static_cast<size_t>(to - from), seg.info.pin};
 }
 
-Status LocalAppender::Check(Partition& p, std::span<const std::byte> batches, Identity* who,
+Status LocalAppender::Check(Partition& p, std::span<const ByteSpan> parts, Identity* who,
                             LocalAppendResult* dup) {
-  if (batches.empty()) return Status(WireError::kInvalidRequest, "no record batch for " + p.where());
   const uint64_t max = p.config().max_message_bytes;
+  int32_t next_seq = -1;
+  bool first = true;
+  for (const ByteSpan batches : parts) {
+    if (batches.empty()) return Status(WireError::kInvalidRequest, "no record batch for " + p.where());
+    RDMQ_RETURN_IF_ERROR(CheckPart(p, batches, max, who, &first, &next_seq));
+  }
+  if (who->producer_id.value() < 0) return Status::Ok();
+  return CheckSequence(p, who, dup);
+}
+
+Status LocalAppender::CheckPart(Partition& p, ByteSpan batches, uint64_t max, Identity* who, bool* first_batch,
+                                int32_t* next_sequence) {
+  bool& first = *first_batch;
+  int32_t& next_seq = *next_sequence;
   // A compressed batch is decompressed and its records checked here, before anything is copied, so
   // a bad one is refused whole rather than leaving a filler in the log.
   storage::BatchScanner scan(batches, storage::Validation::kCompressedRecords);
   storage::BatchView b;
-  int32_t next_seq = -1;
-  bool first = true;
   while (scan.Next(&b)) {
     const storage::BatchHeader& h = b.header;
     if (h.total_size() > max) {
@@ -97,7 +108,10 @@ Status LocalAppender::Check(Partition& p, std::span<const std::byte> batches, Id
     return Status(WireError::kCorruptMessage, std::to_string(batches.size() - scan.consumed()) +
                                                   " bytes after the last whole batch for " + p.where());
   }
-  if (who->producer_id.value() < 0) return Status::Ok();
+  return Status::Ok();
+}
+
+Status LocalAppender::CheckSequence(Partition& p, Identity* who, LocalAppendResult* dup) {
   // Kafka's producer-state rules.
   const std::string id = std::to_string(who->producer_id.value());
   if (const auto seen = p.producers().Epoch(who->producer_id); seen && who->epoch < *seen) {
@@ -147,7 +161,12 @@ Result<storage::Reservation> LocalAppender::Reserve(Partition& p, uint64_t lengt
                 "the active segment of " + p.where() + " is full and waits for earlier shared writes; retry");
 }
 
-LocalAppendResult LocalAppender::Append(Partition& p, std::span<const std::byte> batches,
+LocalAppendResult LocalAppender::Append(Partition& p, ByteSpan batches, std::function<void(Result<Offset>)> done) {
+  const ByteSpan one[] = {batches};
+  return Append(p, std::span<const ByteSpan>(one), std::move(done));
+}
+
+LocalAppendResult LocalAppender::Append(Partition& p, std::span<const ByteSpan> parts,
                                         std::function<void(Result<Offset>)> done) {
   LocalAppendResult res;
   if (p.deleted()) {
@@ -164,12 +183,15 @@ LocalAppendResult LocalAppender::Append(Partition& p, std::span<const std::byte>
     return res;
   }
   Identity who;
-  if (Status s = Check(p, batches, &who, &res); !s.ok() || res.duplicate) {
+  if (Status s = Check(p, parts, &who, &res); !s.ok() || res.duplicate) {
     res.status = s;
-    if (res.duplicate) Counters::Add(n_.duplicates);
+    // (A group's duplicate is counted when its requests are appended one by one.)
+    if (res.duplicate && parts.size() == 1) Counters::Add(n_.duplicates);
     return res;
   }
-  auto r = Reserve(p, batches.size());
+  uint64_t length = 0;
+  for (const ByteSpan part : parts) length += part.size();
+  auto r = Reserve(p, length);
   if (!r.ok()) {
     res.status = r.status();
     return res;
@@ -180,8 +202,13 @@ LocalAppendResult LocalAppender::Append(Partition& p, std::span<const std::byte>
     return res;
   }
   std::byte* at = seg->info.data() + r->position.value();
-  std::memcpy(at, batches.data(), batches.size());
-  res.prefault = NextPrefault(p, *seg, r->position.value() + batches.size());
+  for (size_t pos = 0; const ByteSpan part : parts) {
+    std::memcpy(at + pos, part.data(), part.size());
+    pos += part.size();
+  }
+  res.wrote = true;
+  res.prefault = NextPrefault(p, *seg, r->position.value() + length);
+  const ByteSpan batches(at, length);
   // Shared writers leave the base offsets to the log (-1); the CRC does not cover them.
   for (size_t pos = 0; pos < batches.size();) {
     storage::BatchHeader h;

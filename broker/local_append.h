@@ -37,10 +37,13 @@ struct LocalPrefault {
 };
 
 struct LocalAppendResult {
-  Status status;                  // a WireError (or the log's error): nothing was stored
-  bool pending = false;           // accepted: the base offset comes through `done` later
-  bool duplicate = false;         // already stored (idempotence)
-  Offset base_offset{kNoOffset};  // when complete (or a duplicate whose offset is remembered)
+  Status status;                   // a WireError (or the log's error): nothing was stored
+  // The bytes were written into the log (set before anything can fail after that): a failure
+  // now left a filler there. A failure without it changed nothing, not even producer state.
+  bool wrote = false;
+  bool pending = false;            // accepted: the base offset comes through `done` later
+  bool duplicate = false;          // already stored (idempotence)
+  Offset base_offset{kNoOffset};   // when complete (or a duplicate whose offset is remembered)
   Offset log_start{kNoOffset};
   // The next stretch of the segment ahead of this append, for the caller to populate off the
   // partition's lock, on another thread where it has one (empty when nothing is due).
@@ -58,6 +61,12 @@ class LocalAppender {
   // the error if the range is dropped.
   LocalAppendResult Append(Partition& p, std::span<const std::byte> batches,
                            std::function<void(Result<Offset>)> done) REQUIRES(p.mu);
+  // The same for several requests' batches at once, stored back to back as one range (one
+  // reservation, one commit: one persist in durable mode), in the order given: the checks apply
+  // to all of them together (one producer, sequences continuing from one part to the next), and
+  // the base offset is the first part's; the next part's records follow the previous part's.
+  LocalAppendResult Append(Partition& p, std::span<const std::span<const std::byte>> parts,
+                           std::function<void(Result<Offset>)> done) REQUIRES(p.mu);
 
  private:
   // The batches' producer and sequences, checked against the producer state.
@@ -67,8 +76,14 @@ class LocalAppender {
     int32_t first_sequence = -1;
     int32_t last_sequence = -1;
   };
-  Status Check(Partition& p, std::span<const std::byte> batches, Identity* who, LocalAppendResult* dup)
+  using ByteSpan = std::span<const std::byte>;
+  Status Check(Partition& p, std::span<const ByteSpan> parts, Identity* who, LocalAppendResult* dup)
       REQUIRES(p.mu);
+  // One part's batches: CRCs, sizes, one producer, sequences continuing across parts.
+  static Status CheckPart(Partition& p, ByteSpan batches, uint64_t max, Identity* who, bool* first_batch,
+                          int32_t* next_sequence) REQUIRES(p.mu);
+  // The batches' producer id, epoch and sequences against the partition's producer state.
+  static Status CheckSequence(Partition& p, Identity* who, LocalAppendResult* dup) REQUIRES(p.mu);
   // Reserves `length` bytes on the active segment, rolling once if the segment is full.
   Result<storage::Reservation> Reserve(Partition& p, uint64_t length) REQUIRES(p.mu);
   // The stretch of `seg` to populate next, given that appends reached data position `end`.

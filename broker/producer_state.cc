@@ -51,9 +51,10 @@ std::optional<Offset> ProducerStateTable::FindBatch(ProducerId id, int16_t epoch
   auto it = recent_.find(id);
   if (it == recent_.end() || it->second.epoch != epoch) return std::nullopt;
   for (const BatchPlace& b : it->second.batches) {
-    if (b.first_sequence == first_sequence && b.last_sequence == last_sequence &&
-        b.base_offset != kNoOffset) {
-      return b.base_offset;
+    // A remembered range may hold several requests' batches (the Kafka front door appends
+    // pipelined requests as one): within it, one sequence is one offset.
+    if (b.first_sequence <= first_sequence && last_sequence <= b.last_sequence && b.base_offset != kNoOffset) {
+      return Offset(b.base_offset.value() + (first_sequence - b.first_sequence));
     }
   }
   return std::nullopt;

@@ -57,7 +57,8 @@ class ProducerStateTable {
 
   // The batch of `id` at `epoch` was stored at `base_offset` (the newest kRecentBatches are kept).
   void NoteBatch(ProducerId id, int16_t epoch, const BatchPlace& place);
-  // The base offset of the remembered batch of `id` at `epoch` with exactly these sequences.
+  // The base offset of the batch of `id` at `epoch` with these sequences, when a remembered range
+  // holds them (a range appended at once may span several requests: offsets follow sequences).
   std::optional<Offset> FindBatch(ProducerId id, int16_t epoch, int32_t first_sequence,
                                   int32_t last_sequence) const;
 

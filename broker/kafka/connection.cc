@@ -1,5 +1,6 @@
 #include "broker/kafka/connection.h"
 
+#include <bit>
 #include <cstring>
 
 #include "rdmq/common/coding.h"
@@ -19,7 +20,7 @@ KafkaConnection::KafkaConnection(asio::ip::tcp::socket socket, KafkaRequestHandl
 }
 
 void KafkaConnection::Start() {
-  asio::dispatch(socket_.get_executor(), [self = shared_from_this()] { self->ReadSize(); });
+  asio::dispatch(socket_.get_executor(), [self = shared_from_this()] { self->Read(); });
 }
 
 void KafkaConnection::Close() {
@@ -42,50 +43,97 @@ void KafkaConnection::Fail(const char* what, const boost::system::error_code& ec
   socket_.close(ignored);
 }
 
-void KafkaConnection::ReadSize() {
+void KafkaConnection::Read() {
   if (closed_) return;
-  if (slots_.size() >= kMaxPending) {
-    reading_paused_ = true;  // resumed by Flush
+  socket_.async_read_some(asio::buffer(in_.data() + in_len_, in_.size() - in_len_),
+                          [self = shared_from_this()](const boost::system::error_code& ec, size_t n) {
+                            if (ec) return self->Fail("read", ec);
+                            self->in_len_ += n;
+                            self->Parse();
+                          });
+}
+
+void KafkaConnection::Parse() {
+  std::vector<std::shared_ptr<KafkaFrame>> frames;
+  std::shared_ptr<KafkaFrame> large;
+  size_t pos = 0, have = 0;
+  bool paused = false, bad = false;
+  while (!closed_) {
+    if (slots_.size() + frames.size() >= kMaxPending) {
+      paused = true;  // resumed by Flush
+      break;
+    }
+    if (in_len_ - pos < 4) break;
+    const int32_t size = coding::LoadBE<int32_t>(in_.data() + pos);
+    if (size <= 0 || static_cast<uint64_t>(size) > max_request_) {
+      RDMQ_LOG(kWarn, "kafka", "request size out of range; closing the connection")
+          .kv("peer", peer_)
+          .kv("size", static_cast<int64_t>(size))
+          .kv("max", max_request_);
+      bad = true;
+      break;
+    }
+    const size_t avail = in_len_ - pos - 4;
+    const size_t need = static_cast<size_t>(size) + 4;
+    if (avail + 4 < need && need > in_.size() && need <= kMaxReadBuffer) {
+      // Larger than the buffer but not large: the buffer grows (once) to hold it.
+      in_.resize(std::bit_ceil(need));
+    }
+    if (avail + 4 < need && need <= in_.size()) break;  // read more
+    auto frame = std::make_shared<KafkaFrame>();
+    frame->peer = peer_;
+    if (avail >= static_cast<size_t>(size)) {
+      frame->bytes.assign(in_.data() + pos + 4, in_.data() + pos + 4 + size);
+      frames.push_back(std::move(frame));
+      pos += 4 + static_cast<size_t>(size);
+      continue;
+    }
+    // Larger than the buffer: what is here now, and the rest straight into the frame.
+    frame->bytes.resize(static_cast<size_t>(size));
+    std::memcpy(frame->bytes.data(), in_.data() + pos + 4, avail);
+    large = std::move(frame);
+    have = avail;
+    pos = in_len_;
+    break;
+  }
+  std::memmove(in_.data(), in_.data() + pos, in_len_ - pos);
+  in_len_ -= pos;
+  if (!frames.empty()) Dispatch(std::move(frames));
+  if (bad) return Fail("size", asio::error::message_size);
+  if (closed_) return;
+  if (large) return ReadRest(std::move(large), have);
+  if (paused) {
+    reading_paused_ = true;
     return;
   }
-  asio::async_read(socket_, asio::buffer(size_buf_, sizeof size_buf_),
-                   [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
+  Read();
+}
+
+void KafkaConnection::ReadRest(std::shared_ptr<KafkaFrame> frame, size_t have) {
+  KafkaFrame& f = *frame;
+  asio::async_read(socket_, asio::buffer(f.bytes.data() + have, f.bytes.size() - have),
+                   [self = shared_from_this(), frame = std::move(frame)](const boost::system::error_code& ec, size_t) {
                      if (ec) return self->Fail("read", ec);
-                     const int32_t size = coding::LoadBE<int32_t>(self->size_buf_);
-                     if (size <= 0 || static_cast<uint64_t>(size) > self->max_request_) {
-                       RDMQ_LOG(kWarn, "kafka", "request size out of range; closing the connection")
-                           .kv("peer", self->peer_)
-                           .kv("size", static_cast<int64_t>(size))
-                           .kv("max", self->max_request_);
-                       return self->Fail("size", asio::error::message_size);
-                     }
-                     self->ReadBody(static_cast<uint32_t>(size));
+                     self->Dispatch({frame});
+                     self->Parse();
                    });
 }
 
-void KafkaConnection::ReadBody(uint32_t size) {
-  frame_ = std::make_shared<KafkaFrame>();
-  frame_->bytes.resize(size);
-  frame_->peer = peer_;
-  asio::async_read(socket_, asio::buffer(frame_->bytes.data(), size),
-                   [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
-                     if (ec) return self->Fail("read", ec);
-                     self->Dispatch();
-                   });
-}
-
-void KafkaConnection::Dispatch() {
-  auto slot = std::make_shared<Slot>();
-  slots_.push_back(slot);
-  std::shared_ptr<const KafkaFrame> frame = std::move(frame_);
-  // The reply may come back on any thread, now or later: it is handed to the strand.
-  handler_.Handle(std::move(frame), [self = shared_from_this(), slot](KafkaReply reply) mutable {
-    asio::post(self->socket_.get_executor(),
-               [self, slot = std::move(slot), reply = std::move(reply)]() mutable {
-                 self->Complete(slot, std::move(reply));
-               });
-  });
-  ReadSize();
+void KafkaConnection::Dispatch(std::vector<std::shared_ptr<KafkaFrame>> frames) {
+  std::vector<KafkaRequest> requests;
+  requests.reserve(frames.size());
+  for (auto& f : frames) {
+    auto slot = std::make_shared<Slot>();
+    slots_.push_back(slot);
+    // The reply may come back on any thread, now or later: it is handed to the strand.
+    requests.push_back({std::move(f), [self = shared_from_this(), slot](KafkaReply reply) mutable {
+                          asio::post(self->socket_.get_executor(),
+                                     [self, slot = std::move(slot), reply = std::move(reply)]() mutable {
+                                       self->Complete(slot, std::move(reply));
+                                     });
+                        }});
+  }
+  handler_.HandleBatch(std::move(requests));
 }
 
 void KafkaConnection::Complete(const std::shared_ptr<Slot>& slot, KafkaReply reply) {
@@ -120,7 +168,7 @@ void KafkaConnection::Flush() {
   }
   if (reading_paused_ && !closed_ && slots_.size() < kMaxPending) {
     reading_paused_ = false;
-    ReadSize();
+    Parse();
   }
 }
 

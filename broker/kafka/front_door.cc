@@ -88,6 +88,24 @@ void KafkaFrontDoor::Malformed(const KafkaCall& call, const Status& why) const {
   Close(call);
 }
 
+void KafkaFrontDoor::HandleBatch(std::vector<KafkaRequest> requests) {
+  // A run of supported Produce requests goes to ProduceRun at once; anything else ends the run
+  // first, so requests are served in the order they came.
+  std::vector<std::pair<KafkaCall, Reader>> run;
+  for (KafkaRequest& req : requests) {
+    Reader r(std::span<const std::byte>(req.frame->bytes.data(), req.frame->bytes.size()));
+    auto header = kafka::DecodeRequestHeader(r);
+    if (header.ok() && header->key() == ApiKey::kProduce && kafka::CheckSupported(*header).ok()) {
+      run.emplace_back(KafkaCall{*header, std::move(req.frame), std::move(req.respond)}, r);
+      continue;
+    }
+    if (!run.empty()) ProduceRun(run);
+    run.clear();
+    Handle(std::move(req.frame), std::move(req.respond));
+  }
+  if (!run.empty()) ProduceRun(run);
+}
+
 void KafkaFrontDoor::Handle(std::shared_ptr<const KafkaFrame> frame, KafkaRespond respond) {
   Reader r(std::span<const std::byte>(frame->bytes.data(), frame->bytes.size()));
   auto header = kafka::DecodeRequestHeader(r);

@@ -19,7 +19,10 @@
 
 #include <atomic>
 #include <memory>
+#include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "admin_handlers.h"
 #include "broker/kafka/reply.h"
@@ -42,6 +45,9 @@ class io_context;
 }
 
 namespace rdmq::broker::internal {
+
+struct KafkaProduceState;  // produce.cc
+struct KafkaPartWrite;
 
 struct KafkaDeps {
   const BrokerConfig* cfg = nullptr;
@@ -76,6 +82,9 @@ class KafkaFrontDoor final : public KafkaRequestHandler {
   }
 
   void Handle(std::shared_ptr<const KafkaFrame> frame, KafkaRespond respond) override;
+  // Runs of consecutive Produce requests are appended together (produce.cc); everything else
+  // as Handle does.
+  void HandleBatch(std::vector<KafkaRequest> requests) override;
 
   // Encodes `msg` as the reply to `call` (header by the API's rules, then the body).
   template <class Msg>
@@ -96,6 +105,15 @@ class KafkaFrontDoor final : public KafkaRequestHandler {
   void DescribeConfigs(const KafkaCall& call, Reader& r);
   // produce.cc
   void Produce(KafkaCall call, Reader& r);
+  // Consecutive Produce requests of one connection (each reader just past its header).
+  void ProduceRun(std::vector<std::pair<KafkaCall, Reader>>& run);
+  // One partition's writes, in request order: runs of them appended as one range where the
+  // checks allow, the others one by one.
+  void AppendWrites(const std::string& topic, int32_t index, std::vector<KafkaPartWrite>& writes);
+  // False when the group was refused before anything was written (append it one by one).
+  bool AppendGroup(Partition& p, std::span<KafkaPartWrite> group, std::vector<LocalPrefault>* prefaults)
+      REQUIRES(p.mu);
+  void AppendOne(Partition& p, KafkaPartWrite& w, std::vector<LocalPrefault>* prefaults) REQUIRES(p.mu);
   // fetch.cc
   void Fetch(KafkaCall call, Reader& r);
   void ListOffsets(const KafkaCall& call, Reader& r);

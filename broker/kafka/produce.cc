@@ -2,24 +2,31 @@
 // writer); the reply waits until every partition's offsets are assigned. acks=0 gets no reply
 // at all (Kafka's rule), acks=1 and acks=all are the same on one broker: the reply is sent once
 // the log committed the batches (durably, as the topic's durability says).
+//
+// Produce requests that a connection read together (a client pipelining them) are appended
+// together: the batches of consecutive requests for one partition go into the log as one range,
+// one commit and so one persist (group commit), and each request's base offset is the range's
+// base plus the records of the requests before it. A group that the checks refuse before
+// anything is written (a bad batch, a sequence gap, a retry of stored batches) is appended
+// request by request instead, so every request gets the answer it would have got alone.
 #include <atomic>
+#include <map>
 #include <mutex>
 
 #include "broker/kafka/asio.h"
 #include "broker/kafka/front_door.h"
 #include "rdmq/common/log.h"
 #include "rdmq/kafka/produce_fetch.h"
+#include "rdmq/storage/record_batch.h"
 
 namespace rdmq::broker::internal {
 
 namespace asio = boost::asio;
 using kafka::ErrorCode;
 
-namespace {
-
 // One Produce request's partitions, completed as their appends complete (possibly later, on
 // other threads); the last one to complete sends the reply.
-struct ProduceState {
+struct KafkaProduceState {
   KafkaCall call;
   kafka::ProduceResponse resp;
   std::atomic<int> outstanding{1};  // one for the request itself, released when all were tried
@@ -30,20 +37,67 @@ struct ProduceState {
   bool none = false;  // acks=0: replied already (with nothing)
 };
 
+// One request's batches for one partition, and where its answer goes.
+struct KafkaPartWrite {
+  std::shared_ptr<KafkaProduceState> st;
+  kafka::ProducePartitionResponse* out = nullptr;
+  std::span<const std::byte> records;
+};
+
+namespace {
+
+using ProduceState = KafkaProduceState;
+using PartWrite = KafkaPartWrite;
+
+// A group's appends are bounded so that one range never nears a segment's size.
+constexpr size_t kMaxGroupBytes = size_t{8} << 20;
+
+// Records (offsets) in whole, checked batches.
+int64_t OffsetCount(std::span<const std::byte> batches) {
+  int64_t n = 0;
+  for (size_t pos = 0; pos < batches.size();) {
+    storage::BatchHeader h;
+    if (!storage::DecodeBatchHeader(batches.subspan(pos), &h).ok()) break;
+    n += h.offset_count();
+    pos += h.total_size();
+  }
+  return n;
+}
+
+// The answers of a group appended as one range starting at `base` (or failed as one).
+void Complete(const std::vector<PartWrite>& writes, const Result<Offset>& base) {
+  int64_t next = base.ok() ? base->value() : -1;
+  for (const PartWrite& w : writes) {
+    if (base.ok()) {
+      w.out->base_offset = next;
+      next += OffsetCount(w.records);
+    } else {
+      w.out->error_code = ToKafkaError(base.status());
+      w.out->error_message = base.status().ToString();
+    }
+  }
+  for (const PartWrite& w : writes) w.st->Done();
+}
+
 }  // namespace
 
-void KafkaFrontDoor::Produce(KafkaCall call, Reader& r) {
-  kafka::ProduceRequest req;
-  if (Status s = kafka::Decode(r, call.header.api_version, &req); !s.ok()) return Malformed(call, s);
+// Decodes a Produce request and reserves its response slots; nullptr when it was answered
+// already (malformed: the connection closes).
+static std::shared_ptr<ProduceState> Prepare(KafkaCall call, kafka::Reader& r, kafka::ProduceRequest* req,
+                                             const std::function<void(const KafkaCall&, const Status&)>& malformed) {
+  if (Status s = kafka::Decode(r, call.header.api_version, req); !s.ok()) {
+    malformed(call, s);
+    return nullptr;
+  }
   auto st = std::make_shared<ProduceState>();
   ErrorCode all = ErrorCode::kNone;
-  if (req.transactional_id) {
+  if (req->transactional_id) {
     all = ErrorCode::kTransactionalIdAuthorizationFailed;
-  } else if (req.acks != 0 && req.acks != 1 && req.acks != -1) {
+  } else if (req->acks != 0 && req->acks != 1 && req->acks != -1) {
     all = ErrorCode::kInvalidRequiredAcks;
   }
   // Reserve every response slot first: completions fill them in place from other threads.
-  for (const auto& t : req.topics) {
+  for (const auto& t : req->topics) {
     kafka::ProduceTopicResponse tr;
     tr.name = std::string(t.name);
     for (const auto& p : t.partitions) {
@@ -54,15 +108,36 @@ void KafkaFrontDoor::Produce(KafkaCall call, Reader& r) {
     }
     st->resp.topics.push_back(std::move(tr));
   }
-  if (req.acks == 0) {
+  if (req->acks == 0) {
     st->none = true;
     call.respond(KafkaReply{.none = true});
   }
   st->call = std::move(call);
-  if (all == ErrorCode::kNone) {
-    for (size_t ti = 0; ti < req.topics.size(); ++ti) {
-      const auto& t = req.topics[ti];
-      const std::string topic(t.name);
+  if (all != ErrorCode::kNone) req->topics.clear();  // answered with the request's error
+  return st;
+}
+
+void KafkaFrontDoor::Produce(KafkaCall call, Reader& r) {
+  std::vector<std::pair<KafkaCall, Reader>> one;
+  one.emplace_back(std::move(call), r);
+  ProduceRun(one);
+}
+
+void KafkaFrontDoor::ProduceRun(std::vector<std::pair<KafkaCall, Reader>>& run) {
+  // Decoded requests must outlive the appends: their views point into the frames, which the
+  // states' calls keep.
+  std::vector<kafka::ProduceRequest> reqs(run.size());
+  std::vector<std::shared_ptr<ProduceState>> states;
+  // Every (topic, partition)'s writes in request order; topics by first appearance.
+  std::vector<std::pair<std::string, int32_t>> order;
+  std::map<std::pair<std::string, int32_t>, std::vector<PartWrite>> writes;
+  auto malformed = [this](const KafkaCall& c, const Status& s) { Malformed(c, s); };
+  for (size_t i = 0; i < run.size(); ++i) {
+    auto st = Prepare(std::move(run[i].first), run[i].second, &reqs[i], malformed);
+    if (!st) continue;
+    states.push_back(st);
+    for (size_t ti = 0; ti < reqs[i].topics.size(); ++ti) {
+      const auto& t = reqs[i].topics[ti];
       for (size_t pi = 0; pi < t.partitions.size(); ++pi) {
         const auto& part = t.partitions[pi];
         kafka::ProducePartitionResponse* out = &st->resp.topics[ti].partitions[pi];
@@ -71,54 +146,101 @@ void KafkaFrontDoor::Produce(KafkaCall call, Reader& r) {
           out->error_message = "no records";
           continue;
         }
-        auto found = d_.topics->Find(topic, PartitionId(part.index));
-        if (!found.ok()) {
-          out->error_code = ErrorCode::kUnknownTopicOrPartition;
-          continue;
-        }
-        Partition& p = **found;
+        std::pair<std::string, int32_t> key(std::string(t.name), part.index);
+        auto [it, fresh] = writes.try_emplace(key);
+        if (fresh) order.push_back(std::move(key));
         st->outstanding.fetch_add(1, std::memory_order_relaxed);
-        LocalAppendResult res;
-        {
-          MutexLock lock(p.mu);
-          res = d_.appender->Append(p, *part.records, [st, out](Result<Offset> o) {
-            if (o.ok()) {
-              out->base_offset = o->value();
-            } else {
-              out->error_code = ToKafkaError(o.status());
-              out->error_message = o.status().ToString();
-            }
-            st->Done();
-          });
-          out->log_start_offset = res.log_start.value();
-        }
-        if (res.prefault.length != 0) {
-          // On whichever listener thread is free: the next appends find the pages ready.
-          if (io_ != nullptr) {
-            asio::post(*io_, [pf = std::move(res.prefault)] { pf.Run(); });
-          } else {
-            res.prefault.Run();
-          }
-        }
-        if (res.pending) continue;  // completes through the callback
-        if (!res.status.ok()) {
-          out->error_code = ToKafkaError(res.status);
-          out->error_message = res.status.ToString();
-          RDMQ_LOG(kDebug, "kafka", "produce refused")
-              .kv("partition", p.where())
-              .kv("client", st->call.client_id())
-              .kv("error", res.status);
-        } else if (res.duplicate && res.base_offset == kNoOffset) {
-          // Stored, but longer ago than the last five batches: the client treats this as done.
-          out->error_code = ErrorCode::kDuplicateSequenceNumber;
-        } else {
-          out->base_offset = res.base_offset.value();
-        }
-        st->Done();
+        it->second.push_back(PartWrite{st, out, *part.records});
       }
     }
   }
-  st->Done();
+  for (const auto& key : order) AppendWrites(key.first, key.second, writes[key]);
+  for (const auto& st : states) st->Done();
+}
+
+void KafkaFrontDoor::AppendWrites(const std::string& topic, int32_t index, std::vector<PartWrite>& writes) {
+  auto found = d_.topics->Find(topic, PartitionId(index));
+  if (!found.ok()) {
+    for (PartWrite& w : writes) {
+      w.out->error_code = ErrorCode::kUnknownTopicOrPartition;
+      w.st->Done();
+    }
+    return;
+  }
+  Partition& p = **found;
+  std::vector<LocalPrefault> prefaults;
+  {
+    MutexLock lock(p.mu);
+    size_t i = 0;
+    while (i < writes.size()) {
+      // The longest run from i that fits one range.
+      size_t j = i + 1, bytes = writes[i].records.size();
+      while (j < writes.size() && bytes + writes[j].records.size() <= kMaxGroupBytes) bytes += writes[j++].records.size();
+      if (j - i == 1 || !AppendGroup(p, std::span<PartWrite>(writes).subspan(i, j - i), &prefaults)) {
+        for (; i < j; ++i) AppendOne(p, writes[i], &prefaults);
+      }
+      i = j;
+    }
+  }
+  for (LocalPrefault& pf : prefaults) {
+    // On whichever listener thread is free: the next appends find the pages ready.
+    if (io_ != nullptr) {
+      asio::post(*io_, [pf = std::move(pf)] { pf.Run(); });
+    } else {
+      pf.Run();
+    }
+  }
+}
+
+bool KafkaFrontDoor::AppendGroup(Partition& p, std::span<PartWrite> group, std::vector<LocalPrefault>* prefaults) {
+  std::vector<std::span<const std::byte>> parts;
+  parts.reserve(group.size());
+  for (const PartWrite& w : group) parts.push_back(w.records);
+  auto shared = std::make_shared<std::vector<PartWrite>>(group.begin(), group.end());
+  LocalAppendResult res = d_.appender->Append(p, parts, [shared](Result<Offset> o) { Complete(*shared, o); });
+  if (!res.wrote && (!res.status.ok() || res.duplicate)) return false;  // nothing changed: one by one
+  for (PartWrite& w : group) w.out->log_start_offset = res.log_start.value();
+  if (res.prefault.length != 0) prefaults->push_back(std::move(res.prefault));
+  if (res.pending) return true;  // completes through the callback
+  if (!res.status.ok()) {
+    RDMQ_LOG(kDebug, "kafka", "produce refused")
+        .kv("partition", p.where())
+        .kv("requests", static_cast<uint64_t>(group.size()))
+        .kv("error", res.status);
+    Complete(*shared, res.status);
+  } else {
+    Complete(*shared, res.base_offset);
+  }
+  return true;
+}
+
+void KafkaFrontDoor::AppendOne(Partition& p, PartWrite& w, std::vector<LocalPrefault>* prefaults) {
+  LocalAppendResult res = d_.appender->Append(p, w.records, [st = w.st, out = w.out](Result<Offset> o) {
+    if (o.ok()) {
+      out->base_offset = o->value();
+    } else {
+      out->error_code = ToKafkaError(o.status());
+      out->error_message = o.status().ToString();
+    }
+    st->Done();
+  });
+  w.out->log_start_offset = res.log_start.value();
+  if (res.prefault.length != 0) prefaults->push_back(std::move(res.prefault));
+  if (res.pending) return;  // completes through the callback
+  if (!res.status.ok()) {
+    w.out->error_code = ToKafkaError(res.status);
+    w.out->error_message = res.status.ToString();
+    RDMQ_LOG(kDebug, "kafka", "produce refused")
+        .kv("partition", p.where())
+        .kv("client", w.st->call.client_id())
+        .kv("error", res.status);
+  } else if (res.duplicate && res.base_offset == kNoOffset) {
+    // Stored, but longer ago than the last five batches: the client treats this as done.
+    w.out->error_code = ErrorCode::kDuplicateSequenceNumber;
+  } else {
+    w.out->base_offset = res.base_offset.value();
+  }
+  w.st->Done();
 }
 
 }  // namespace rdmq::broker::internal

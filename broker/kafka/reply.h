@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace rdmq::broker::internal {
@@ -28,12 +29,24 @@ struct KafkaReply {
 // Completes one request's reply slot; callable from any thread, once.
 using KafkaRespond = std::function<void(KafkaReply)>;
 
+// One request as read off a connection, and where its reply goes.
+struct KafkaRequest {
+  std::shared_ptr<const KafkaFrame> frame;
+  KafkaRespond respond;
+};
+
 // What a connection hands every frame to, on one of the listener's threads. `respond` must be
 // called exactly once, now or later from any thread; replies go out in request order.
 class KafkaRequestHandler {
  public:
   virtual ~KafkaRequestHandler() = default;
   virtual void Handle(std::shared_ptr<const KafkaFrame> frame, KafkaRespond respond) = 0;
+  // Requests that arrived together (a client pipelining them), in order. A handler may serve
+  // them together (the Kafka front door appends consecutive Produce requests in one commit);
+  // by default each goes to Handle in turn.
+  virtual void HandleBatch(std::vector<KafkaRequest> requests) {
+    for (KafkaRequest& r : requests) Handle(std::move(r.frame), std::move(r.respond));
+  }
 };
 
 }  // namespace rdmq::broker::internal

@@ -72,5 +72,20 @@ TEST_CASE("rebuilding from batch headers keeps the newest epoch's last sequence"
   CHECK(t.size() == 0);
 }
 
+TEST_CASE("the recent batches answer a retry of any request inside a range stored at once",
+          "[broker][producer_state]") {
+  ProducerStateTable t;
+  // Sequences 10..19 stored at offsets 100..109 (three pipelined requests appended together).
+  t.NoteBatch(ProducerId(1), 0, {10, 19, Offset(100)});
+  CHECK(t.FindBatch(ProducerId(1), 0, 10, 19) == Offset(100));
+  CHECK(t.FindBatch(ProducerId(1), 0, 10, 12) == Offset(100));
+  CHECK(t.FindBatch(ProducerId(1), 0, 13, 17) == Offset(103));
+  CHECK(t.FindBatch(ProducerId(1), 0, 18, 19) == Offset(108));
+  CHECK_FALSE(t.FindBatch(ProducerId(1), 0, 18, 20).has_value());  // reaches past the range
+  CHECK_FALSE(t.FindBatch(ProducerId(1), 0, 5, 10).has_value());
+  CHECK_FALSE(t.FindBatch(ProducerId(1), 1, 10, 12).has_value());  // another epoch
+  CHECK_FALSE(t.FindBatch(ProducerId(2), 0, 10, 12).has_value());
+}
+
 }  // namespace
 }  // namespace rdmq::broker::internal
