@@ -65,8 +65,8 @@ Status LocalAppender::Check(Partition& p, std::span<const ByteSpan> parts, Ident
   return CheckSequence(p, who, dup);
 }
 
-Status LocalAppender::CheckPart(Partition& p, ByteSpan batches, uint64_t max, Identity* who, bool* first_batch,
-                                int32_t* next_sequence) {
+Status LocalAppender::CheckPart(Partition& p, ByteSpan batches, uint64_t max, Identity* who,
+                                bool* first_batch, int32_t* next_sequence) {
   bool& first = *first_batch;
   int32_t& next_seq = *next_sequence;
   // A compressed batch is decompressed and its records checked here, before anything is copied, so
@@ -161,7 +161,8 @@ Result<storage::Reservation> LocalAppender::Reserve(Partition& p, uint64_t lengt
                 "the active segment of " + p.where() + " is full and waits for earlier shared writes; retry");
 }
 
-LocalAppendResult LocalAppender::Append(Partition& p, ByteSpan batches, std::function<void(Result<Offset>)> done) {
+LocalAppendResult LocalAppender::Append(Partition& p, ByteSpan batches,
+                                        std::function<void(Result<Offset>)> done) {
   const ByteSpan one[] = {batches};
   return Append(p, std::span<const ByteSpan>(one), std::move(done));
 }

@@ -37,13 +37,13 @@ struct LocalPrefault {
 };
 
 struct LocalAppendResult {
-  Status status;                   // a WireError (or the log's error): nothing was stored
+  Status status;  // a WireError (or the log's error): nothing was stored
   // The bytes were written into the log (set before anything can fail after that): a failure
   // now left a filler there. A failure without it changed nothing, not even producer state.
   bool wrote = false;
-  bool pending = false;            // accepted: the base offset comes through `done` later
-  bool duplicate = false;          // already stored (idempotence)
-  Offset base_offset{kNoOffset};   // when complete (or a duplicate whose offset is remembered)
+  bool pending = false;           // accepted: the base offset comes through `done` later
+  bool duplicate = false;         // already stored (idempotence)
+  Offset base_offset{kNoOffset};  // when complete (or a duplicate whose offset is remembered)
   Offset log_start{kNoOffset};
   // The next stretch of the segment ahead of this append, for the caller to populate off the
   // partition's lock, on another thread where it has one (empty when nothing is due).

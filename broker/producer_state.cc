@@ -53,7 +53,8 @@ std::optional<Offset> ProducerStateTable::FindBatch(ProducerId id, int16_t epoch
   for (const BatchPlace& b : it->second.batches) {
     // A remembered range may hold several requests' batches (the Kafka front door appends
     // pipelined requests as one): within it, one sequence is one offset.
-    if (b.first_sequence <= first_sequence && last_sequence <= b.last_sequence && b.base_offset != kNoOffset) {
+    if (b.first_sequence <= first_sequence && last_sequence <= b.last_sequence &&
+        b.base_offset != kNoOffset) {
       return Offset(b.base_offset.value() + (first_sequence - b.first_sequence));
     }
   }

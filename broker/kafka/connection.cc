@@ -111,12 +111,13 @@ void KafkaConnection::Parse() {
 
 void KafkaConnection::ReadRest(std::shared_ptr<KafkaFrame> frame, size_t have) {
   KafkaFrame& f = *frame;
-  asio::async_read(socket_, asio::buffer(f.bytes.data() + have, f.bytes.size() - have),
-                   [self = shared_from_this(), frame = std::move(frame)](const boost::system::error_code& ec, size_t) {
-                     if (ec) return self->Fail("read", ec);
-                     self->Dispatch({frame});
-                     self->Parse();
-                   });
+  asio::async_read(
+      socket_, asio::buffer(f.bytes.data() + have, f.bytes.size() - have),
+      [self = shared_from_this(), frame = std::move(frame)](const boost::system::error_code& ec, size_t) {
+        if (ec) return self->Fail("read", ec);
+        self->Dispatch({frame});
+        self->Parse();
+      });
 }
 
 void KafkaConnection::Dispatch(std::vector<std::shared_ptr<KafkaFrame>> frames) {

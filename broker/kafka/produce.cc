@@ -83,8 +83,9 @@ void Complete(const std::vector<PartWrite>& writes, const Result<Offset>& base) 
 
 // Decodes a Produce request and reserves its response slots; nullptr when it was answered
 // already (malformed: the connection closes).
-static std::shared_ptr<ProduceState> Prepare(KafkaCall call, kafka::Reader& r, kafka::ProduceRequest* req,
-                                             const std::function<void(const KafkaCall&, const Status&)>& malformed) {
+static std::shared_ptr<ProduceState> Prepare(
+    KafkaCall call, kafka::Reader& r, kafka::ProduceRequest* req,
+    const std::function<void(const KafkaCall&, const Status&)>& malformed) {
   if (Status s = kafka::Decode(r, call.header.api_version, req); !s.ok()) {
     malformed(call, s);
     return nullptr;
@@ -175,7 +176,8 @@ void KafkaFrontDoor::AppendWrites(const std::string& topic, int32_t index, std::
     while (i < writes.size()) {
       // The longest run from i that fits one range.
       size_t j = i + 1, bytes = writes[i].records.size();
-      while (j < writes.size() && bytes + writes[j].records.size() <= kMaxGroupBytes) bytes += writes[j++].records.size();
+      while (j < writes.size() && bytes + writes[j].records.size() <= kMaxGroupBytes)
+        bytes += writes[j++].records.size();
       if (j - i == 1 || !AppendGroup(p, std::span<PartWrite>(writes).subspan(i, j - i), &prefaults)) {
         for (; i < j; ++i) AppendOne(p, writes[i], &prefaults);
       }
@@ -192,7 +194,8 @@ void KafkaFrontDoor::AppendWrites(const std::string& topic, int32_t index, std::
   }
 }
 
-bool KafkaFrontDoor::AppendGroup(Partition& p, std::span<PartWrite> group, std::vector<LocalPrefault>* prefaults) {
+bool KafkaFrontDoor::AppendGroup(Partition& p, std::span<PartWrite> group,
+                                 std::vector<LocalPrefault>* prefaults) {
   std::vector<std::span<const std::byte>> parts;
   parts.reserve(group.size());
   for (const PartWrite& w : group) parts.push_back(w.records);

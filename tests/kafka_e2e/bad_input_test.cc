@@ -274,7 +274,6 @@ TEST_CASE("Kafka port: bad frames close that connection only, bad batches get er
   CHECK(inspect() == files_before);
 }
 
-
 // Produce requests a client pipelines arrive in one read and are appended together (one range,
 // one commit); each must still get the answer it would have got alone.
 std::string Sequenced(const std::string& value, int64_t producer_id, int32_t sequence) {
@@ -289,7 +288,8 @@ std::string Sequenced(const std::string& value, int64_t producer_id, int32_t seq
   return storage::EncodeBatch(o, std::span(&r, 1));
 }
 
-std::vector<kafka::ProducePartitionResponse> SendTogether(Socket& s, const std::vector<std::string>& batches) {
+std::vector<kafka::ProducePartitionResponse> SendTogether(Socket& s,
+                                                          const std::vector<std::string>& batches) {
   std::vector<std::byte> all;
   for (const std::string& b : batches) {
     auto one = Frame(ApiKey::kProduce, 7, OneBatch("p", 0, b));
