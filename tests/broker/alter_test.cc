@@ -9,6 +9,7 @@
 #include <string>
 #include <thread>
 
+#include "inproc_broker.h"
 #include "rdmq/broker/broker.h"
 #include "rdmq/client/admin.h"
 #include "rdmq/common/clock.h"
@@ -22,28 +23,12 @@ namespace {
 using namespace std::chrono_literals;
 using protocol::WireError;
 
-struct Running {
-  std::unique_ptr<Broker> broker;
-  std::unique_ptr<client::AdminClient> admin;
-  client::ClientOptions client;
-};
+using test::Running;
 
 Running Start(const rdmq::test::TempDir& dir) {
-  BrokerConfig cfg;
-  cfg.data_dir = dir.str();
-  cfg.fabric = "shm";
-  cfg.listen_kafka = "127.0.0.1:0";
-  cfg.log_level = "warn";
+  BrokerConfig cfg = test::TestConfig(dir);
   cfg.retention_check_interval_ms = 10;
-  auto b = Broker::Start(cfg);
-  REQUIRE_OK(b);
-  Running r;
-  r.broker = std::move(*b);
-  r.client.bootstrap = r.broker->control_address();
-  auto a = client::AdminClient::Connect(r.client);
-  REQUIRE_OK(a);
-  r.admin = std::move(*a);
-  return r;
+  return test::Start(cfg);
 }
 
 std::unique_ptr<producer::Producer> MakeProducer(const client::ClientOptions& c) {

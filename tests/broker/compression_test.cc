@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "inproc_broker.h"
 #include "rdmq/broker/broker.h"
 #include "rdmq/client/admin.h"
 #include "rdmq/common/clock.h"
@@ -29,31 +30,10 @@ using namespace std::chrono_literals;
 using compression::Codec;
 using Clock = std::chrono::steady_clock;
 
-struct Running {
-  std::unique_ptr<Broker> broker;
-  std::unique_ptr<client::AdminClient> admin;
-  client::ClientOptions client;
-};
+using test::Running;
 
 Running Start(const rdmq::test::TempDir& dir, const std::string& fabric) {
-  BrokerConfig cfg;
-  cfg.data_dir = dir.str();
-  cfg.fabric = fabric;
-  if (fabric == "tcp") {
-    cfg.listen_control = "127.0.0.1:0";
-    cfg.listen_data = "127.0.0.1:0";
-  }
-  cfg.listen_kafka = "127.0.0.1:0";  // never Kafka's 9092, which another test or broker may hold
-  cfg.log_level = "warn";
-  auto b = Broker::Start(cfg);
-  REQUIRE_OK(b);
-  Running r;
-  r.broker = std::move(*b);
-  r.client.bootstrap = r.broker->control_address();
-  auto a = client::AdminClient::Connect(r.client);
-  REQUIRE_OK(a);
-  r.admin = std::move(*a);
-  return r;
+  return test::Start(test::TestConfig(dir, fabric));
 }
 
 struct Want {

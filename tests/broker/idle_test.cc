@@ -5,6 +5,7 @@
 #include <chrono>
 #include <thread>
 
+#include "inproc_broker.h"
 #include "rdmq/broker/broker.h"
 #include "support/test_util.h"
 
@@ -15,12 +16,7 @@ using namespace std::chrono_literals;
 
 TEST_CASE("an idle broker's commit poller sleeps: one wake per wait slice, no spinning", "[broker][idle]") {
   rdmq::test::TempDir dir("rdmq-idle");
-  BrokerConfig cfg;
-  cfg.data_dir = dir.str();
-  cfg.fabric = "shm";
-  cfg.listen_kafka = "127.0.0.1:0";
-  cfg.log_level = "warn";
-  auto b = Broker::Start(cfg);
+  auto b = Broker::Start(test::TestConfig(dir));
   REQUIRE_OK(b);
   Broker& broker = **b;
   std::this_thread::sleep_for(100ms);  // past start-up
