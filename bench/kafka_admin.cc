@@ -28,7 +28,9 @@ Status KafkaConf::SetKeyValues(const std::vector<std::string>& kv, const std::st
   for (const std::string& s : kv) {
     const size_t eq = s.find('=');
     if (eq == std::string::npos || eq == 0) {
-      return Status(Errc::kInvalidArgument, option + " '" + s + "' is not key=value");
+      std::string what = option;
+      what += " '" + s + "' is not key=value";
+      return Status(Errc::kInvalidArgument, what);
     }
     RDMQ_RETURN_IF_ERROR(Set(s.substr(0, eq), s.substr(eq + 1), option));
   }

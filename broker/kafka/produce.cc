@@ -200,7 +200,8 @@ bool KafkaFrontDoor::AppendGroup(Partition& p, std::span<PartWrite> group,
   parts.reserve(group.size());
   for (const PartWrite& w : group) parts.push_back(w.records);
   auto shared = std::make_shared<std::vector<PartWrite>>(group.begin(), group.end());
-  LocalAppendResult res = d_.appender->Append(p, parts, [shared](Result<Offset> o) { Complete(*shared, o); });
+  LocalAppendResult res =
+      d_.appender->Append(p, parts, [shared](const Result<Offset>& o) { Complete(*shared, o); });
   if (!res.wrote && (!res.status.ok() || res.duplicate)) return false;  // nothing changed: one by one
   for (PartWrite& w : group) w.out->log_start_offset = res.log_start.value();
   if (res.prefault.length != 0) prefaults->push_back(std::move(res.prefault));
