@@ -451,13 +451,18 @@ TEST_CASE("after a delivery timeout an idempotent producer carries on when the b
   REQUIRE_OK(c);
   REQUIRE_OK((*c)->Assign({{"t", 0}}));
   std::vector<std::string> got;
-  for (int i = 0; i < 100 && got.size() < 11; ++i) {
+  for (int i = 0; i < 100 && (got.empty() || got.back() != "later9"); ++i) {
     auto recs = (*c)->Poll(50ms);
     REQUIRE_OK(recs);
     for (const auto& r : *recs) got.emplace_back(r.value.value_or(""));
   }
+  // A timed-out record was not acknowledged, which does not mean it was not stored (Kafka's rule
+  // too): a batch written into the segment just as the broker died is adopted by its recovery
+  // scan. So between "first" and the later records there may be some "lost" ones, each once.
   std::vector<std::string> want = {"first"};
+  for (size_t i = 1; i < got.size() && got[i] == "lost" && i <= lost.size(); ++i) want.push_back("lost");
   for (int i = 0; i < 10; ++i) want.push_back("later" + std::to_string(i));
+  INFO("stored " << want.size() - 11 << " of the timed-out records");
   CHECK(got == want);
 }
 

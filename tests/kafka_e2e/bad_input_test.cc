@@ -248,8 +248,9 @@ TEST_CASE("Kafka port: bad frames close that connection only, bad batches get er
   }
   SECTION("a gzip batch whose compressed bytes do not inflate is CORRUPT_MESSAGE, refused whole") {
     Socket s(f.kafka());
+    const std::string value(200, 'z');  // outlives the record, which only views it
     storage::RecordInput r;
-    r.value = std::string(200, 'z');
+    r.value = value;
     r.timestamp = TimestampMs(1700000000000);
     storage::BatchOptions o;
     o.base_offset = Offset(0);
