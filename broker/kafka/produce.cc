@@ -12,6 +12,7 @@
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <utility>
 
 #include "broker/kafka/asio.h"
 #include "broker/kafka/front_door.h"
@@ -62,6 +63,13 @@ using PartWrite = KafkaPartWrite;
 
 // A group's appends are bounded so that one range never nears a segment's size.
 constexpr size_t kMaxGroupBytes = size_t{8} << 20;
+
+// The producer id and epoch of the first batch (-1, -1 when it does not decode: the checks say why).
+std::pair<int64_t, int16_t> ProducerOf(std::span<const std::byte> batches) {
+  storage::BatchHeader h;
+  if (!storage::DecodeBatchHeader(batches, &h).ok()) return {-1, -1};
+  return {h.producer_id.value(), h.producer_epoch};
+}
 
 // Records (offsets) in whole, checked batches.
 int64_t OffsetCount(std::span<const std::byte> batches) {
@@ -245,9 +253,13 @@ void KafkaFrontDoor::AppendNow(Partition& p, std::vector<PartWrite>& writes) {
     MutexLock lock(p.mu);
     size_t i = 0;
     while (i < writes.size()) {
-      // The longest run from i that fits one range.
+      // The longest run from i of one producer's writes that fits one range (writes from
+      // several connections meet here through the append queue; the checks take one producer
+      // per range).
+      const auto who = ProducerOf(writes[i].records);
       size_t j = i + 1, bytes = writes[i].records.size();
-      while (j < writes.size() && bytes + writes[j].records.size() <= kMaxGroupBytes)
+      while (j < writes.size() && bytes + writes[j].records.size() <= kMaxGroupBytes &&
+             ProducerOf(writes[j].records) == who)
         bytes += writes[j++].records.size();
       if (j - i == 1 || !AppendGroup(p, std::span<PartWrite>(writes).subspan(i, j - i), &prefaults)) {
         for (; i < j; ++i) AppendOne(p, writes[i], &prefaults);
