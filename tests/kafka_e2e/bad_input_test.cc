@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstring>
@@ -337,6 +338,51 @@ TEST_CASE("Kafka port: pipelined produce requests each get their own offsets and
   CHECK(r[1].error_code == ErrorCode::kNone);
   CHECK(r[1].base_offset == 5);
   CHECK(f.Kcat({"-C", "-t", "p", "-e", "-q", "-f", "%o %s\n"}).out == "0 a\n1 b\n2 c\n3 d\n4 e\n5 g\n");
+}
+
+TEST_CASE("Kafka port: two idempotent producers' pipelined requests on one durable partition",
+          "[e2e][kafka]") {
+  Fixture f;
+  REQUIRE_RUN(f.Rdmq({"topic", "create", "q", "--partitions", "1", "--config", "durability=durable"}), 0);
+  Socket a(f.kafka());
+  Socket b(f.kafka());
+  // Both connections' requests reach the partition's append queue together; each producer's
+  // run is checked and stored on its own, in its own order.
+  auto frames = [](int64_t producer, const std::string& prefix) {
+    std::vector<std::byte> all;
+    for (int i = 0; i < 3; ++i) {
+      auto one =
+          Frame(ApiKey::kProduce, 7, OneBatch("q", 0, Sequenced(prefix + std::to_string(i), producer, i)));
+      all.insert(all.end(), one.begin(), one.end());
+    }
+    return all;
+  };
+  a.Send(frames(7001, "a"));
+  b.Send(frames(7002, "b"));
+  std::vector<int64_t> offsets;
+  for (Socket* s : {&a, &b}) {
+    for (int i = 0; i < 3; ++i) {
+      auto body = s->Receive();
+      REQUIRE(body);
+      auto pr = Decode<kafka::ProduceResponse>(ApiKey::kProduce, 7, *body);
+      REQUIRE(pr.topics.size() == 1);
+      CHECK(pr.topics[0].partitions[0].error_code == ErrorCode::kNone);
+      offsets.push_back(pr.topics[0].partitions[0].base_offset);
+    }
+  }
+  // Each producer's offsets increase; together they are 0..5, each once.
+  CHECK(offsets[0] < offsets[1]);
+  CHECK(offsets[1] < offsets[2]);
+  CHECK(offsets[3] < offsets[4]);
+  CHECK(offsets[4] < offsets[5]);
+  std::vector<int64_t> sorted = offsets;
+  std::sort(sorted.begin(), sorted.end());
+  CHECK(sorted == std::vector<int64_t>{0, 1, 2, 3, 4, 5});
+  const std::string out = f.Kcat({"-C", "-t", "q", "-e", "-q", "-f", "%o %s\n"}).out;
+  for (int i = 0; i < 6; ++i) {
+    const std::string value = (i < 3 ? "a" : "b") + std::to_string(i % 3);
+    CHECK(Contains(out, std::to_string(offsets[static_cast<size_t>(i)]) + " " + value + "\n"));
+  }
 }
 
 }  // namespace
