@@ -98,62 +98,51 @@ bool HaveBroker() {
   return f.good();
 }
 
-TEST_CASE("rdmq-bench rdmq run against its own broker: threads, exclusive producers", "[bench][smoke]") {
-  if (!HaveBinary() || !HaveBroker())
-    RDMQ_SKIP("rdmq-bench or rdmq-broker is not built beside " + BenchBinary());
-  rdmq::test::TempDir dir;
+// rdmq-bench against a broker it starts itself (data in dir/broker) with `args`: exits 0 and
+// every one of `records` went through. The result's JSON.
+nlohmann::json RunWithBroker(const rdmq::test::TempDir& dir, const std::string& system,
+                             const std::string& args, uint64_t records) {
   const std::string json = (dir / "r.json").string();
   std::string out;
-  const int rc =
-      Run(BenchBinary() + " --system rdmq --start-broker --broker-dir " + (dir / "broker").string() +
-              " -p 2 -c 2 --partitions 2 -n 20000 -s 100 --progress plain --json " + json,
-          &out);
+  const int rc = Run(BenchBinary() + " --system " + system + " --start-broker --broker-dir " +
+                         (dir / "broker").string() + " " + args + " --json " + json,
+                     &out);
   INFO(out);
   REQUIRE(rc == 0);
   Result<nlohmann::json> j = ReadJson(json);
   REQUIRE_OK(j);
-  CheckCounts(*j, 40000);
-  CHECK((*j)["cpu"]["server"].is_object());  // the broker's CPU time was read
+  CheckCounts(*j, records);
+  return *j;
+}
+
+TEST_CASE("rdmq-bench rdmq run against its own broker: threads, exclusive producers", "[bench][smoke]") {
+  if (!HaveBinary() || !HaveBroker())
+    RDMQ_SKIP("rdmq-bench or rdmq-broker is not built beside " + BenchBinary());
+  rdmq::test::TempDir dir;
+  const nlohmann::json j =
+      RunWithBroker(dir, "rdmq", "-p 2 -c 2 --partitions 2 -n 20000 -s 100 --progress plain", 40000);
+  CHECK(j["cpu"]["server"].is_object());  // the broker's CPU time was read
 }
 
 TEST_CASE("rdmq-bench rdmq run: processes, one record in flight", "[bench][smoke]") {
   if (!HaveBinary() || !HaveBroker())
     RDMQ_SKIP("rdmq-bench or rdmq-broker is not built beside " + BenchBinary());
   rdmq::test::TempDir dir;
-  const std::string json = (dir / "r.json").string();
-  std::string out;
-  const int rc =
-      Run(BenchBinary() + " --system rdmq --start-broker --broker-dir " + (dir / "broker").string() +
-              " --procs -p 2 -c 1 --partitions 2 --durability visibility -n 3000 -w 1"
-              " --progress none --json " +
-              json,
-          &out);
-  INFO(out);
-  REQUIRE(rc == 0);
-  Result<nlohmann::json> j = ReadJson(json);
-  REQUIRE_OK(j);
-  CheckCounts(*j, 6000);
+  RunWithBroker(dir, "rdmq",
+                "--procs -p 2 -c 1 --partitions 2 --durability visibility -n 3000 -w 1 --progress none",
+                6000);
 }
 
 TEST_CASE("rdmq-bench kafka run through rdmq's Kafka listener, broker started for it", "[bench][smoke]") {
   if (!HaveBinary() || !HaveBroker())
     RDMQ_SKIP("rdmq-bench or rdmq-broker is not built beside " + BenchBinary());
   rdmq::test::TempDir dir;
-  const std::string json = (dir / "r.json").string();
-  std::string out;
   // Two partitions, so records of both reach one consumer through one librdkafka queue.
-  const int rc =
-      Run(BenchBinary() + " --system kafka --start-broker --broker-dir " + (dir / "broker").string() +
-              " -p 1 -c 1 --partitions 2 -n 5000 -s 100 --linger-ms 1 --progress plain --json " + json,
-          &out);
-  INFO(out);
-  REQUIRE(rc == 0);
-  Result<nlohmann::json> j = ReadJson(json);
-  REQUIRE_OK(j);
-  CheckCounts(*j, 5000);
-  CHECK((*j)["cpu"]["server"].is_object());  // the broker's CPU time was read
-  CHECK((*j)["system"] == "kafka");
-  CHECK((*j)["description"].get<std::string>().find("Kafka listener") != std::string::npos);
+  const nlohmann::json j = RunWithBroker(
+      dir, "kafka", "-p 1 -c 1 --partitions 2 -n 5000 -s 100 --linger-ms 1 --progress plain", 5000);
+  CHECK(j["cpu"]["server"].is_object());  // the broker's CPU time was read
+  CHECK(j["system"] == "kafka");
+  CHECK(j["description"].get<std::string>().find("Kafka listener") != std::string::npos);
 }
 
 TEST_CASE("rdmq-bench kafka: a property librdkafka rejects fails the run and names it", "[bench][smoke]") {
