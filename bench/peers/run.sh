@@ -174,6 +174,30 @@ workloads() {  # workloads PREFIX ARGS...: every workload with the system's argu
   run_bench "$prefix-lat100B" "$@" --procs --size 100 --count "$nlat" --window 1 --rate 10000
 }
 
+# start_broker DIR DURABILITY KAFKA_LISTEN ADDR_KEY LOG: rdmq-broker on shm with its data in DIR;
+# waits for the ADDR_KEY line (control or kafka) of DIR/rdmq.addr. Sets pid and addr for the
+# caller; on failure prints the log's end, stops the broker and returns 1.
+start_broker() {
+  local dir=$1 durability=$2 kafka=$3 key=$4 log=$5
+  setsid "$broker" --data-dir "$dir" --fabric shm --set "durability=$durability" --set log.level=warn \
+    --set "listen.kafka=$kafka" >"$log" 2>&1 &
+  pid=$!
+  pids+=("$pid")
+  addr=""
+  for _ in $(seq 400); do
+    [[ -f $dir/rdmq.addr ]] && addr=$(awk -v k="$key" '$1 == k {print $2}' "$dir/rdmq.addr")
+    [[ -n $addr ]] && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  if [[ -z $addr ]]; then
+    echo "run.sh: rdmq-broker did not start (no $key address in $dir/rdmq.addr); its log:" >&2
+    tail -n 20 "$log" >&2
+    stop_server "$pid"
+    return 1
+  fi
+}
+
 # ------------------------------------------------------------------ rdmq
 run_rdmq() {
   if [[ ! -x $broker ]] || ! "$bench" systems | grep -qx rdmq; then
@@ -187,23 +211,8 @@ run_rdmq() {
     echo
     echo "== rdmq, fabric shm, topic durability=$durability (broker data in $dir)"
     # shm: the broker listens on Unix sockets in its data directory only.
-    setsid "$broker" --data-dir "$dir" --fabric shm --set "durability=$durability" --set log.level=warn \
-      --set listen.kafka=off >"$out/rdmq-$durability.log" 2>&1 &
-    local pid=$!
-    pids+=("$pid")
-    local addr=""
-    for _ in $(seq 400); do
-      [[ -f $dir/rdmq.addr ]] && addr=$(awk '$1 == "control" {print $2}' "$dir/rdmq.addr")
-      [[ -n $addr ]] && break
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.05
-    done
-    if [[ -z $addr ]]; then
-      echo "run.sh: rdmq-broker did not start; its log:" >&2
-      tail -n 20 "$out/rdmq-$durability.log" >&2
-      stop_server "$pid"
-      return 1
-    fi
+    local pid addr
+    start_broker "$dir" "$durability" off control "$out/rdmq-$durability.log" || return 1
     local label="persist per commit (group commit)"
     [[ $durability == visibility ]] && label="visible on commit, persisted by checkpoints"
     workloads "rdmq-$durability" --system rdmq --address "$addr" --server-pid "$pid" \
@@ -226,23 +235,8 @@ run_kafka() {
     mkdir -p "$dir"
     echo
     echo "== kafka: rdmq's Kafka listener, topic durability=$durability (broker data in $dir)"
-    setsid "$broker" --data-dir "$dir" --fabric shm --set "durability=$durability" --set log.level=warn \
-      --set listen.kafka=127.0.0.1:0 >"$out/kafka-$durability.log" 2>&1 &
-    local pid=$!
-    pids+=("$pid")
-    local addr=""
-    for _ in $(seq 400); do
-      [[ -f $dir/rdmq.addr ]] && addr=$(awk '$1 == "kafka" {print $2}' "$dir/rdmq.addr")
-      [[ -n $addr ]] && break
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.05
-    done
-    if [[ -z $addr ]]; then
-      echo "run.sh: rdmq-broker did not start its Kafka listener; its log:" >&2
-      tail -n 20 "$out/kafka-$durability.log" >&2
-      stop_server "$pid"
-      return 1
-    fi
+    local pid addr
+    start_broker "$dir" "$durability" 127.0.0.1:0 kafka "$out/kafka-$durability.log" || return 1
     local label="Kafka listener, persist per commit"
     [[ $durability == visibility ]] && label="Kafka listener, visibility"
     workloads "kafka-$durability" --system kafka --address "$addr" --server-pid "$pid" \
