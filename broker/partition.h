@@ -33,6 +33,7 @@ namespace rdmq::broker::internal {
 
 struct Lease;
 struct Session;
+struct KafkaAppendQueue;  // kafka/produce.cc
 
 // A read-write MAP_SHARED mapping of a file the log maps read-only (a sealed segment after a
 // restart), made only to register it on verbs: Linux before 6.2 pins every MR's pages for
@@ -192,6 +193,9 @@ class Partition : public std::enable_shared_from_this<Partition> {
     uint64_t to = 0;  // data-area position
   };
   PrefaultMark& local_prefault() REQUIRES(mu) { return local_prefault_; }
+  // The Kafka front door's append queue for this partition (kafka/produce.cc): made on the first
+  // Kafka write to it while its topic is durable, kept for the partition's life.
+  std::shared_ptr<KafkaAppendQueue>& kafka_queue() REQUIRES(mu) { return kafka_queue_; }
   // The watches, for the publisher to notify and keep those still waiting.
   std::vector<Watch>& watches() REQUIRES(mu) { return watches_; }
 
@@ -239,6 +243,7 @@ class Partition : public std::enable_shared_from_this<Partition> {
   uint64_t next_waiter_id_ GUARDED_BY(mu) = 1;
   uint64_t local_append_ns_ GUARDED_BY(mu) = 0;
   PrefaultMark local_prefault_ GUARDED_BY(mu);
+  std::shared_ptr<KafkaAppendQueue> kafka_queue_ GUARDED_BY(mu);
   bool dirty_ GUARDED_BY(mu) = false;    // commits since the last periodic checkpoint
   bool deleted_ GUARDED_BY(mu) = false;  // closed: the topic was deleted or the broker stops
 };

@@ -18,7 +18,6 @@
 #pragma once
 
 #include <atomic>
-#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -33,7 +32,6 @@
 #include "local_append.h"
 #include "publisher.h"
 #include "rdmq/broker/config.h"
-#include "rdmq/common/mutex.h"
 #include "rdmq/kafka/errors.h"
 #include "rdmq/kafka/frame.h"
 #include "rdmq/kafka/messages.h"
@@ -116,9 +114,7 @@ class KafkaFrontDoor final : public KafkaRequestHandler {
   void AppendWrites(const std::string& topic, int32_t index, std::vector<KafkaPartWrite>& writes);
   // Runs of the writes appended as one range where the checks allow, the others one by one.
   void AppendNow(Partition& p, std::vector<KafkaPartWrite>& writes);
-  void AppendQueued(const std::shared_ptr<KafkaAppendQueue>& q);
-  // The partition's queue; made if `create`, else nullptr when it has none.
-  std::shared_ptr<KafkaAppendQueue> QueueFor(const std::string& topic, int32_t index, bool create);
+  void AppendQueued(const std::shared_ptr<Partition>& p, const std::shared_ptr<KafkaAppendQueue>& q);
   // False when the group was refused before anything was written (append it one by one).
   bool AppendGroup(Partition& p, std::span<KafkaPartWrite> group, std::vector<LocalPrefault>* prefaults)
       REQUIRES(p.mu);
@@ -145,8 +141,6 @@ class KafkaFrontDoor final : public KafkaRequestHandler {
   int32_t port_ = 0;
   boost::asio::io_context* io_ = nullptr;
   std::atomic<uint64_t> fetch_waits_{0};
-  Mutex queues_mu_;
-  std::map<std::pair<std::string, int32_t>, std::shared_ptr<KafkaAppendQueue>> queues_ GUARDED_BY(queues_mu_);
 };
 
 // Kafka's error code for an rdmq error (a WireError, a storage or metadata error).

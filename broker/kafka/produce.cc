@@ -47,13 +47,9 @@ struct KafkaPartWrite {
 
 // A durable partition's Kafka writes waiting for the append in progress (its persist) to end.
 struct KafkaAppendQueue {
-  struct Entry {
-    std::shared_ptr<Partition> partition;  // as found when the writes arrived
-    std::vector<KafkaPartWrite> writes;
-  };
   Mutex mu;
   bool busy GUARDED_BY(mu) = false;  // a drain is posted or running
-  std::vector<Entry> waiting GUARDED_BY(mu);
+  std::vector<KafkaPartWrite> waiting GUARDED_BY(mu);
 };
 
 namespace {
@@ -188,43 +184,35 @@ void KafkaFrontDoor::AppendWrites(const std::string& topic, int32_t index, std::
     return;
   }
   std::shared_ptr<Partition> part = *found;
-  bool durable = false;
-  {
-    MutexLock lock(part->mu);
-    durable = part->config().durability == metadata::Durability::kDurable;
-  }
   // The connection goes back to reading while a listener thread appends and persists: what it
   // reads meanwhile joins the next group. (A partition that has a queue keeps using it, so a
   // topic altered to visibility cannot overtake writes still queued.)
-  std::shared_ptr<KafkaAppendQueue> q = io_ == nullptr ? nullptr : QueueFor(topic, index, durable);
+  std::shared_ptr<KafkaAppendQueue> q;
+  {
+    MutexLock lock(part->mu);
+    std::shared_ptr<KafkaAppendQueue>& mine = part->kafka_queue();
+    if (!mine && io_ != nullptr && part->config().durability == metadata::Durability::kDurable) {
+      mine = std::make_shared<KafkaAppendQueue>();
+    }
+    q = mine;
+  }
   if (!q) {
     AppendNow(*part, writes);
     return;
   }
   {
     MutexLock lock(q->mu);
-    q->waiting.push_back({std::move(part), std::move(writes)});
+    for (PartWrite& w : writes) q->waiting.push_back(std::move(w));
     if (q->busy) return;  // the drain in progress takes them next
     q->busy = true;
   }
-  asio::post(*io_, [this, q] { AppendQueued(q); });
+  asio::post(*io_, [this, part = std::move(part), q] { AppendQueued(part, q); });
 }
 
-std::shared_ptr<KafkaAppendQueue> KafkaFrontDoor::QueueFor(const std::string& topic, int32_t index,
-                                                           bool create) {
-  MutexLock lock(queues_mu_);
-  if (!create) {
-    auto it = queues_.find({topic, index});
-    return it == queues_.end() ? nullptr : it->second;
-  }
-  auto& q = queues_[{topic, index}];
-  if (!q) q = std::make_shared<KafkaAppendQueue>();
-  return q;
-}
-
-void KafkaFrontDoor::AppendQueued(const std::shared_ptr<KafkaAppendQueue>& q) {
+void KafkaFrontDoor::AppendQueued(const std::shared_ptr<Partition>& p,
+                                  const std::shared_ptr<KafkaAppendQueue>& q) {
   for (;;) {
-    std::vector<KafkaAppendQueue::Entry> batch;
+    std::vector<PartWrite> batch;
     {
       MutexLock lock(q->mu);
       if (q->waiting.empty()) {
@@ -233,17 +221,7 @@ void KafkaFrontDoor::AppendQueued(const std::shared_ptr<KafkaAppendQueue>& q) {
       }
       batch.swap(q->waiting);
     }
-    // Consecutive entries for the same partition object go together (a topic deleted and made
-    // again meanwhile is another object: its writes go to it separately).
-    for (size_t i = 0; i < batch.size();) {
-      std::vector<PartWrite> all = std::move(batch[i].writes);
-      size_t j = i + 1;
-      for (; j < batch.size() && batch[j].partition == batch[i].partition; ++j) {
-        for (PartWrite& w : batch[j].writes) all.push_back(std::move(w));
-      }
-      AppendNow(*batch[i].partition, all);
-      i = j;
-    }
+    AppendNow(*p, batch);
   }
 }
 
