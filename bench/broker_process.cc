@@ -50,7 +50,9 @@ Status BrokerProcess::Start(const Workload& w, const std::string& wait_for) {
                                    "--set",
                                    "durability=" + w.durability,
                                    "--set",
-                                   "listen.kafka=127.0.0.1:0"};
+                                   "listen.kafka=127.0.0.1:0",
+                                   "--set",
+                                   "listen.http=127.0.0.1:0"};
   if (w.fabric != "shm") {
     args.insert(args.end(), {"--set", "listen.control=127.0.0.1:0", "--set", "listen.data=127.0.0.1:0"});
   }

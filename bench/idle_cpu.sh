@@ -28,7 +28,7 @@ done
 [[ -x $bin/rdmq-broker ]] || { echo "no rdmq-broker in $bin (build it: cmake --build build/release --target rdmq-broker)" >&2; exit 1; }
 
 dir=$(mktemp -d -t rdmq-idle-XXXXXX)
-"$bin/rdmq-broker" -d "$dir/data" --set log.level=warn --set listen.kafka=127.0.0.1:0 "${extra[@]}" >"$dir/broker.log" 2>&1 &
+"$bin/rdmq-broker" -d "$dir/data" --set log.level=warn --set listen.kafka=127.0.0.1:0 --set listen.http=127.0.0.1:0 "${extra[@]}" >"$dir/broker.log" 2>&1 &
 pid=$!
 cleanup() { kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$dir"; }
 trap cleanup EXIT

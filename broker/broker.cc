@@ -120,6 +120,13 @@ Status BrokerImpl::Init() {
   const uint64_t t0 = MonoNanos();
   RDMQ_RETURN_IF_ERROR(Validate(cfg_));
   RDMQ_RETURN_IF_ERROR(LockDataDir());
+  if (cfg_.listen_http != "off") {
+    // First, so that an operator sees /healthz (and /readyz say "recovering") during recovery.
+    auto h = metrics::HttpServer::Start(cfg_.listen_http,
+                                        [this](const metrics::HttpRequest& r) { return ServeHttp(r); });
+    if (!h.ok()) return h.status().WithContext("listen.http (set listen.http=HOST:PORT elsewhere, or off)");
+    http_ = std::move(*h);
+  }
   metadata::StoreOptions mo;
   mo.dir = cfg_.data_dir + "/meta";
   RDMQ_ASSIGN_OR_RETURN(meta_, metadata::MetadataStore::Open(mo));
@@ -180,11 +187,14 @@ Status BrokerImpl::Init() {
     addr << "control " << control_fabric_->address() << "\n"
          << "data " << data_fabric_->address() << "\n";
     if (kafka_) addr << "kafka " << kafka_->address() << "\n";
+    if (http_) addr << "http " << http_->address() << "\n";
   }
+  phase_.store(Phase::kServing, std::memory_order_release);
   RDMQ_LOG(kInfo, "broker", "broker started")
       .kv("control", control_fabric_->address())
       .kv("data", data_fabric_->address())
       .kv("kafka", kafka_ ? kafka_->address() : "off")
+      .kv("http", http_ ? http_->address() : "off")
       .kv("fabric", cfg_.fabric)
       .kv("data_dir", cfg_.data_dir)
       .kv("topics", static_cast<uint64_t>(topics_->topic_count()))
@@ -220,6 +230,8 @@ Status BrokerImpl::Shutdown() {
   shut_down_ = true;
   const uint64_t t0 = MonoNanos();
   RDMQ_LOG(kInfo, "broker", "shutting down");
+  phase_.store(Phase::kStopping, std::memory_order_release);
+  if (http_) http_->Stop();  // no scrape runs past this point
   // 1. Stop accepting: data endpoints, then RPCs (which closes every connection handle).
   if (acceptor_) acceptor_->Stop();
   if (rpc_) rpc_->Stop();
@@ -263,6 +275,7 @@ Status BrokerImpl::Shutdown() {
 std::string BrokerImpl::control_address() const { return control_fabric_ ? control_fabric_->address() : ""; }
 std::string BrokerImpl::data_address() const { return data_fabric_ ? data_fabric_->address() : ""; }
 std::string BrokerImpl::kafka_address() const { return kafka_ ? kafka_->address() : ""; }
+std::string BrokerImpl::http_address() const { return http_ ? http_->address() : ""; }
 
 Broker::Stats BrokerImpl::stats() const {
   Stats s;

@@ -42,6 +42,7 @@
 #include "rdmq/fabric/fabric.h"
 #include "rdmq/metadata/offsets.h"
 #include "rdmq/metadata/store.h"
+#include "rdmq/metrics/http.h"
 #include "rdmq/rpc/server.h"
 #include "session.h"
 #include "topic_table.h"
@@ -60,6 +61,7 @@ class BrokerImpl final : public Broker {
   std::string control_address() const override;
   std::string data_address() const override;
   std::string kafka_address() const override;
+  std::string http_address() const override;
   Stats stats() const override;
 
  private:
@@ -70,6 +72,13 @@ class BrokerImpl final : public Broker {
   // A client left (its RPC connection or data endpoint closed, or the broker stops): its leases
   // end, its endpoint closes.
   void EndSession(uint64_t client_id, const char* why);
+
+  // The HTTP endpoint (metrics_view.cc). A scrape reads the broker's parts only while it serves:
+  // Init publishes kServing after the last part is built, and Shutdown stops the endpoint
+  // (joining its thread) before it takes anything down.
+  enum class Phase { kStarting, kServing, kStopping };
+  metrics::HttpResponse ServeHttp(const metrics::HttpRequest& r) const;
+  std::string Scrape(Phase phase) const;
 
   static constexpr uint32_t kMaxLeases = 16384;
   static constexpr uint32_t kNotifySlots = 4096;
@@ -91,6 +100,8 @@ class BrokerImpl final : public Broker {
 
   Counters n_;
   std::atomic<bool> stopping_{false};
+  std::atomic<Phase> phase_{Phase::kStarting};
+  std::unique_ptr<metrics::HttpServer> http_;
   SessionTable sessions_;
   std::unique_ptr<Publisher> publisher_;
   std::unique_ptr<LeaseManager> leases_;

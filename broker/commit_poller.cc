@@ -23,6 +23,7 @@ void CommitPoller::OnReceive(const fabric::Completion& c) {
   auto session = d_.sessions->ByEndpoint(c.endpoint_id);
   if (!session) return;
   if (c.status) {
+    Counters::Add(d_.counters->data_errors);
     if (c.status == fabric::FabricErrc::kPeerGone || c.status == fabric::FabricErrc::kFlushed) {
       d_.end_session(session->client_id, "data endpoint closed");
     } else {
@@ -45,6 +46,7 @@ void CommitPoller::OnReceive(const fabric::Completion& c) {
 }
 
 void CommitPoller::Commit(const std::shared_ptr<Lease>& l, Session& session, uint64_t byte_len) {
+  const uint64_t t0 = MonoNanos();
   Partition& p = *l->partition;
   MutexLock lock(p.mu);
   if (l->ended) return;  // already told
@@ -78,6 +80,7 @@ void CommitPoller::Commit(const std::shared_ptr<Lease>& l, Session& session, uin
   if (!out.ok()) return fail(out.status());
   if (l->producer_id.value() >= 0) p.producers().Set(l->producer_id, check.next);
   p.Advance(out->committed, out->high_watermark);
+  p.NoteIn(byte_len);
   p.MarkDirty();
   Counters::Add(d_.counters->commits);
   d_.leases->Active(*l);
@@ -86,6 +89,7 @@ void CommitPoller::Commit(const std::shared_ptr<Lease>& l, Session& session, uin
   l->acked_next_offset = a.high_watermark;
   d_.leases->WriteAck(p, *l, 0, 0);
   d_.publisher->Publish(p);
+  d_.counters->data_commit_ns.Observe(MonoNanos() - t0);
 }
 
 void CommitPoller::Loop() {
@@ -101,6 +105,7 @@ void CommitPoller::Loop() {
     for (size_t i = 0; i < n; ++i) OnReceive(wc[i]);
     const size_t m = d_.send_cq->Poll(wc);
     for (size_t i = 0; i < m; ++i) {
+      if (wc[i].status) Counters::Add(d_.counters->data_errors);
       if (wc[i].status && wc[i].status != fabric::FabricErrc::kPeerGone &&
           wc[i].status != fabric::FabricErrc::kFlushed) {
         RDMQ_LOG(kDebug, "broker", "data-plane operation failed")
@@ -110,6 +115,8 @@ void CommitPoller::Loop() {
       }
     }
     if (n != 0 || m != 0) {
+      if (n != 0) Counters::Add(d_.counters->data_receives, n);
+      if (m != 0) Counters::Add(d_.counters->data_sends, m);
       if (!spinning) Counters::Add(d_.counters->poller_spins);
       spinning = true;
       idle_since = MonoNanos();

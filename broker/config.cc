@@ -5,6 +5,7 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 #include <utility>
+#include <vector>
 
 namespace rdmq::broker {
 namespace {
@@ -24,6 +25,13 @@ constexpr std::pair<const char*, const char*> kTopicKeys[] = {
     {"message.max.bytes", "max.message.bytes"},
     {"durability", "durability"}};
 
+// Whether host:port names a loopback address (127.0.0.0/8, ::1, localhost).
+bool IsLoopback(std::string_view hostport) {
+  std::string_view host = hostport.substr(0, hostport.rfind(':'));
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  return host.starts_with("127.") || host == "::1" || host == "localhost";
+}
+
 bool IsHostPort(std::string_view s) {
   const auto colon = s.rfind(':');
   if (colon == std::string_view::npos || colon == 0 || colon + 1 >= s.size()) return false;
@@ -36,12 +44,12 @@ bool IsHostPort(std::string_view s) {
 
 std::string BrokerConfig::ControlAddress() const {
   if (!listen_control.empty()) return listen_control;
-  return fabric == "shm" ? data_dir + "/rdmq.sock" : "0.0.0.0:9192";
+  return fabric == "shm" ? data_dir + "/rdmq.sock" : "127.0.0.1:9192";
 }
 
 std::string BrokerConfig::DataAddress() const {
   if (!listen_data.empty()) return listen_data;
-  return fabric == "shm" ? data_dir + "/rdmq-data.sock" : "0.0.0.0:9193";
+  return fabric == "shm" ? data_dir + "/rdmq-data.sock" : "127.0.0.1:9193";
 }
 
 const config::ConfigDef<BrokerConfig>& BrokerConfigDef() {
@@ -68,14 +76,14 @@ const config::ConfigDef<BrokerConfig>& BrokerConfigDef() {
                .type = Type::kString,
                .doc = "The RPC listener: for shm a socket path, for tcp and verbs host:port (port 0: any).",
                .component = broker,
-               .default_text = "shm: <data.dir>/rdmq.sock; tcp, verbs: 0.0.0.0:9192"},
+               .default_text = "shm: <data.dir>/rdmq.sock; tcp, verbs: 127.0.0.1:9192"},
               Field(&BrokerConfig::listen_control));
     d->Define({.name = "listen.data",
                .type = Type::kString,
                .doc = "The data listener (one-sided WRITEs and READs): for shm a socket path, for tcp "
                       "and verbs host:port.",
                .component = broker,
-               .default_text = "shm: <data.dir>/rdmq-data.sock; tcp, verbs: 0.0.0.0:9193"},
+               .default_text = "shm: <data.dir>/rdmq-data.sock; tcp, verbs: 127.0.0.1:9193"},
               Field(&BrokerConfig::listen_data));
     d->Define({.name = "listen.kafka",
                .type = Type::kString,
@@ -103,6 +111,19 @@ const config::ConfigDef<BrokerConfig>& BrokerConfigDef() {
                .min = 1024,
                .max = 1LL << 30},
               Field(&BrokerConfig::kafka_max_request_bytes));
+    d->Define({.name = "listen.http",
+               .type = Type::kString,
+               .doc = "The operators' HTTP endpoint (docs/operations.md): Prometheus metrics at /metrics, "
+                      "/healthz and /readyz. host:port (port 0: any), or 'off'.",
+               .component = broker},
+              Field(&BrokerConfig::listen_http));
+    d->Define({.name = "security.allow.anonymous",
+               .type = Type::kBool,
+               .doc = "Let the broker listen beyond loopback although it authenticates nobody: anyone "
+                      "who reaches a port can then read, write and delete every topic (docs/security.md). "
+                      "Without it a listener on a non-loopback address refuses to start.",
+               .component = broker},
+              Field(&BrokerConfig::allow_anonymous));
     d->Define({.name = "auto.create.topics.enable",
                .type = Type::kBool,
                .doc = "A Kafka client's Metadata request for a topic that does not exist creates it (with "
@@ -280,6 +301,25 @@ Status Validate(const BrokerConfig& c) {
   }
   if (!c.advertise_kafka.empty() && !IsHostPort(c.advertise_kafka)) {
     return Bad("advertise.kafka", c.advertise_kafka, "must be host:port");
+  }
+  if (c.listen_http != "off" && !IsHostPort(c.listen_http)) {
+    return Bad("listen.http", c.listen_http, "must be host:port or off");
+  }
+  if (!c.allow_anonymous) {
+    // Safe default: nothing authenticates clients yet, so only this host may reach the broker.
+    std::vector<std::pair<const char*, std::string>> net = {{"listen.kafka", c.listen_kafka},
+                                                            {"listen.http", c.listen_http}};
+    if (c.fabric != "shm") {
+      net.emplace_back("listen.control", c.ControlAddress());
+      net.emplace_back("listen.data", c.DataAddress());
+    }
+    for (const auto& [key, addr] : net) {
+      if (addr == "off" || !IsHostPort(addr) || IsLoopback(addr)) continue;
+      return Bad(key, addr,
+                 "listens beyond loopback, and this broker authenticates nobody: anyone who can reach the "
+                 "port could read, write and delete every topic. Listen on 127.0.0.1, or set "
+                 "security.allow.anonymous=true to accept that (docs/security.md)");
+    }
   }
   if (c.fabric != "shm") {
     for (const auto& addr : {c.ControlAddress(), c.DataAddress()}) {

@@ -5,6 +5,8 @@
 #include <atomic>
 #include <cstdint>
 
+#include "rdmq/metrics/histogram.h"
+
 namespace rdmq::broker::internal {
 
 struct Counters {
@@ -18,6 +20,14 @@ struct Counters {
   std::atomic<uint64_t> duplicates{0};      // idempotent batches found to be duplicates
   std::atomic<uint64_t> poller_wakeups{0};  // the commit poller's sleeps that ended (wake or timeout)
   std::atomic<uint64_t> poller_spins{0};    // spin phases the commit poller began (after completions)
+  std::atomic<uint64_t> data_receives{0};   // receive completions on the data plane (commits)
+  std::atomic<uint64_t> data_sends{0};      // send completions (acks, notifications, signalled)
+  std::atomic<uint64_t> data_errors{0};     // data-plane completions with an error
+
+  // Latencies, observed once per commit or request (never per record), in nanoseconds.
+  metrics::Histogram data_commit_ns{metrics::LatencyBoundsNs()};    // commit received → ack posted
+  metrics::Histogram rpc_commit_ns{metrics::LatencyBoundsNs()};     // Commit RPC handled
+  metrics::Histogram kafka_produce_ns{metrics::LatencyBoundsNs()};  // Produce read → reply queued
 
   static void Add(std::atomic<uint64_t>& c, uint64_t n = 1) { c.fetch_add(n, std::memory_order_relaxed); }
 };

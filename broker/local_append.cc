@@ -249,6 +249,7 @@ LocalAppendResult LocalAppender::Append(Partition& p, std::span<const ByteSpan> 
     return res;
   }
   Counters::Add(n_.commits);
+  p.NoteIn(batches.size());
   p.NoteLocalAppend(now);
   if (who.producer_id.value() >= 0) p.producers().Set(who.producer_id, check.next);
   p.MarkDirty();

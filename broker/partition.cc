@@ -88,6 +88,7 @@ Result<std::shared_ptr<Partition>> Partition::Open(const metadata::TopicInfo& to
   MutexLock lock(p->mu);
   p->log_ = std::move(*log);
   p->slot_ = p->log_->Slot();
+  p->opened_high_watermark_ = p->log_->HighWatermark();
   auto slot_region = p->fabric_->Register(p->slot_.memory, p->slot_.size, p->slot_.fd, p->slot_.file_offset,
                                           fabric::kRemoteRead);
   if (!slot_region.ok())

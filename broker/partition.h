@@ -11,6 +11,7 @@
 // its log, after which `deleted()` is true and only the identity is meaningful.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -199,6 +200,15 @@ class Partition : public std::enable_shared_from_this<Partition> {
   // The watches, for the publisher to notify and keep those still waiting.
   std::vector<Watch>& watches() REQUIRES(mu) { return watches_; }
 
+  // Traffic for /metrics since the partition was opened. In: the bytes of every range a commit
+  // accepted (noted under the lock the commit holds anyway) and the offsets assigned since open.
+  // Out: what the Kafka listener's Fetch answers carried (one relaxed add per answer).
+  void NoteIn(uint64_t bytes) REQUIRES(mu) { bytes_in_ += bytes; }
+  uint64_t bytes_in() const REQUIRES(mu) { return bytes_in_; }
+  Offset opened_high_watermark() const { return opened_high_watermark_; }
+  std::atomic<uint64_t> bytes_out{0};
+  std::atomic<uint64_t> offsets_out{0};
+
   // Closing, in two steps around the last wake-up (which tells consumers the slot is closed):
   // CloseLog checkpoints and closes the log and drops the pending ranges; MarkDeleted marks the
   // partition deleted, drops the watches and the log, and hands over the registrations if
@@ -220,6 +230,8 @@ class Partition : public std::enable_shared_from_this<Partition> {
   const std::string where_;
   const std::string dir_;
   fabric::Fabric* const fabric_;
+  Offset opened_high_watermark_{0};  // set by Open
+  uint64_t bytes_in_ GUARDED_BY(mu) = 0;
 
   metadata::TopicConfig config_ GUARDED_BY(mu);
   std::unique_ptr<storage::PartitionLog> log_ GUARDED_BY(mu);

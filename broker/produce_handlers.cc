@@ -103,12 +103,13 @@ Result<protocol::Empty> ProduceHandlers::ReleaseLease(const rpc::RequestContext&
 
 Result<protocol::CommitResponse> ProduceHandlers::Commit(const rpc::RequestContext& ctx,
                                                          const protocol::CommitRequest& req) {
+  const uint64_t t0 = MonoNanos();
   protocol::CommitResponse r;
-  if (Status done = leases_.WithLease(req.lease_id, ctx.client_id,
-                                      [&](Partition& p, const std::shared_ptr<Lease>& l)
-                                          REQUIRES(p.mu) { return CommitLocked(p, l, req, &r); });
-      !done.ok())
-    return done;
+  Status done = leases_.WithLease(req.lease_id, ctx.client_id,
+                                  [&](Partition& p, const std::shared_ptr<Lease>& l)
+                                      REQUIRES(p.mu) { return CommitLocked(p, l, req, &r); });
+  n_.rpc_commit_ns.Observe(MonoNanos() - t0);
+  if (!done.ok()) return done;
   return r;
 }
 
@@ -167,6 +168,7 @@ Status ProduceHandlers::CommitLocked(Partition& p, const std::shared_ptr<Lease>&
     return Status(protocol::ToWireError(out.status()), std::string(out.status().context()));
   }
   Counters::Add(n_.commits);
+  p.NoteIn(req.length);
   if (l->producer_id.value() >= 0) p.producers().Set(l->producer_id, check.next);
   p.MarkDirty();
   if (shared && !out->complete) {

@@ -39,6 +39,8 @@ pkgs=(
   libhiredis-dev libnats-dev
   # Kafka clients that judge the Kafka listener (tests/kafka_e2e) and drive rdmq-bench --system kafka
   kcat librdkafka-dev python3-confluent-kafka python3-kafka
+  # Metrics: promtool checks the /metrics text; tests start a real prometheus server that scrapes it
+  prometheus
 )
 if [[ $with_peers == 1 ]]; then
   pkgs+=(redis-server redis-tools libhiredis-dev nats-server libnats-dev)

@@ -58,7 +58,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-broker_args=(--data-dir "$data/broker" --fabric "$fabric")
+broker_args=(--data-dir "$data/broker" --fabric "$fabric" --set listen.http=127.0.0.1:0)
 if [[ $fabric == tcp ]]; then
   broker_args+=(--set listen.control=127.0.0.1:0 --set listen.data=127.0.0.1:0)
 fi
@@ -112,6 +112,13 @@ cat "$data/consumer.out"
 
 echo "== rdmq topic describe $topic"
 "$bin/rdmq" topic describe "$topic" || true
+
+http=$(awk '$1 == "http" {print $2}' "$data/broker/rdmq.addr")
+if [[ -n $http ]]; then
+  echo "== the broker's metrics (http://$http/metrics, records in per partition)"
+  /usr/bin/python3 -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())' \
+    "http://$http/metrics" | grep '^rdmq_partition_records_in_total' || echo "   (no answer from http://$http/metrics)"
+fi
 
 echo "== stopping rdmq-broker (SIGTERM)"
 kill -TERM "$broker_pid"

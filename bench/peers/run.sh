@@ -180,7 +180,7 @@ workloads() {  # workloads PREFIX ARGS...: every workload with the system's argu
 start_broker() {
   local dir=$1 durability=$2 kafka=$3 key=$4 log=$5
   setsid "$broker" --data-dir "$dir" --fabric shm --set "durability=$durability" --set log.level=warn \
-    --set "listen.kafka=$kafka" >"$log" 2>&1 &
+    --set "listen.kafka=$kafka" --set listen.http=127.0.0.1:0 >"$log" 2>&1 &
   pid=$!
   pids+=("$pid")
   addr=""

@@ -45,7 +45,9 @@ struct PartRead {
   kafka::FetchPartitionResponse out;
   size_t bytes = 0;
   std::shared_ptr<const void> pin;
-  uint64_t generation = 0;  // the hw seen, to register a waiter only if nothing changed since
+  uint64_t generation = 0;               // the hw seen, to register a waiter only if nothing changed since
+  std::shared_ptr<Partition> partition;  // when bytes were read: counted once the answer goes
+  uint64_t offsets = 0;                  // offsets the bytes reach past the fetch offset
 };
 
 PartRead ReadPartition(TopicTable& topics, const std::string& topic, const kafka::FetchPartition& fp,
@@ -88,6 +90,8 @@ PartRead ReadPartition(TopicTable& topics, const std::string& topic, const kafka
     pr.out.records.push_back(rd->bytes);
     pr.bytes = rd->bytes.size();
     pr.pin = rd->pin;
+    pr.partition = *found;
+    pr.offsets = static_cast<uint64_t>(rd->next_offset.value() - from.value());
   }
   return pr;
 }
@@ -99,6 +103,7 @@ void FetchState::Attempt(bool final) {
   bool error = false;
   size_t budget = req.max_bytes > 0 ? static_cast<size_t>(req.max_bytes) : 1;
   std::vector<std::pair<std::shared_ptr<Partition>, uint64_t>> watch;
+  std::vector<PartRead> served;  // what the answer carries, for the partitions' out counters
   for (const auto& t : req.topics) {
     kafka::FetchTopicResponse tr;
     tr.name = std::string(t.name);
@@ -109,6 +114,13 @@ void FetchState::Attempt(bool final) {
       budget = budget > pr.bytes ? budget - pr.bytes : 0;
       if (pr.out.error_code != ErrorCode::kNone) error = true;
       if (pr.pin) pins->push_back(std::move(pr.pin));
+      if (pr.partition) {
+        PartRead s;
+        s.bytes = pr.bytes;
+        s.partition = pr.partition;
+        s.offsets = pr.offsets;
+        served.push_back(std::move(s));
+      }
       if (!final && pr.out.error_code == ErrorCode::kNone) {
         if (auto found = topics->Find(tr.name, PartitionId(fp.index)); found.ok()) {
           watch.emplace_back(*found, pr.generation);
@@ -122,6 +134,10 @@ void FetchState::Attempt(bool final) {
   if (final || enough || error || req.max_wait_ms <= 0 || std::chrono::steady_clock::now() >= deadline ||
       watch.empty()) {
     KafkaFrontDoor::Reply(call, resp, pins);
+    for (const PartRead& s : served) {
+      s.partition->bytes_out.fetch_add(s.bytes, std::memory_order_relaxed);
+      s.partition->offsets_out.fetch_add(s.offsets, std::memory_order_relaxed);
+    }
     return;
   }
   // Not enough yet: wait for a commit on any of the partitions, or the deadline.

@@ -16,6 +16,7 @@
 
 #include "broker/kafka/asio.h"
 #include "broker/kafka/front_door.h"
+#include "rdmq/common/clock.h"
 #include "rdmq/common/log.h"
 #include "rdmq/kafka/produce_fetch.h"
 #include "rdmq/storage/record_batch.h"
@@ -33,9 +34,13 @@ struct KafkaProduceState {
   std::atomic<int> outstanding{1};  // one for the request itself, released when all were tried
   void Done() {
     if (outstanding.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
-    if (!none) KafkaFrontDoor::Reply(call, resp);
+    if (none) return;
+    KafkaFrontDoor::Reply(call, resp);
+    if (latency != nullptr) latency->Observe(MonoNanos() - start_ns);
   }
   bool none = false;  // acks=0: replied already (with nothing)
+  uint64_t start_ns = MonoNanos();
+  metrics::Histogram* latency = nullptr;
 };
 
 // One request's batches for one partition, and where its answer goes.
@@ -151,6 +156,7 @@ void KafkaFrontDoor::ProduceRun(std::vector<std::pair<KafkaCall, Reader>>& run) 
   for (size_t i = 0; i < run.size(); ++i) {
     auto st = Prepare(std::move(run[i].first), run[i].second, &reqs[i], malformed);
     if (!st) continue;
+    st->latency = &d_.counters->kafka_produce_ns;
     states.push_back(st);
     for (size_t ti = 0; ti < reqs[i].topics.size(); ++ti) {
       const auto& t = reqs[i].topics[ti];

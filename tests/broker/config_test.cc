@@ -14,8 +14,44 @@ TEST_CASE("defaults give shm listeners inside the data directory", "[config]") {
   CHECK(c.DataAddress() == "/d/rdmq-data.sock");
   CHECK(Validate(c).ok());
   REQUIRE_OK(ApplySetting(&c, "fabric=tcp"));
-  CHECK(c.ControlAddress() == "0.0.0.0:9192");
+  CHECK(c.ControlAddress() == "127.0.0.1:9192");
+  CHECK(c.DataAddress() == "127.0.0.1:9193");
+  CHECK(c.listen_kafka == "127.0.0.1:9092");
+  CHECK(c.listen_http == "127.0.0.1:9194");
   CHECK(Validate(c).ok());
+}
+
+TEST_CASE("a listener beyond loopback is refused unless security.allow.anonymous", "[config][security]") {
+  struct Case {
+    const char* key;
+    const char* value;
+  };
+  for (const Case k : {Case{"listen.control", "0.0.0.0:9192"}, Case{"listen.data", "10.1.2.3:0"},
+                       Case{"listen.kafka", "0.0.0.0:9092"}, Case{"listen.http", "[::]:9194"},
+                       Case{"listen.kafka", "broker.example.com:9092"}}) {
+    INFO(k.key << "=" << k.value);
+    BrokerConfig c;
+    REQUIRE_OK(ApplySetting(&c, "fabric=tcp"));
+    REQUIRE_OK(ApplySetting(&c, k.key, k.value));
+    const Status s = Validate(c);
+    CHECK(s.is(Errc::kInvalidArgument));
+    CHECK(s.ToString().find(std::string(k.key) + "=" + k.value) != std::string::npos);
+    CHECK(s.ToString().find("security.allow.anonymous=true") != std::string::npos);
+    REQUIRE_OK(ApplySetting(&c, "security.allow.anonymous=true"));
+    CHECK(Validate(c).ok());
+  }
+  // Loopback in every spelling is fine, and so is a listener that is off.
+  for (const char* v : {"127.0.0.1:0", "127.1.2.3:9092", "[::1]:9092", "localhost:9092", "off"}) {
+    BrokerConfig c;
+    REQUIRE_OK(ApplySetting(&c, "listen.kafka", v));
+    CHECK(Validate(c).ok());
+  }
+  // On shm the control and data listeners are socket paths: never beyond this host.
+  BrokerConfig c;
+  c.data_dir = "/d";
+  CHECK(Validate(c).ok());
+  CHECK(ApplySetting(&c, "listen.http=nonsense").ok());
+  CHECK(Validate(c).ToString().find("listen.http=nonsense: must be host:port or off") != std::string::npos);
 }
 
 TEST_CASE("JSON files and overrides use Kafka's broker key names", "[config]") {

@@ -134,13 +134,16 @@ class BrokerProcess {
       const std::string host = ListenHost(fabric_);
       argv.insert(argv.end(),
                   {"--set", "listen.control=" + host + ":0", "--set", "listen.data=" + host + ":0"});
+      // The Soft-RoCE VM's verbs device has no loopback address: the broker must listen on the
+      // VM's own, which it refuses without this (nothing authenticates clients yet).
+      if (host.rfind("127.", 0) != 0) argv.insert(argv.end(), {"--set", "security.allow.anonymous=true"});
     }
     // Under emulation (the Soft-RoCE VM runs on TCG) a commit poller spinning its default 1 ms
     // after every commit starves the test's own processes; the tests keep the short spin they
     // were written against (a test's own --set comes later and wins).
     if (fabric_ == "verbs") argv.insert(argv.end(), {"--set", "data.spin.us=100"});
-    // Tests run in parallel: the Kafka listener takes any free port (rdmq.addr names it).
-    argv.insert(argv.end(), {"--set", "listen.kafka=127.0.0.1:0"});
+    // Tests run in parallel: the Kafka and HTTP listeners take any free port (rdmq.addr names them).
+    argv.insert(argv.end(), {"--set", "listen.kafka=127.0.0.1:0", "--set", "listen.http=127.0.0.1:0"});
     for (const auto& s : sets_) argv.insert(argv.end(), {"--set", s});
     log_ = dir_ + ".broker.log";
     child_.Start(argv, log_);
@@ -152,6 +155,7 @@ class BrokerProcess {
         control_ = addr;
         while (in >> key >> addr) {
           if (key == "kafka") kafka_ = addr;
+          if (key == "http") http_ = addr;
         }
         return true;
       }
@@ -189,6 +193,8 @@ class BrokerProcess {
   const std::string& control() const { return control_; }
   // The Kafka listener's host:port (empty if the broker wrote none).
   const std::string& kafka() const { return kafka_; }
+  // The HTTP endpoint's host:port (/metrics, /healthz, /readyz).
+  const std::string& http() const { return http_; }
   const std::string& dir() const { return dir_; }
   client::ClientOptions Options() const {
     client::ClientOptions o;
@@ -203,6 +209,7 @@ class BrokerProcess {
   std::string log_;
   std::string control_;
   std::string kafka_;
+  std::string http_;
   Child child_;
 };
 

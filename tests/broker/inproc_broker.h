@@ -14,7 +14,8 @@
 namespace rdmq::broker::test {
 
 // A broker configuration for a test: data in `dir`, the fabric given (tcp listens on free
-// loopback ports), Kafka on a free loopback port (never 9092, which another broker may hold),
+// loopback ports), Kafka and HTTP on free loopback ports (never 9092 or 9194, which another
+// broker may hold),
 // warnings and errors logged only.
 inline BrokerConfig TestConfig(const rdmq::test::TempDir& dir, const std::string& fabric = "shm") {
   BrokerConfig cfg;
@@ -25,6 +26,7 @@ inline BrokerConfig TestConfig(const rdmq::test::TempDir& dir, const std::string
     cfg.listen_data = "127.0.0.1:0";
   }
   cfg.listen_kafka = "127.0.0.1:0";
+  cfg.listen_http = "127.0.0.1:0";
   cfg.log_level = "warn";
   return cfg;
 }

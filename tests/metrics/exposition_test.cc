@@ -1,24 +1,25 @@
 // The Prometheus text format as written: exact lines for counters, gauges, escaped labels and
 // histograms; histogram buckets; the process families.
+#include "rdmq/metrics/exposition.h"
+
 #include <catch2/catch.hpp>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "rdmq/metrics/exposition.h"
 #include "rdmq/metrics/histogram.h"
 #include "rdmq/metrics/process.h"
 
 using namespace rdmq::metrics;
 
-TEST_CASE("a counter family is written with HELP and TYPE on its base name", "[metrics]") {
+TEST_CASE("a counter family is written with HELP and TYPE on its full name", "[metrics]") {
   Exposition e;
   e.Family("rdmq_commits_total", Type::kCounter, "Ranges committed.");
   e.Sample({}, 42);
   e.Sample({{"path", "rpc"}}, 7);
   CHECK(e.text() ==
-        "# HELP rdmq_commits Ranges committed.\n"
-        "# TYPE rdmq_commits counter\n"
+        "# HELP rdmq_commits_total Ranges committed.\n"
+        "# TYPE rdmq_commits_total counter\n"
         "rdmq_commits_total 42\n"
         "rdmq_commits_total{path=\"rpc\"} 7\n");
 }
@@ -81,7 +82,7 @@ TEST_CASE("the process families report this process", "[metrics]") {
   Exposition e;
   WriteProcessMetrics(e);
   const std::string& t = e.text();
-  CHECK(t.find("# TYPE process_cpu_seconds counter\nprocess_cpu_seconds_total ") != std::string::npos);
+  CHECK(t.find("# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total ") != std::string::npos);
   CHECK(t.find("\nprocess_resident_memory_bytes ") != std::string::npos);
   CHECK(t.find("\nprocess_open_fds ") != std::string::npos);
   CHECK(t.find("\nprocess_start_time_seconds ") != std::string::npos);

@@ -1,9 +1,10 @@
 // The HTTP endpoint: the conversation (sans-I/O) on good, pipelined, partial and bad requests,
 // and the server over a real loopback socket.
+#include "rdmq/metrics/http.h"
+
 #include <catch2/catch.hpp>
 #include <string>
 
-#include "rdmq/metrics/http.h"
 #include "support/http_get.h"
 #include "support/test_util.h"
 
@@ -105,7 +106,8 @@ TEST_CASE("the server answers over loopback and refuses a second bind of its por
   CHECK(test::HttpGet(addr, "/nope").status == 404);
   // Two pipelined requests on one connection, then close.
   const std::string both = test::HttpExchange(
-      addr, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /echo?q HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+      addr,
+      "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /echo?q HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   CHECK(both.find("ok\n") != std::string::npos);
   CHECK(both.ends_with("GET q"));
   // Bad input closes that connection only.

@@ -62,6 +62,8 @@ class Broker {
   virtual std::string data_address() const = 0;
   // The Kafka listener's host:port ("" when listen.kafka=off).
   virtual std::string kafka_address() const = 0;
+  // The HTTP endpoint's host:port ("" when listen.http=off).
+  virtual std::string http_address() const = 0;
   virtual Stats stats() const = 0;
 };
 

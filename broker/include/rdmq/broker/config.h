@@ -28,12 +28,16 @@ struct BrokerConfig {
   std::string data_dir = "./rdmq-data";  // "data.dir"
   std::string fabric = "shm";            // "fabric": shm | tcp | verbs
   // "listen.control" / "listen.data": shm: socket paths (default <data.dir>/rdmq.sock and
-  // <data.dir>/rdmq-data.sock); tcp/verbs: host:port (default 0.0.0.0:9192 and :9193).
+  // <data.dir>/rdmq-data.sock); tcp/verbs: host:port (default 127.0.0.1:9192 and :9193).
   std::string listen_control;
   std::string listen_data;
   // The Kafka protocol listener (docs/kafka-protocol.md): host:port or "off".
-  std::string listen_kafka = "127.0.0.1:9092";   // "listen.kafka"
-  std::string advertise_kafka;                   // "advertise.kafka": empty = the listener's
+  std::string listen_kafka = "127.0.0.1:9092";  // "listen.kafka"
+  std::string advertise_kafka;                  // "advertise.kafka": empty = the listener's
+  std::string listen_http = "127.0.0.1:9194";   // "listen.http": /metrics, /healthz, /readyz; or "off"
+  // "security.allow.anonymous": listeners beyond loopback are refused unless this is set (the
+  // broker authenticates nobody yet; docs/security.md).
+  bool allow_anonymous = false;
   uint32_t kafka_threads = 2;                    // "kafka.network.threads"
   uint64_t kafka_max_request_bytes = 100 << 20;  // "socket.request.max.bytes"
   bool auto_create_topics = true;                // "auto.create.topics.enable"
@@ -73,7 +77,8 @@ Status ApplyJson(BrokerConfig* config, std::string_view json_text, std::string_v
 Status ApplyFile(BrokerConfig* config, const std::string& path);
 // Every key with its current value, for `rdmq-broker --print-config` and the startup log.
 std::vector<std::pair<std::string, std::string>> ConfigEntries(const BrokerConfig& config);
-// Checks the whole config (fabric known, listeners parse, topic defaults valid).
+// Checks the whole config (fabric known, listeners parse, topic defaults valid, no listener
+// beyond loopback unless security.allow.anonymous).
 Status Validate(const BrokerConfig& config);
 
 }  // namespace rdmq::broker
