@@ -64,14 +64,13 @@ void Exposition::Family(std::string_view name, Type type, std::string_view help)
   assert(type != Type::kCounter || name.ends_with("_total"));
   family_ = name;
   type_ = type;
-  // The TYPE line names the family; a counter's family is its name without "_total".
-  const std::string_view base = type == Type::kCounter ? name.substr(0, name.size() - 6) : name;
+  // (Text format 0.0.4 names a counter with its _total in HELP and TYPE; OpenMetrics would not.)
   out_ += "# HELP ";
-  out_ += base;
+  out_ += name;
   out_ += ' ';
   Escape(out_, help, false);
   out_ += "\n# TYPE ";
-  out_ += base;
+  out_ += name;
   out_ += ' ';
   out_ += TypeName(type);
   out_ += '\n';

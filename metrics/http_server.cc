@@ -46,12 +46,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
     });
   }
   void Read() {
-    socket_.async_read_some(asio::buffer(chunk_), [self = shared_from_this()](const boost::system::error_code& ec,
-                                                                              size_t n) {
-      if (ec) return self->Shut();
-      self->in_.append(self->chunk_.data(), n);
-      self->Answer();
-    });
+    socket_.async_read_some(asio::buffer(chunk_),
+                            [self = shared_from_this()](const boost::system::error_code& ec, size_t n) {
+                              if (ec) return self->Shut();
+                              self->in_.append(self->chunk_.data(), n);
+                              self->Answer();
+                            });
   }
   // Answers every complete request in the buffer, one write at a time, then reads again.
   void Answer() {
@@ -60,11 +60,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (step.output.empty()) return Read();
     Arm();
     out_ = std::move(step.output);
-    asio::async_write(socket_, asio::buffer(out_),
-                      [self = shared_from_this(), close = step.close](const boost::system::error_code& ec, size_t) {
-                        if (ec || close) return self->Shut();
-                        self->Answer();
-                      });
+    asio::async_write(
+        socket_, asio::buffer(out_),
+        [self = shared_from_this(), close = step.close](const boost::system::error_code& ec, size_t) {
+          if (ec || close) return self->Shut();
+          self->Answer();
+        });
   }
 
   tcp::socket socket_;
@@ -82,7 +83,8 @@ class AsioHttpServer final : public HttpServer {
 
   Status Bind(const std::string& listen) {
     const size_t colon = listen.rfind(':');
-    if (colon == std::string::npos) return Status(Errc::kInvalidArgument, "'" + listen + "' is not host:port");
+    if (colon == std::string::npos)
+      return Status(Errc::kInvalidArgument, "'" + listen + "' is not host:port");
     std::string host = listen.substr(0, colon);
     if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
     boost::system::error_code ec;

@@ -42,7 +42,9 @@ class Exposition {
   // Begins a family. A counter's name ends in "_total".
   void Family(std::string_view name, Type type, std::string_view help);
   // One sample of the current counter or gauge family.
-  void Sample(std::initializer_list<Label> labels, double value) { Sample(std::span(labels.begin(), labels.size()), value); }
+  void Sample(std::initializer_list<Label> labels, double value) {
+    Sample(std::span(labels.begin(), labels.size()), value);
+  }
   void Sample(std::span<const Label> labels, double value);
   // One labelled histogram of the current histogram family: its _bucket lines (cumulative, le=
   // each bound, then +Inf), _sum and _count.

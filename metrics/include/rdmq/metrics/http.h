@@ -48,9 +48,9 @@ class HttpConversation {
   explicit HttpConversation(HttpHandler handler) : handler_(std::move(handler)) {}
 
   struct Step {
-    size_t consumed = 0;   // bytes of the input used (the rest waits for the next call)
-    std::string output;    // response bytes to write (empty: need more input)
-    bool close = false;    // close once `output` is written
+    size_t consumed = 0;  // bytes of the input used (the rest waits for the next call)
+    std::string output;   // response bytes to write (empty: need more input)
+    bool close = false;   // close once `output` is written
   };
   // Parses at most one request from `in`. A request that is complete gets its response; a
   // malformed one 400, a body 413, an unknown method 405, oversized headers 431, each with
