@@ -45,8 +45,9 @@ function(rdmq_library name)
   add_library(rdmq_${name} STATIC ${A_SOURCES})
   add_library(rdmq::${name} ALIAS rdmq_${name})
   # Internals are included as "<module>/<file>.h" (or plain "<file>.h" within the module).
+  # (Installed, the public headers are under <prefix>/include: cmake/install.cmake.)
   target_include_directories(rdmq_${name}
-    PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/include
+    PUBLIC $<BUILD_INTERFACE:${CMAKE_CURRENT_SOURCE_DIR}/include> $<INSTALL_INTERFACE:include>
     PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${PROJECT_SOURCE_DIR})
   target_link_libraries(rdmq_${name} PUBLIC ${A_DEPS} PRIVATE ${A_PRIVATE_DEPS})
   rdmq_set_warnings(rdmq_${name})

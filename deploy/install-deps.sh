@@ -41,6 +41,8 @@ pkgs=(
   kcat librdkafka-dev python3-confluent-kafka python3-kafka
   # Metrics: promtool checks the /metrics text; tests start a real prometheus server that scrapes it
   prometheus
+  # Packaging (tests/deploy): dpkg-shlibdeps for the .deb's Depends, systemd-analyze for the unit
+  dpkg-dev systemd
 )
 if [[ $with_peers == 1 ]]; then
   pkgs+=(redis-server redis-tools libhiredis-dev nats-server libnats-dev)
