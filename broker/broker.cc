@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "broker/kafka/tls.h"
 #include "broker_impl.h"
 #include "rdmq/common/clock.h"
 #include "rdmq/common/log.h"
@@ -99,8 +100,13 @@ Status BrokerImpl::StartKafka() {
   kd.appender = appender_.get();
   kd.counters = &n_;
   kafka_handler_ = std::make_unique<KafkaFrontDoor>(kd);
-  RDMQ_ASSIGN_OR_RETURN(kafka_, KafkaListener::Start(cfg_.listen_kafka, cfg_.kafka_threads,
-                                                     cfg_.kafka_max_request_bytes, *kafka_handler_));
+  std::unique_ptr<boost::asio::ssl::context> tls;
+  if (cfg_.kafka_security_protocol == "SSL") {
+    RDMQ_ASSIGN_OR_RETURN(tls, MakeKafkaTls(cfg_));
+  }
+  RDMQ_ASSIGN_OR_RETURN(
+      kafka_, KafkaListener::Start(cfg_.listen_kafka, cfg_.kafka_threads, cfg_.kafka_max_request_bytes,
+                                   *kafka_handler_, std::move(tls)));
   // Clients are told to connect where the broker is advertised: advertise.kafka, else the bound
   // address with the host's name for a wildcard address.
   std::string adv = cfg_.advertise_kafka.empty() ? kafka_->address() : cfg_.advertise_kafka;

@@ -97,6 +97,37 @@ const config::ConfigDef<BrokerConfig>& BrokerConfigDef() {
                       "address, with the host's name in place of 0.0.0.0.",
                .component = broker},
               Field(&BrokerConfig::advertise_kafka));
+    d->Define({.name = "kafka.security.protocol",
+               .type = Type::kEnum,
+               .doc = "PLAINTEXT, or SSL: TLS (1.2 or later) on every Kafka connection, with "
+                      "ssl.certificate.location and ssl.key.location (docs/security.md).",
+               .component = broker,
+               .choices = {{"PLAINTEXT", 0}, {"SSL", 1}}},
+              Field(&BrokerConfig::kafka_security_protocol));
+    d->Define({.name = "ssl.certificate.location",
+               .type = Type::kString,
+               .doc = "The broker's certificate chain (PEM) for its TLS listeners.",
+               .component = broker},
+              Field(&BrokerConfig::ssl_certificate));
+    d->Define({.name = "ssl.key.location",
+               .type = Type::kString,
+               .doc = "The private key (PEM, unencrypted) of ssl.certificate.location.",
+               .component = broker},
+              Field(&BrokerConfig::ssl_key));
+    d->Define({.name = "ssl.ca.location",
+               .type = Type::kString,
+               .doc = "The CA certificates (PEM) that client certificates must chain to (ssl.client.auth).",
+               .component = broker},
+              Field(&BrokerConfig::ssl_ca));
+    d->Define({.name = "ssl.client.auth",
+               .type = Type::kEnum,
+               .doc = "Client certificates on TLS listeners: none; requested (checked when sent); "
+                      "required (a client without a certificate from ssl.ca.location is refused: this "
+                      "authenticates Kafka clients, so the listener may face the network without "
+                      "security.allow.anonymous).",
+               .component = broker,
+               .choices = {{"none", 0}, {"requested", 1}, {"required", 2}}},
+              Field(&BrokerConfig::ssl_client_auth));
     d->Define({.name = "kafka.network.threads",
                .type = Type::kInt,
                .doc = "Threads serving the Kafka listener's connections.",
@@ -307,8 +338,10 @@ Status Validate(const BrokerConfig& c) {
   }
   if (!c.allow_anonymous) {
     // Safe default: nothing authenticates clients yet, so only this host may reach the broker.
-    std::vector<std::pair<const char*, std::string>> net = {{"listen.kafka", c.listen_kafka},
-                                                            {"listen.http", c.listen_http}};
+    // A Kafka listener that requires client certificates authenticates its clients.
+    const bool kafka_authenticated = c.kafka_security_protocol == "SSL" && c.ssl_client_auth == "required";
+    std::vector<std::pair<const char*, std::string>> net = {{"listen.http", c.listen_http}};
+    if (!kafka_authenticated) net.emplace_back("listen.kafka", c.listen_kafka);
     if (c.fabric != "shm") {
       net.emplace_back("listen.control", c.ControlAddress());
       net.emplace_back("listen.data", c.DataAddress());
@@ -320,6 +353,13 @@ Status Validate(const BrokerConfig& c) {
                  "port could read, write and delete every topic. Listen on 127.0.0.1, or set "
                  "security.allow.anonymous=true to accept that (docs/security.md)");
     }
+  }
+  if (c.kafka_security_protocol == "SSL" && (c.ssl_certificate.empty() || c.ssl_key.empty())) {
+    return Bad("kafka.security.protocol", "SSL", "needs ssl.certificate.location and ssl.key.location");
+  }
+  if (c.ssl_client_auth != "none" && c.ssl_ca.empty()) {
+    return Bad("ssl.client.auth", c.ssl_client_auth,
+               "needs ssl.ca.location (the CAs client certificates chain to)");
   }
   if (c.fabric != "shm") {
     for (const auto& addr : {c.ControlAddress(), c.DataAddress()}) {

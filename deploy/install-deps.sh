@@ -43,6 +43,8 @@ pkgs=(
   prometheus
   # Packaging (tests/deploy): dpkg-shlibdeps for the .deb's Depends, systemd-analyze for the unit
   dpkg-dev systemd
+  # TLS (the Kafka listener; OpenSSL through Boost.Asio) and the tests' throwaway CA
+  libssl-dev openssl
 )
 if [[ $with_peers == 1 ]]; then
   pkgs+=(redis-server redis-tools libhiredis-dev nats-server libnats-dev)

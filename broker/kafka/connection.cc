@@ -10,26 +10,36 @@ namespace rdmq::broker::internal {
 
 namespace asio = boost::asio;
 
-KafkaConnection::KafkaConnection(asio::ip::tcp::socket socket, KafkaRequestHandler& handler,
-                                 uint64_t max_request)
-    : socket_(std::move(socket)), handler_(handler), max_request_(max_request) {
+KafkaConnection::KafkaConnection(KafkaStream stream, KafkaRequestHandler& handler, uint64_t max_request)
+    : stream_(std::move(stream)), handler_(handler), max_request_(max_request) {
   boost::system::error_code ec;
-  const auto ep = socket_.remote_endpoint(ec);
+  const auto ep = stream_.socket().remote_endpoint(ec);
   peer_ = ec ? std::string("unknown") : ep.address().to_string() + ":" + std::to_string(ep.port());
-  socket_.set_option(asio::ip::tcp::no_delay(true), ec);
+  stream_.socket().set_option(asio::ip::tcp::no_delay(true), ec);
 }
 
 void KafkaConnection::Start() {
-  asio::dispatch(socket_.get_executor(), [self = shared_from_this()] { self->Read(); });
+  asio::dispatch(stream_.get_executor(), [self = shared_from_this()] {
+    self->stream_.async_handshake([self](const boost::system::error_code& ec) {
+      if (ec) {
+        // An operator wants to see these: a client without TLS, or with a certificate refused.
+        RDMQ_LOG(kInfo, "kafka", "TLS handshake failed; connection closed")
+            .kv("peer", self->peer_)
+            .kv("error", ec.message());
+        return self->Fail("handshake", asio::error::operation_aborted);
+      }
+      self->Read();
+    });
+  });
 }
 
 void KafkaConnection::Close() {
-  asio::post(socket_.get_executor(), [self = shared_from_this()] {
+  asio::post(stream_.get_executor(), [self = shared_from_this()] {
     if (self->closed_) return;
     self->closed_ = true;
     boost::system::error_code ec;
-    self->socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
-    self->socket_.close(ec);
+    self->stream_.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+    self->stream_.socket().close(ec);
   });
 }
 
@@ -40,12 +50,12 @@ void KafkaConnection::Fail(const char* what, const boost::system::error_code& ec
   }
   closed_ = true;
   boost::system::error_code ignored;
-  socket_.close(ignored);
+  stream_.socket().close(ignored);
 }
 
 void KafkaConnection::Read() {
   if (closed_) return;
-  socket_.async_read_some(asio::buffer(in_.data() + in_len_, in_.size() - in_len_),
+  stream_.async_read_some(asio::buffer(in_.data() + in_len_, in_.size() - in_len_),
                           [self = shared_from_this()](const boost::system::error_code& ec, size_t n) {
                             if (ec) return self->Fail("read", ec);
                             self->in_len_ += n;
@@ -112,7 +122,7 @@ void KafkaConnection::Parse() {
 void KafkaConnection::ReadRest(std::shared_ptr<KafkaFrame> frame, size_t have) {
   KafkaFrame& f = *frame;
   asio::async_read(
-      socket_, asio::buffer(f.bytes.data() + have, f.bytes.size() - have),
+      stream_, asio::buffer(f.bytes.data() + have, f.bytes.size() - have),
       [self = shared_from_this(), frame = std::move(frame)](const boost::system::error_code& ec, size_t) {
         if (ec) return self->Fail("read", ec);
         self->Dispatch({frame});
@@ -128,7 +138,7 @@ void KafkaConnection::Dispatch(std::vector<std::shared_ptr<KafkaFrame>> frames) 
     slots_.push_back(slot);
     // The reply may come back on any thread, now or later: it is handed to the strand.
     requests.push_back({std::move(f), [self = shared_from_this(), slot](KafkaReply reply) mutable {
-                          asio::post(self->socket_.get_executor(),
+                          asio::post(self->stream_.get_executor(),
                                      [self, slot = std::move(slot), reply = std::move(reply)]() mutable {
                                        self->Complete(slot, std::move(reply));
                                      });
@@ -158,7 +168,7 @@ void KafkaConnection::Flush() {
     bufs.reserve(front->reply.chunks.size());
     for (const auto& c : front->reply.chunks) bufs.emplace_back(c.data(), c.size());
     writing_ = true;
-    asio::async_write(socket_, bufs,
+    asio::async_write(stream_, bufs,
                       [self = shared_from_this(), front](const boost::system::error_code& ec, size_t) {
                         self->writing_ = false;
                         if (ec) return self->Fail("write", ec);

@@ -1,4 +1,5 @@
-// KafkaConnection: one Kafka client's TCP connection. Reads size-prefixed frames (a size above
+// KafkaConnection: one Kafka client's TCP connection (TLS over it with kafka.security.protocol=SSL:
+// the handshake comes first, a failed one closes the connection). Reads size-prefixed frames (a size above
 // socket.request.max.bytes, or not positive, closes the connection), hands them to the request
 // handler, and writes the replies in request order however they complete (Kafka clients pipeline
 // requests and match responses by order). At most kMaxPending requests are outstanding: reading
@@ -20,6 +21,7 @@
 
 #include "broker/kafka/asio.h"
 #include "broker/kafka/reply.h"
+#include "broker/kafka/stream.h"
 
 namespace rdmq::broker::internal {
 
@@ -29,7 +31,7 @@ class KafkaConnection : public std::enable_shared_from_this<KafkaConnection> {
   static constexpr size_t kReadBuffer = 64 << 10;
   static constexpr size_t kMaxReadBuffer = 1 << 20;
 
-  KafkaConnection(boost::asio::ip::tcp::socket socket, KafkaRequestHandler& handler, uint64_t max_request);
+  KafkaConnection(KafkaStream stream, KafkaRequestHandler& handler, uint64_t max_request);
   void Start();
   // Closes the socket (from any thread); outstanding replies are dropped.
   void Close();
@@ -50,7 +52,7 @@ class KafkaConnection : public std::enable_shared_from_this<KafkaConnection> {
   void Flush();
   void Fail(const char* what, const boost::system::error_code& ec);
 
-  boost::asio::ip::tcp::socket socket_;  // its executor is the connection's strand
+  KafkaStream stream_;  // its executor is the connection's strand
   KafkaRequestHandler& handler_;
   const uint64_t max_request_;
   std::string peer_;

@@ -10,7 +10,8 @@ namespace asio = boost::asio;
 
 Result<std::unique_ptr<KafkaListener>> KafkaListener::Start(const std::string& listen, uint32_t threads,
                                                             uint64_t max_request,
-                                                            KafkaRequestHandler& handler) {
+                                                            KafkaRequestHandler& handler,
+                                                            std::unique_ptr<asio::ssl::context> tls) {
   const size_t colon = listen.rfind(':');
   if (colon == std::string::npos)
     return Status(Errc::kInvalidArgument, "listen.kafka '" + listen + "' is not host:port");
@@ -18,6 +19,7 @@ Result<std::unique_ptr<KafkaListener>> KafkaListener::Start(const std::string& l
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
   const std::string port = listen.substr(colon + 1);
   std::unique_ptr<KafkaListener> l(new KafkaListener(handler, max_request));
+  l->tls_ = std::move(tls);
   boost::system::error_code ec;
   asio::ip::tcp::resolver resolver(l->io_);
   auto found = resolver.resolve(
@@ -57,7 +59,8 @@ void KafkaListener::Accept() {
           if (ec == asio::error::operation_aborted) return;
           RDMQ_LOG(kWarn, "kafka", "accept failed").kv("error", ec.message());
         } else {
-          auto conn = std::make_shared<KafkaConnection>(std::move(s), handler_, max_request_);
+          KafkaStream stream = tls_ ? KafkaStream(std::move(s), *tls_) : KafkaStream(std::move(s));
+          auto conn = std::make_shared<KafkaConnection>(std::move(stream), handler_, max_request_);
           {
             MutexLock lock(mu_);
             if (stopped_) return;

@@ -13,6 +13,7 @@
 
 #include "broker/kafka/asio.h"
 #include "broker/kafka/connection.h"
+#include "broker/kafka/stream.h"
 #include "rdmq/common/mutex.h"
 #include "rdmq/common/status.h"
 
@@ -20,9 +21,10 @@ namespace rdmq::broker::internal {
 
 class KafkaListener {
  public:
-  // Binds `listen` (host:port, port 0: any free port).
-  static Result<std::unique_ptr<KafkaListener>> Start(const std::string& listen, uint32_t threads,
-                                                      uint64_t max_request, KafkaRequestHandler& handler);
+  // Binds `listen` (host:port, port 0: any free port). With `tls`, every connection is TLS.
+  static Result<std::unique_ptr<KafkaListener>> Start(
+      const std::string& listen, uint32_t threads, uint64_t max_request, KafkaRequestHandler& handler,
+      std::unique_ptr<boost::asio::ssl::context> tls = nullptr);
   ~KafkaListener() { Stop(); }
   KafkaListener(const KafkaListener&) = delete;
   KafkaListener& operator=(const KafkaListener&) = delete;
@@ -41,6 +43,7 @@ class KafkaListener {
   boost::asio::ip::tcp::acceptor acceptor_;
   KafkaRequestHandler& handler_;
   const uint64_t max_request_;
+  std::unique_ptr<boost::asio::ssl::context> tls_;
   std::string address_;
   std::vector<std::thread> threads_;
   Mutex mu_;

@@ -38,6 +38,13 @@ struct BrokerConfig {
   // "security.allow.anonymous": listeners beyond loopback are refused unless this is set (the
   // broker authenticates nobody yet; docs/security.md).
   bool allow_anonymous = false;
+  // TLS (docs/security.md): "kafka.security.protocol" PLAINTEXT | SSL; the broker's certificate
+  // chain and key, the CAs for client certificates, "ssl.client.auth" none | requested | required.
+  std::string kafka_security_protocol = "PLAINTEXT";
+  std::string ssl_certificate;  // "ssl.certificate.location"
+  std::string ssl_key;          // "ssl.key.location"
+  std::string ssl_ca;           // "ssl.ca.location"
+  std::string ssl_client_auth = "none";
   uint32_t kafka_threads = 2;                    // "kafka.network.threads"
   uint64_t kafka_max_request_bytes = 100 << 20;  // "socket.request.max.bytes"
   bool auto_create_topics = true;                // "auto.create.topics.enable"
