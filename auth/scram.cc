@@ -128,7 +128,8 @@ Result<std::string> Base64Decode(std::string_view text) {
   if (n < 0) return Status(Errc::kInvalidArgument, "base64: not decodable");
   out.resize(static_cast<size_t>(n) - pad);  // EVP_DecodeBlock counts the padding as zero bytes
   // Only the canonical spelling (unused bits zero), so that one value has one text.
-  if (Base64Encode(out) != text) return Status(Errc::kInvalidArgument, "base64: not canonical (unused bits set)");
+  if (Base64Encode(out) != text)
+    return Status(Errc::kInvalidArgument, "base64: not canonical (unused bits set)");
   return out;
 }
 
