@@ -83,7 +83,9 @@ function(rdmq_test name)
   # catch_discover_tests(PROPERTIES ...) splits list values (two labels, two environment
   # variables) into separate arguments, which shifts every property after them; so the
   # properties are set by a CTest include file of our own that runs after Catch's.
-  catch_discover_tests(${name} TEST_PREFIX "${name}." TEST_LIST ${name}_TESTS)
+  # --warn NoTests: a test whose filter matches no test case fails instead of passing having run
+  # nothing (a ';' in a test name cut the name CTest passed, and such tests ran nothing).
+  catch_discover_tests(${name} TEST_PREFIX "${name}." TEST_LIST ${name}_TESTS EXTRA_ARGS --warn NoTests)
   set(props_file ${CMAKE_CURRENT_BINARY_DIR}/${name}_properties.cmake)
   file(WRITE ${props_file}
     "if(DEFINED ${name}_TESTS)\n"

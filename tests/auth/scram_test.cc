@@ -60,7 +60,7 @@ TEST_CASE("SCRAM-SHA-256 reproduces RFC 7677's example exchange byte for byte", 
   CHECK(s.Step("anything").status().is(Errc::kFailedPrecondition));
 }
 
-TEST_CASE("SCRAM both ways with random salts and nonces, SHA-256 and SHA-512; names with , and =",
+TEST_CASE("SCRAM both ways with random salts and nonces, SHA-256 and SHA-512, names with , and =",
           "[auth][scram]") {
   for (ScramHash h : {ScramHash::kSha256, ScramHash::kSha512}) {
     INFO(MechanismName(h));

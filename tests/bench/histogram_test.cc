@@ -73,7 +73,7 @@ TEST_CASE("percentiles of random samples are within the bucket precision", "[ben
   }
 }
 
-TEST_CASE("merge adds samples; reset empties", "[bench][histogram]") {
+TEST_CASE("merge adds samples, reset empties", "[bench][histogram]") {
   LogHistogram a, b;
   for (int i = 0; i < 1000; ++i) a.Record(1000);
   for (int i = 0; i < 1000; ++i) b.Record(1'000'000);

@@ -350,7 +350,7 @@ TEST_CASE("classic coordinator: answers come outside the lock, from the timer th
   CHECK(fx.gc->ClassicHeartbeat("timed", {a.member_id, "", 1}).is(ClassicErrc::kUnknownMemberId));
 }
 
-TEST_CASE("classic coordinator: Stop answers waiting requests; later calls are refused",
+TEST_CASE("classic coordinator: Stop answers waiting requests, later calls are refused",
           "[broker][classic]") {
   Fixture fx(60000);  // the initial delay keeps the first JoinGroup waiting
   auto r = JoinReq("a");

@@ -91,7 +91,7 @@ TEST_CASE("a Commit RPC: writable segment, bytes, the committed end when exclusi
   CHECK_FALSE(*check(kExclusive, true, 6000, 1));
 }
 
-TEST_CASE("batches without a producer id pass; a batch over max.message.bytes does not", "[broker][commit]") {
+TEST_CASE("batches without a producer id pass, a batch over max.message.bytes does not", "[broker][commit]") {
   ProducerStateTable producers;
   Range r;
   r.Add(-1, -1, -1, 3).Add(-1, -1, -1, 2);
@@ -118,7 +118,7 @@ TEST_CASE("every batch must carry the lease's producer and epoch", "[broker][com
   CHECK(v.CheckBatches(kPlain, idempotent.span()).status.is(WireError::kInvalidProducerEpoch));
 }
 
-TEST_CASE("sequences continue the producer's state; the result is what to record", "[broker][commit]") {
+TEST_CASE("sequences continue the producer's state, the result is what to record", "[broker][commit]") {
   ProducerStateTable producers;
   producers.Set(ProducerId(9), ProducerState{2, 4});
   CommitValidator v("t-0", producers, kMaxBatch);

@@ -50,7 +50,7 @@ TEST_CASE("another client's lease is not found", "[broker][lease]") {
   CHECK(t.Find(LeaseId(99), 7).status().is(WireError::kLeaseExpired));
 }
 
-TEST_CASE("every slot taken: kUnavailable; a removed lease frees its slot with a new reuse count",
+TEST_CASE("every slot taken: kUnavailable, a removed lease frees its slot with a new reuse count",
           "[broker][lease]") {
   LeaseTable t(2);
   auto s = std::make_shared<Session>(1);

@@ -41,7 +41,7 @@ TEST_CASE("options in every spelling, anywhere on the line", "[cli][args]") {
   }
 }
 
-TEST_CASE("repeated options keep their order; flags take no value", "[cli][args]") {
+TEST_CASE("repeated options keep their order, flags take no value", "[cli][args]") {
   auto a = Parse({"t", "-c", "a=1", "--config=b=2=3", "--json", "-v"});
   REQUIRE_OK(a);
   CHECK(a->GetAll("config") == std::vector<std::string>{"a=1", "b=2=3"});

@@ -35,7 +35,7 @@ TEST_CASE("bootstrap.servers: bad lists are refused, naming the entry", "[client
   CHECK(mixed.ToString().find("same fabric") != std::string::npos);
 }
 
-TEST_CASE("bootstrap.servers: the key keeps the whole list; the default applies", "[client][bootstrap]") {
+TEST_CASE("bootstrap.servers: the key keeps the whole list, the default applies", "[client][bootstrap]") {
   ClientOptions o;
   REQUIRE_OK(o.Set("bootstrap.servers", "tcp:a:1,tcp:b:2"));
   CHECK(o.bootstrap == "tcp:a:1,tcp:b:2");

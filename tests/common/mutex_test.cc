@@ -30,7 +30,7 @@ TEST_CASE("MutexLock excludes other threads", "[unit]") {
   CHECK(c.n == 400000);
 }
 
-TEST_CASE("UniqueLock can drop and retake its mutex; TryLock fails while another holds it", "[unit]") {
+TEST_CASE("UniqueLock can drop and retake its mutex, TryLock fails while another holds it", "[unit]") {
   Counter c;
   UniqueLock l(c.mu);
   c.n = 1;
@@ -56,7 +56,7 @@ TEST_CASE("UniqueLock can drop and retake its mutex; TryLock fails while another
   blocked.join();
 }
 
-TEST_CASE("CondVar wakes a waiter; WaitFor times out when nobody notifies", "[unit]") {
+TEST_CASE("CondVar wakes a waiter, WaitFor times out when nobody notifies", "[unit]") {
   Counter c;
   std::thread waiter([&c] {
     UniqueLock l(c.mu);

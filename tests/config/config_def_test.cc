@@ -108,7 +108,7 @@ TEST_CASE("a table sets each field from its key", "[config]") {
   CHECK(d.Entries(back) == entries);
 }
 
-TEST_CASE("errors name the key, the value and what is accepted; failed sets change nothing", "[config]") {
+TEST_CASE("errors name the key, the value and what is accepted, failed sets change nothing", "[config]") {
   Outer o;
   const auto& d = OuterDef();
   Status s = d.Set(&o, "size", "0");

@@ -103,7 +103,7 @@ TEST_CASE("duration keys read their own unit, other units and (where allowed) fr
   CHECK(HumanValue(ret, Value{.number = -1}) == "");
 }
 
-TEST_CASE("enum keys take their spellings; several may share a value", "[config]") {
+TEST_CASE("enum keys take their spellings, several may share a value", "[config]") {
   const KeySpec s{
       .name = "acks", .type = Type::kEnum, .choices = {{"0", 0}, {"1", 1}, {"all", -1}, {"-1", -1}}};
   CHECK(ParseValue(s, "all")->number == -1);

@@ -85,7 +85,7 @@ TEST_CASE("ApplyOptions sets every option that names a key, in the table's synta
   CHECK(args->GetOr("extra", "") == "x");  // left to the caller
 }
 
-TEST_CASE("a bad option value names the option, the value and what is accepted; nothing is set", "[config]") {
+TEST_CASE("a bad option value names the option, the value and what is accepted, nothing is set", "[config]") {
   for (const auto& [words, expected] : std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{"--procs", "--size", "8"}, "--size 8: must be a byte count in [16, 1 MiB]"},
            {{"--procs", "--fabric", "rdma"}, "--fabric rdma: must be shm or tcp"},

@@ -28,7 +28,7 @@ struct StaticGroup {
   }
 };
 
-TEST_CASE("classic static: a restarted member takes its place without a rebalance; the old id is fenced",
+TEST_CASE("classic static: a restarted member takes its place without a rebalance, the old id is fenced",
           "[group][classic][static]") {
   StaticGroup s;
   Harness& h = s.h;

@@ -337,7 +337,7 @@ TEST_CASE("classic: a pending member holds the join phase until it rejoins or it
   }
 }
 
-TEST_CASE("classic: protocols must match the group's; the most voted common protocol wins",
+TEST_CASE("classic: protocols must match the group's, the most voted common protocol wins",
           "[group][classic]") {
   Harness h;
   Token a = h.Join(Harness::Request("a", {"t"}, {"range", "roundrobin"}));

@@ -50,7 +50,7 @@ std::vector<std::string> With(std::vector<std::string> a, const std::vector<std:
 
 }  // namespace
 
-TEST_CASE("kcat over TLS produces and consumes; a client trusting another CA or without TLS is refused",
+TEST_CASE("kcat over TLS produces and consumes, a client trusting another CA or without TLS is refused",
           "[e2e][kafka][kcat][tls]") {
   Pki pki;
   Fixture f(TlsBroker(pki, "none"));

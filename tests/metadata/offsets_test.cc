@@ -94,7 +94,7 @@ TEST_CASE("checkpoints truncate the log and keep every commit", "[offsets]") {
   CHECK(store->Fetch("g", "t", 2)->offset == 8);
 }
 
-TEST_CASE("a torn last record is cut; corruption elsewhere is refused without changes", "[offsets]") {
+TEST_CASE("a torn last record is cut, corruption elsewhere is refused without changes", "[offsets]") {
   test::TempDir dir;
   {
     auto store = Open(dir);

@@ -94,7 +94,7 @@ TEST_CASE("records already in the checkpoint are skipped (crash between rename a
   CHECK(store->last_seq() == 2);
 }
 
-TEST_CASE("a torn final record is cut off; corruption in the middle is an error that changes nothing",
+TEST_CASE("a torn final record is cut off, corruption in the middle is an error that changes nothing",
           "[store]") {
   test::TempDir dir;
   {

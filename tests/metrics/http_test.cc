@@ -44,7 +44,7 @@ TEST_CASE("HEAD leaves the body out but keeps its length, and the query reaches 
   CHECK(s.output.ends_with("\r\n\r\nGET a=1"));
 }
 
-TEST_CASE("a partial request waits; pipelined requests are answered one per call", "[metrics][http]") {
+TEST_CASE("a partial request waits, pipelined requests are answered one per call", "[metrics][http]") {
   HttpConversation c(Route);
   const std::string one = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
   for (size_t cut = 0; cut < one.size(); ++cut) {

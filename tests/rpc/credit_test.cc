@@ -59,7 +59,7 @@ TEST_CASE("the sender asks for renewal at half and the grant adds C", "[rpc][cre
   CHECK(s.limit() == 64);
 }
 
-TEST_CASE("exhausted credits block the sender; refusal deactivates the channel", "[rpc][credit]") {
+TEST_CASE("exhausted credits block the sender, refusal deactivates the channel", "[rpc][credit]") {
   CreditSender s(8);
   CHECK(s.Take(100) == 8);
   CHECK(s.available() == 0);

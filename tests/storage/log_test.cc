@@ -481,7 +481,7 @@ TEST_CASE("when the producer that crossed the end dies, lease expiry seals the s
   CHECK(all[8].control);
 }
 
-TEST_CASE("Roll seals the active segment; an empty segment is not rolled", "[log]") {
+TEST_CASE("Roll seals the active segment, an empty segment is not rolled", "[log]") {
   MemEnv env;
   auto log = OpenOk(&env, "/p", Small());
   REQUIRE_OK(log->Roll());
