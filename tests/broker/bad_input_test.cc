@@ -434,7 +434,7 @@ E2E_BOTH(ExpiredCredit, "a write with an expired credit fails and changes no sto
   StillServes(broker, "t");
 }
 
-E2E_BOTH(CorruptAndDuplicate, "corrupt batches are refused; duplicate sequences are dropped",
+E2E_BOTH(CorruptAndDuplicate, "corrupt batches are refused, duplicate sequences are dropped",
          "[e2e][bad-input]") {
   TempDir dir;
   START_BROKER(broker, dir, fabric);
@@ -562,7 +562,7 @@ E2E_BOTH(RefusedNotRecovered, "a refused batch never comes back after a restart"
   CHECK(again.Stop() == 0);
 }
 
-E2E_BOTH(EpochFencing, "a newer epoch of the same producer id fences the holder; an older one is refused",
+E2E_BOTH(EpochFencing, "a newer epoch of the same producer id fences the holder, an older one is refused",
          "[e2e][bad-input]") {
   TempDir dir;
   START_BROKER(broker, dir, fabric);
