@@ -439,8 +439,10 @@ E2E_BOTH(
     const std::string v = MakeValue("S", i, 50 + i);
     futs.push_back((*p)->Send(MakeRecord("s", 0, std::nullopt, v)));
   }
-  // Nothing completes before the hole is filled: it lies before every other range.
-  CHECK_FALSE(futs.front().wait_for(100ms));
+  // Nothing completes before the hole is filled: it lies before every other range. (Checkable
+  // only while the hole's lease surely lives: under the Soft-RoCE VM's emulated CPU getting here
+  // can take longer than the lease, and then the hole is rightly filled already.)
+  if (std::chrono::steady_clock::now() - launched < 350ms) CHECK_FALSE(futs.front().wait_for(50ms));
   REQUIRE_OK((*p)->Flush(30s));
   // Not before the hole's lease could expire (500 ms after the reservation, made after launch).
   CHECK(std::chrono::steady_clock::now() - launched >= 450ms);
