@@ -12,6 +12,7 @@
 #include "rdmq/common/log.h"
 #include "rdmq/common/mutex.h"
 #include "rdmq/metrics/http.h"
+#include "rdmq/metrics/tcp_listen.h"
 
 namespace rdmq::metrics {
 namespace {
@@ -83,30 +84,7 @@ class AsioHttpServer final : public HttpServer {
   ~AsioHttpServer() override { Stop(); }  // NOLINT(bugprone-exception-escape)
 
   Status Bind(const std::string& listen) {
-    const size_t colon = listen.rfind(':');
-    if (colon == std::string::npos)
-      return Status(Errc::kInvalidArgument, "'" + listen + "' is not host:port");
-    std::string host = listen.substr(0, colon);
-    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-    boost::system::error_code ec;
-    tcp::resolver resolver(io_);
-    auto found = resolver.resolve(host, listen.substr(colon + 1),
-                                  tcp::resolver::passive | tcp::resolver::numeric_service, ec);
-    if (ec || found.empty()) {
-      return Status(Errc::kInvalidArgument, listen + ": cannot resolve '" + host + "': " + ec.message());
-    }
-    const tcp::endpoint ep = found.begin()->endpoint();
-    acceptor_.open(ep.protocol(), ec);
-    if (!ec) acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
-    if (!ec) acceptor_.bind(ep, ec);
-    if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
-    if (ec) {
-      return Status(ec == asio::error::address_in_use ? Errc::kAlreadyExists : Errc::kUnavailable,
-                    listen + ": " + ec.message());
-    }
-    const tcp::endpoint bound = acceptor_.local_endpoint(ec);
-    const std::string h = bound.address().to_string();
-    address_ = (bound.address().is_v6() ? "[" + h + "]" : h) + ":" + std::to_string(bound.port());
+    RDMQ_ASSIGN_OR_RETURN(address_, ListenTcp(acceptor_, listen));
     Accept();
     thread_ = std::thread([this] {
       auto guard = asio::make_work_guard(io_);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "rdmq/common/log.h"
+#include "rdmq/metrics/tcp_listen.h"
 
 namespace rdmq::broker::internal {
 
@@ -12,36 +13,16 @@ Result<std::unique_ptr<KafkaListener>> KafkaListener::Start(const std::string& l
                                                             uint64_t max_request,
                                                             KafkaRequestHandler& handler,
                                                             std::unique_ptr<asio::ssl::context> tls) {
-  const size_t colon = listen.rfind(':');
-  if (colon == std::string::npos)
-    return Status(Errc::kInvalidArgument, "listen.kafka '" + listen + "' is not host:port");
-  std::string host = listen.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  const std::string port = listen.substr(colon + 1);
   std::unique_ptr<KafkaListener> l(new KafkaListener(handler, max_request));
   l->tls_ = std::move(tls);
-  boost::system::error_code ec;
-  asio::ip::tcp::resolver resolver(l->io_);
-  auto found = resolver.resolve(
-      host, port, asio::ip::tcp::resolver::passive | asio::ip::tcp::resolver::numeric_service, ec);
-  if (ec || found.empty()) {
-    return Status(Errc::kInvalidArgument,
-                  "listen.kafka " + listen + ": cannot resolve '" + host + "': " + ec.message());
+  auto bound = metrics::ListenTcp(l->acceptor_, listen);
+  if (!bound.ok()) {
+    const Status& s = bound.status();
+    const char* hint =
+        s.is(Errc::kInvalidArgument) ? "" : " (set listen.kafka=HOST:PORT elsewhere, or listen.kafka=off)";
+    return Status(s.code(), "listen.kafka " + std::string(s.context()) + hint);
   }
-  const asio::ip::tcp::endpoint ep = found.begin()->endpoint();
-  l->acceptor_.open(ep.protocol(), ec);
-  if (!ec) l->acceptor_.set_option(asio::ip::tcp::acceptor::reuse_address(true), ec);
-  if (!ec) l->acceptor_.bind(ep, ec);
-  if (!ec) l->acceptor_.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) {
-    return Status(ec == asio::error::address_in_use ? Errc::kAlreadyExists : Errc::kUnavailable,
-                  "listen.kafka " + listen + ": " + ec.message() +
-                      " (set listen.kafka=HOST:PORT elsewhere, or listen.kafka=off)");
-  }
-  const auto bound = l->acceptor_.local_endpoint(ec);
-  const std::string bound_host =
-      bound.address().is_v6() ? "[" + bound.address().to_string() + "]" : bound.address().to_string();
-  l->address_ = bound_host + ":" + std::to_string(bound.port());
+  l->address_ = std::move(*bound);
   l->Accept();
   for (uint32_t i = 0; i < std::max<uint32_t>(threads, 1); ++i) {
     l->threads_.emplace_back([io = &l->io_] {
