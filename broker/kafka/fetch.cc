@@ -4,6 +4,7 @@
 // not over, it waits on the partitions' commit waiters (run by the broker's Publish on every
 // commit) and a timer, whichever comes first, then reads again: no polling.
 #include <mutex>
+#include <tuple>
 
 #include "broker/kafka/asio.h"
 #include "broker/kafka/front_door.h"
@@ -103,7 +104,8 @@ void FetchState::Attempt(bool final) {
   bool error = false;
   size_t budget = req.max_bytes > 0 ? static_cast<size_t>(req.max_bytes) : 1;
   std::vector<std::pair<std::shared_ptr<Partition>, uint64_t>> watch;
-  std::vector<PartRead> served;  // what the answer carries, for the partitions' out counters
+  // What the answer carries, counted on its partitions once it goes: (partition, bytes, offsets).
+  std::vector<std::tuple<std::shared_ptr<Partition>, uint64_t, uint64_t>> served;
   for (const auto& t : req.topics) {
     kafka::FetchTopicResponse tr;
     tr.name = std::string(t.name);
@@ -114,13 +116,7 @@ void FetchState::Attempt(bool final) {
       budget = budget > pr.bytes ? budget - pr.bytes : 0;
       if (pr.out.error_code != ErrorCode::kNone) error = true;
       if (pr.pin) pins->push_back(std::move(pr.pin));
-      if (pr.partition) {
-        PartRead s;
-        s.bytes = pr.bytes;
-        s.partition = pr.partition;
-        s.offsets = pr.offsets;
-        served.push_back(std::move(s));
-      }
+      if (pr.partition) served.emplace_back(std::move(pr.partition), pr.bytes, pr.offsets);
       if (!final && pr.out.error_code == ErrorCode::kNone) {
         if (auto found = topics->Find(tr.name, PartitionId(fp.index)); found.ok()) {
           watch.emplace_back(*found, pr.generation);
@@ -134,9 +130,9 @@ void FetchState::Attempt(bool final) {
   if (final || enough || error || req.max_wait_ms <= 0 || std::chrono::steady_clock::now() >= deadline ||
       watch.empty()) {
     KafkaFrontDoor::Reply(call, resp, pins);
-    for (const PartRead& s : served) {
-      s.partition->bytes_out.fetch_add(s.bytes, std::memory_order_relaxed);
-      s.partition->offsets_out.fetch_add(s.offsets, std::memory_order_relaxed);
+    for (const auto& [part, bytes, offsets] : served) {
+      part->bytes_out.fetch_add(bytes, std::memory_order_relaxed);
+      part->offsets_out.fetch_add(offsets, std::memory_order_relaxed);
     }
     return;
   }
