@@ -46,18 +46,25 @@ std::string Promtool(const rdmq::test::TempDir& dir, const std::string& text) {
   return rc == 0 ? "" : "promtool exit " + std::to_string(rc) + ": " + said;
 }
 
-void Produce(const client::ClientOptions& c, const std::string& topic, int32_t partition, int n) {
+// Runs on threads beside the test's own, so it uses no Catch macros (Catch is not thread-safe):
+// it returns what went wrong, and the test thread checks it.
+std::string Produce(const client::ClientOptions& c, const std::string& topic, int32_t partition,
+                    int n) {
   producer::ProducerConfig pc;
   pc.client = c;
   pc.linger = 1ms;
   auto p = producer::Producer::Create(pc);
-  REQUIRE_OK(p);
+  if (!p.ok()) return "create: " + p.status().ToString();
   const std::string value(100, 'v');
   for (int i = 0; i < n; ++i) {
-    REQUIRE_OK((*p)->Send({.topic = topic, .partition = partition, .value = value}, nullptr));
+    if (auto s = (*p)->Send({.topic = topic, .partition = partition, .value = value}, nullptr);
+        !s.ok()) {
+      return "send: " + s.ToString();
+    }
   }
-  REQUIRE_OK((*p)->Flush(30s));
-  REQUIRE_OK((*p)->Close(10s));
+  if (auto s = (*p)->Flush(30s); !s.ok()) return "flush: " + s.ToString();
+  if (auto s = (*p)->Close(10s); !s.ok()) return "close: " + s.ToString();
+  return "";
 }
 
 // A TCP port free on loopback now (for a server that cannot be told to pick one and say which).
@@ -91,21 +98,27 @@ TEST_CASE(
 
   // Scrapes while two producers run: each one passes promtool.
   std::atomic<bool> done{false};
+  std::string said0, said1;
   std::thread load([&] {
-    std::thread other([&] { Produce(r.client, "m", 1, 1000); });
-    Produce(r.client, "m", 0, 3000);
+    std::thread other([&] { said1 = Produce(r.client, "m", 1, 1000); });
+    said0 = Produce(r.client, "m", 0, 3000);
     other.join();
     done = true;
   });
   int scrapes = 0;
+  bool scraped_ok = true;
   while (!done || scrapes < 3) {
     auto m = rdmq::test::HttpGet(http, "/metrics");
-    REQUIRE(m.status == 200);
+    CHECK(m.status == 200);
     CHECK(m.head.find("Content-Type: text/plain; version=0.0.4") != std::string::npos);
     CHECK(Promtool(dir, m.body) == "");
+    scraped_ok = scraped_ok && m.status == 200;
     ++scrapes;
   }
   load.join();
+  REQUIRE(scraped_ok);
+  REQUIRE(said0 == "");
+  REQUIRE(said1 == "");
 
   // A group committed 1000 on partition 0: its lag is the rest.
   consumer::ConsumerConfig cc;
@@ -144,7 +157,7 @@ TEST_CASE("a real Prometheus server scrapes the broker and counts the records pr
   rdmq::test::TempDir dir;
   auto r = test::Start(test::TestConfig(dir));
   REQUIRE_OK(r.admin->CreateTopic("p", {{"partitions", "1"}}));
-  Produce(r.client, "p", 0, 1234);
+  REQUIRE(Produce(r.client, "p", 0, 1234) == "");
 
   const int port = FreePort();
   {
