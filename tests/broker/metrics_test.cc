@@ -48,8 +48,7 @@ std::string Promtool(const rdmq::test::TempDir& dir, const std::string& text) {
 
 // Runs on threads beside the test's own, so it uses no Catch macros (Catch is not thread-safe):
 // it returns what went wrong, and the test thread checks it.
-std::string Produce(const client::ClientOptions& c, const std::string& topic, int32_t partition,
-                    int n) {
+std::string Produce(const client::ClientOptions& c, const std::string& topic, int32_t partition, int n) {
   producer::ProducerConfig pc;
   pc.client = c;
   pc.linger = 1ms;
@@ -57,8 +56,7 @@ std::string Produce(const client::ClientOptions& c, const std::string& topic, in
   if (!p.ok()) return "create: " + p.status().ToString();
   const std::string value(100, 'v');
   for (int i = 0; i < n; ++i) {
-    if (auto s = (*p)->Send({.topic = topic, .partition = partition, .value = value}, nullptr);
-        !s.ok()) {
+    if (auto s = (*p)->Send({.topic = topic, .partition = partition, .value = value}, nullptr); !s.ok()) {
       return "send: " + s.ToString();
     }
   }
