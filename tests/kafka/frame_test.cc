@@ -90,7 +90,9 @@ TEST_CASE("kafka frame: unknown apis and versions still yield the header", "[kaf
   CHECK(newer.is(KafkaErrc::kUnsupportedVersion));
   CHECK(newer.ToString().find("ApiVersions) v4, correlation id 9: rdmq supports v0-3") != std::string::npos);
   CHECK(CheckSupported(RequestHeader{3, 8, 1, std::nullopt}).ok());
-  CHECK(CheckSupported(RequestHeader{17, 1, 1, std::nullopt}).is(KafkaErrc::kUnknownApi));  // SaslHandshake
+  CHECK(CheckSupported(RequestHeader{17, 1, 1, std::nullopt}).ok());  // SaslHandshake v1
+  CHECK(CheckSupported(RequestHeader{17, 0, 1, std::nullopt}).is(KafkaErrc::kUnsupportedVersion));
+  CHECK(CheckSupported(RequestHeader{21, 0, 1, std::nullopt}).is(KafkaErrc::kUnknownApi));  // DeleteRecords
 }
 
 TEST_CASE("kafka frame: truncated headers fail, naming the correlation id once known", "[kafka]") {
@@ -119,7 +121,7 @@ TEST_CASE("kafka frame: response headers", "[kafka]") {
 
 TEST_CASE("kafka api: the supported table", "[kafka]") {
   const auto apis = SupportedApis();
-  CHECK(apis.size() == 20);
+  CHECK(apis.size() == 22);
   std::set<int16_t> keys;
   for (const VersionRange& r : apis) {
     keys.insert(static_cast<int16_t>(r.key));
@@ -135,11 +137,12 @@ TEST_CASE("kafka api: the supported table", "[kafka]") {
       CHECK(ResponseHeaderVersion(r.key, v) == 0);
     }
   }
-  CHECK(keys.size() == 20);
+  CHECK(keys.size() == 22);
   CHECK(*FindApi(ApiKey::kProduce) == VersionRange{ApiKey::kProduce, 3, 8});
   CHECK(*FindApi(ApiKey::kFetch) == VersionRange{ApiKey::kFetch, 4, 11});
   CHECK(*FindApi(ApiKey::kMetadata) == VersionRange{ApiKey::kMetadata, 0, 8});
-  CHECK(FindApi(static_cast<ApiKey>(17)) == nullptr);  // SaslHandshake: not implemented
+  CHECK(*FindApi(ApiKey::kSaslHandshake) == VersionRange{ApiKey::kSaslHandshake, 1, 1});
+  CHECK(FindApi(static_cast<ApiKey>(21)) == nullptr);  // DeleteRecords: not implemented
   CHECK(ApiName(static_cast<ApiKey>(17)) == "SaslHandshake");
   CHECK(RequestHeaderVersion(ApiKey::kApiVersions, 3) == 2);
   CHECK(RequestHeaderVersion(ApiKey::kProduce, 8) == 1);

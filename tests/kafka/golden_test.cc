@@ -259,10 +259,10 @@ TEST_CASE("kafka golden: JoinGroup v5 request with a group instance id", "[kafka
 
 TEST_CASE("kafka golden: ApiVersions v3 response with a v0 header", "[kafka]") {
   const Bytes golden =
-      Hex("00000098"           // size 152
+      Hex("000000a6"           // size 166
           "00000001"           // response header v0: correlation id, no tagged fields
           "0000"               // error_code NONE
-          "15"                 // api_keys: compact array of 20 (+1)
+          "17"                 // api_keys: compact array of 22 (+1)
           "0000 0003 0008 00"  // Produce 3-8, no tagged fields
           "0001 0004 000b 00"  // Fetch 4-11
           "0002 0001 0005 00"  // ListOffsets 1-5
@@ -276,11 +276,13 @@ TEST_CASE("kafka golden: ApiVersions v3 response with a v0 header", "[kafka]") {
           "000e 0000 0003 00"  // SyncGroup 0-3
           "000f 0000 0004 00"  // DescribeGroups 0-4
           "0010 0000 0002 00"  // ListGroups 0-2
+          "0011 0001 0001 00"  // SaslHandshake 1-1
           "0012 0000 0003 00"  // ApiVersions 0-3
           "0013 0000 0004 00"  // CreateTopics 0-4
           "0014 0000 0003 00"  // DeleteTopics 0-3
           "0016 0000 0001 00"  // InitProducerId 0-1
           "0020 0000 0002 00"  // DescribeConfigs 0-2
+          "0024 0000 0001 00"  // SaslAuthenticate 0-1
           "0025 0000 0001 00"  // CreatePartitions 0-1
           "002a 0000 0001 00"  // DeleteGroups 0-1
           "00000000"           // throttle_time_ms
@@ -295,13 +297,13 @@ TEST_CASE("kafka golden: ApiVersions v4 request answered in v0 with UNSUPPORTED_
   WriteApiVersionsReply(w, 9, 4);
   const Bytes out = w.Flatten();
   const Bytes prefix =
-      Hex("00000082"        // size 130 = 4 + 2 + 4 + 20 * 6
+      Hex("0000008e"        // size 142 = 4 + 2 + 4 + 22 * 6
           "00000009"        // correlation id
           "0023"            // error_code 35 UNSUPPORTED_VERSION
-          "00000014"        // api_keys: classic array of 20
+          "00000016"        // api_keys: classic array of 22
           "0000 0003 0008"  // Produce 3-8, v0 entries have no tagged fields
           "0001 0004 000b");
-  REQUIRE(out.size() == 134);
+  REQUIRE(out.size() == 146);
   CHECK(Bytes(out.begin(), out.begin() + static_cast<long>(prefix.size())) == prefix);
   CHECK(Bytes(out.end() - 6, out.end()) == Hex("002a 0000 0001"));  // DeleteGroups 0-1, then nothing
 }

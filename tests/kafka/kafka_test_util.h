@@ -72,10 +72,12 @@ Bytes EncodeBytes(int16_t v, const M& m) {
   X(kSyncGroup, SyncGroupRequest, SyncGroupResponse)                      \
   X(kDescribeGroups, DescribeGroupsRequest, DescribeGroupsResponse)       \
   X(kListGroups, ListGroupsRequest, ListGroupsResponse)                   \
+  X(kSaslHandshake, SaslHandshakeRequest, SaslHandshakeResponse)          \
   X(kApiVersions, ApiVersionsRequest, ApiVersionsResponse)                \
   X(kCreateTopics, CreateTopicsRequest, CreateTopicsResponse)             \
   X(kDeleteTopics, DeleteTopicsRequest, DeleteTopicsResponse)             \
   X(kInitProducerId, InitProducerIdRequest, InitProducerIdResponse)       \
   X(kDescribeConfigs, DescribeConfigsRequest, DescribeConfigsResponse)    \
+  X(kSaslAuthenticate, SaslAuthenticateRequest, SaslAuthenticateResponse) \
   X(kCreatePartitions, CreatePartitionsRequest, CreatePartitionsResponse) \
   X(kDeleteGroups, DeleteGroupsRequest, DeleteGroupsResponse)

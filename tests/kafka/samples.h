@@ -30,6 +30,8 @@ RDMQ_KAFKA_DECLARE_FILL_(kInitProducerId, InitProducerIdRequest, InitProducerIdR
 RDMQ_KAFKA_DECLARE_FILL_(kDescribeConfigs, DescribeConfigsRequest, DescribeConfigsResponse)
 RDMQ_KAFKA_DECLARE_FILL_(kCreatePartitions, CreatePartitionsRequest, CreatePartitionsResponse)
 RDMQ_KAFKA_DECLARE_FILL_(kDeleteGroups, DeleteGroupsRequest, DeleteGroupsResponse)
+RDMQ_KAFKA_DECLARE_FILL_(kSaslHandshake, SaslHandshakeRequest, SaslHandshakeResponse)
+RDMQ_KAFKA_DECLARE_FILL_(kSaslAuthenticate, SaslAuthenticateRequest, SaslAuthenticateResponse)
 #undef RDMQ_KAFKA_DECLARE_FILL_
 
 template <class M>

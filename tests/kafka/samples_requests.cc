@@ -138,4 +138,8 @@ void Fill(CreatePartitionsRequest* m) {
 
 void Fill(DeleteGroupsRequest* m) { m->group_names = {"billing", "audit"}; }
 
+void Fill(SaslHandshakeRequest* m) { m->mechanism = "SCRAM-SHA-256"; }
+
+void Fill(SaslAuthenticateRequest* m) { m->auth_bytes = Span("n,,n=alice,r=fyko+d2lbbFgONRv9qkxdawL"sv); }
+
 }  // namespace rdmq::kafka::test

@@ -163,4 +163,16 @@ void Fill(DeleteGroupsResponse* m) {
   m->results = {{"billing", ErrorCode::kNone}, {"audit", ErrorCode::kNonEmptyGroup}};
 }
 
+void Fill(SaslHandshakeResponse* m) {
+  m->error_code = ErrorCode::kUnsupportedSaslMechanism;
+  m->mechanisms = {"SCRAM-SHA-256", "SCRAM-SHA-512"};
+}
+
+void Fill(SaslAuthenticateResponse* m) {
+  m->error_code = ErrorCode::kSaslAuthenticationFailed;
+  m->error_message = "authentication failed";
+  m->auth_bytes = Span("v=rmF9pqV8S7suAoZWja4dJRkFsKQ="sv);
+  m->session_lifetime_ms = 3600000;
+}
+
 }  // namespace rdmq::kafka::test

@@ -7,6 +7,7 @@
 //   admin.h              CreateTopics, DeleteTopics, InitProducerId, DescribeConfigs,
 //                        CreatePartitions, DeleteGroups
 //   api_versions.h       ApiVersions and the reply built from SupportedApis()
+//   sasl.h               SaslHandshake, SaslAuthenticate
 #pragma once
 
 #include "rdmq/kafka/admin.h"
@@ -14,3 +15,4 @@
 #include "rdmq/kafka/groups.h"
 #include "rdmq/kafka/metadata_offsets.h"
 #include "rdmq/kafka/produce_fetch.h"
+#include "rdmq/kafka/sasl.h"
