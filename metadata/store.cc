@@ -55,6 +55,7 @@ Status MetadataStore::Load() {
   RDMQ_LOG(kInfo, "metadata", "metadata store opened")
       .kv("dir", options_.dir)
       .kv("topics", state_->topics.size())
+      .kv("users", state_->users.size())
       .kv("seq", state_->seq)
       .kv("replayed", replayed);
   return Status::Ok();
@@ -136,6 +137,46 @@ Result<ProducerId> MetadataStore::AllocateProducerId() {
         Commit(internal::Mutation::ProducerIdBlock(state_->producer_id_limit + kProducerIdBlock)));
   }
   return state_->next_producer_id++;
+}
+
+Status MetadataStore::CreateUser(const UserInfo& user) {
+  RDMQ_RETURN_IF_ERROR(ValidateUser(user));
+  MutexLock lock(mu_);
+  if (state_->users.count(user.name) != 0) {
+    return Status(MetadataErrc::kUserExists, "user '" + user.name + "' already exists");
+  }
+  return Commit(internal::Mutation::PutUser(user));
+}
+
+Status MetadataStore::UpdateUser(const UserInfo& user) {
+  RDMQ_RETURN_IF_ERROR(ValidateUser(user));
+  MutexLock lock(mu_);
+  if (state_->users.count(user.name) == 0) {
+    return Status(MetadataErrc::kNoSuchUser, "no user '" + user.name + "'");
+  }
+  return Commit(internal::Mutation::PutUser(user));
+}
+
+Status MetadataStore::DeleteUser(const std::string& name) {
+  RDMQ_RETURN_IF_ERROR(ValidateUserName(name));
+  MutexLock lock(mu_);
+  if (state_->users.count(name) == 0) return Status(MetadataErrc::kNoSuchUser, "no user '" + name + "'");
+  return Commit(internal::Mutation::DeleteUser(name));
+}
+
+std::optional<UserInfo> MetadataStore::GetUser(const std::string& name) const {
+  MutexLock lock(mu_);
+  auto it = state_->users.find(name);
+  if (it == state_->users.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<UserInfo> MetadataStore::ListUsers() const {
+  MutexLock lock(mu_);
+  std::vector<UserInfo> out;
+  out.reserve(state_->users.size());
+  for (const auto& [name, u] : state_->users) out.push_back(u);
+  return out;
 }
 
 Status MetadataStore::Checkpoint() {

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "metadata/topic_json.h"
+#include "metadata/user_json.h"
 
 namespace rdmq::metadata::internal {
 namespace {
@@ -35,7 +36,37 @@ Result<Mutation> MutationFromJson(const nlohmann::json& op) {
     }
     return Mutation::ProducerIdBlock(ProducerId(lim->get<int64_t>()));
   }
+  if (k == "put_user") {
+    const auto u = op.find("user");
+    if (u == op.end()) return Status(MetadataErrc::kCorruptLog, "put_user without user");
+    auto user = UserInfoFromJson(*u);
+    if (!user.ok()) return Status(MetadataErrc::kCorruptLog, "put_user: " + user.status().ToString());
+    return Mutation::PutUser(std::move(*user));
+  }
+  if (k == "delete_user") {
+    const auto n = op.find("name");
+    if (n == op.end() || !n->is_string())
+      return Status(MetadataErrc::kCorruptLog, "delete_user without name");
+    if (Status s = ValidateUserName(n->get_ref<const std::string&>()); !s.ok())
+      return Status(MetadataErrc::kCorruptLog, "delete_user: " + s.ToString());
+    return Mutation::DeleteUser(n->get<std::string>());
+  }
   return Status(MetadataErrc::kCorruptLog, "unknown op '" + k + "'");
+}
+
+// The optional "users" array (absent in checkpoints written before users existed: no users).
+Status UsersFromJson(const nlohmann::json& j, StoreState* state) {
+  const auto bad = [](const std::string& why) { return Status(MetadataErrc::kCorruptCheckpoint, why); };
+  const auto us = j.find("users");
+  if (us == j.end()) return Status::Ok();
+  if (!us->is_array()) return bad("users is not an array");
+  for (const auto& u : *us) {
+    auto info = UserInfoFromJson(u);
+    if (!info.ok()) return bad(info.status().ToString());
+    const std::string name = info->name;
+    if (!state->users.emplace(name, std::move(*info)).second) return bad("user '" + name + "' twice");
+  }
+  return Status::Ok();
 }
 
 Status StateFromJson(const nlohmann::json& j, StoreState* state) {
@@ -61,7 +92,7 @@ Status StateFromJson(const nlohmann::json& j, StoreState* state) {
     if (!info.ok()) return bad(info.status().ToString());
     state->topics[info->name] = std::move(*info);
   }
-  return Status::Ok();
+  return UsersFromJson(j, state);
 }
 
 }  // namespace
@@ -81,6 +112,12 @@ std::string EncodeMutation(const Mutation& m) {
     case Mutation::Op::kProducerIdBlock:
       j = {{"op", "producer_id_block"}, {"limit", m.limit.value()}};
       break;
+    case Mutation::Op::kPutUser:
+      j = {{"op", "put_user"}, {"user", ToJson(m.user)}};
+      break;
+    case Mutation::Op::kDeleteUser:
+      j = {{"op", "delete_user"}, {"name", m.name}};
+      break;
   }
   return j.dump();
 }
@@ -98,11 +135,14 @@ Result<Mutation> DecodeMutation(std::string_view payload, const std::string& log
 std::string EncodeCheckpoint(const StoreState& s) {
   nlohmann::json ts = nlohmann::json::array();
   for (const auto& [name, t] : s.topics) ts.push_back(ToJson(t));
+  nlohmann::json us = nlohmann::json::array();
+  for (const auto& [name, u] : s.users) us.push_back(ToJson(u));
   const nlohmann::json j = {{"format", kCheckpointFormat},
                             {"seq", s.seq},
                             {"next_topic_id", s.next_topic_id.value()},
                             {"producer_id_limit", s.producer_id_limit.value()},
-                            {"topics", std::move(ts)}};
+                            {"topics", std::move(ts)},
+                            {"users", std::move(us)}};
   return j.dump(2) + "\n";
 }
 

@@ -13,8 +13,9 @@
 namespace rdmq::metadata::internal {
 
 std::string EncodeMutation(const Mutation& m);
-// kCorruptLog when the payload is not a mutation; a bad topic entry keeps its own code
-// (kBadConfig, kUnknownConfig, kBadTopicName). `log` and `seq` name the record in the error.
+// kCorruptLog when the payload is not a mutation, or holds a bad user; a bad topic entry keeps
+// its own code (kBadConfig, kUnknownConfig, kBadTopicName). `log` and `seq` name the record in
+// the error.
 Result<Mutation> DecodeMutation(std::string_view payload, const std::string& log, uint64_t seq);
 
 // The text of metadata.json for `s` (indented, newline-terminated).

@@ -22,6 +22,12 @@ Status StoreState::Apply(const Mutation& m) {
     case Mutation::Op::kProducerIdBlock:
       producer_id_limit = std::max(producer_id_limit, m.limit);
       return Status::Ok();
+    case Mutation::Op::kPutUser:
+      users[m.user.name] = m.user;
+      return Status::Ok();
+    case Mutation::Op::kDeleteUser:
+      users.erase(m.name);
+      return Status::Ok();
   }
   return Status(MetadataErrc::kCorruptLog, "unknown mutation");
 }

@@ -11,21 +11,32 @@
 #include "rdmq/common/status.h"
 #include "rdmq/common/types.h"
 #include "rdmq/metadata/topic.h"
+#include "rdmq/metadata/user.h"
 
 namespace rdmq::metadata::internal {
 
 // One record of metadata.wal.
 struct Mutation {
-  enum class Op : uint8_t { kCreateTopic, kAlterTopic, kDeleteTopic, kProducerIdBlock };
+  enum class Op : uint8_t {
+    kCreateTopic,
+    kAlterTopic,
+    kDeleteTopic,
+    kProducerIdBlock,
+    kPutUser,
+    kDeleteUser,
+  };
   Op op = Op::kCreateTopic;
   TopicInfo topic;      // kCreateTopic, kAlterTopic: the whole topic after the change
-  std::string name;     // kDeleteTopic
+  std::string name;     // kDeleteTopic, kDeleteUser
   ProducerId limit{0};  // kProducerIdBlock: every producer id below it is reserved
+  UserInfo user;        // kPutUser: the whole user after the change (a new one, or new secrets)
 
-  static Mutation CreateTopic(TopicInfo t) { return {Op::kCreateTopic, std::move(t), {}, {}}; }
-  static Mutation AlterTopic(TopicInfo t) { return {Op::kAlterTopic, std::move(t), {}, {}}; }
-  static Mutation DeleteTopic(std::string n) { return {Op::kDeleteTopic, {}, std::move(n), {}}; }
-  static Mutation ProducerIdBlock(ProducerId l) { return {Op::kProducerIdBlock, {}, {}, l}; }
+  static Mutation CreateTopic(TopicInfo t) { return {Op::kCreateTopic, std::move(t), {}, {}, {}}; }
+  static Mutation AlterTopic(TopicInfo t) { return {Op::kAlterTopic, std::move(t), {}, {}, {}}; }
+  static Mutation DeleteTopic(std::string n) { return {Op::kDeleteTopic, {}, std::move(n), {}, {}}; }
+  static Mutation ProducerIdBlock(ProducerId l) { return {Op::kProducerIdBlock, {}, {}, l, {}}; }
+  static Mutation PutUser(UserInfo u) { return {Op::kPutUser, {}, {}, {}, std::move(u)}; }
+  static Mutation DeleteUser(std::string n) { return {Op::kDeleteUser, {}, std::move(n), {}, {}}; }
 };
 
 struct StoreState {
@@ -34,9 +45,11 @@ struct StoreState {
   ProducerId next_producer_id{0};   // next id to hand out
   ProducerId producer_id_limit{0};  // ids below this are reserved in the log
   std::map<std::string, TopicInfo> topics;
+  std::map<std::string, UserInfo> users;
 
   // Applies one mutation (not `seq`, which the caller sets). kCorruptLog when it does not fit
-  // the state (an alter of an unknown topic).
+  // the state (an alter of an unknown topic). A put_user creates or replaces the user; deleting
+  // an unknown topic or user changes nothing (as replaying a delete twice would).
   Status Apply(const Mutation& m);
 };
 

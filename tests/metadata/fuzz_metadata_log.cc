@@ -1,5 +1,5 @@
 // Fuzzes the metadata log decoder and the JSON mutation/checkpoint decoders (topic store and
-// offset store) over arbitrary bytes.
+// offset store) and the topic and user entry decoders over arbitrary bytes.
 #include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -8,6 +8,7 @@
 #include "metadata/offsets_json.h"
 #include "metadata/store_json.h"
 #include "metadata/topic_json.h"
+#include "metadata/user_json.h"
 #include "metadata/wal.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -30,6 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!j.is_discarded()) {
     (void)md::TopicInfoFromJson(j);
     (void)md::TopicConfigFromJson(j, md::TopicConfig{});
+    (void)md::UserInfoFromJson(j);
   }
   return 0;
 }

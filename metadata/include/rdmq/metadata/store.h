@@ -1,5 +1,6 @@
 // MetadataStore: the broker's durable cluster model on one node (topics, their configs, the
-// producer-id allocator), kept in a local write-ahead log plus a periodic JSON checkpoint.
+// producer-id allocator, SASL users), kept in a local write-ahead log plus a periodic JSON
+// checkpoint.
 //
 // Every mutation is appended to `<dir>/metadata.wal` as one CRC'd record and (with sync=true)
 // fdatasync'ed before the call returns, so a mutation that returned OK survives a crash. Every
@@ -23,6 +24,7 @@
 #include "rdmq/common/thread_annotations.h"
 #include "rdmq/common/types.h"
 #include "rdmq/metadata/topic.h"
+#include "rdmq/metadata/user.h"
 
 namespace rdmq::metadata {
 
@@ -58,6 +60,16 @@ class MetadataStore {
   // A producer id never handed out before, even across restarts (ids are reserved from the log
   // in blocks, so a crash skips at most one block).
   Result<ProducerId> AllocateProducerId();
+
+  // SASL users (user.h): each call checks the user with ValidateUser (kBadUser) first.
+  // kUserExists.
+  Status CreateUser(const UserInfo& user);
+  // Replaces the user's secrets (a password change). kNoSuchUser.
+  Status UpdateUser(const UserInfo& user);
+  // kBadUser for a bad name, kNoSuchUser.
+  Status DeleteUser(const std::string& name);
+  std::optional<UserInfo> GetUser(const std::string& name) const;
+  std::vector<UserInfo> ListUsers() const;  // sorted by name
 
   // Writes a checkpoint now and truncates the log.
   Status Checkpoint();

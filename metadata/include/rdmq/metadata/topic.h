@@ -26,7 +26,10 @@
   X(kCorruptLog, kCorruption, "metadata log is corrupt")               \
   X(kCorruptCheckpoint, kCorruption, "metadata checkpoint is corrupt") \
   X(kBadGroupId, kInvalidArgument, "invalid group id")                 \
-  X(kNoSuchGroup, kNotFound, "no such group")
+  X(kNoSuchGroup, kNotFound, "no such group")                          \
+  X(kBadUser, kInvalidArgument, "invalid user")                        \
+  X(kUserExists, kAlreadyExists, "user already exists")                \
+  X(kNoSuchUser, kNotFound, "no such user")
 RDMQ_DEFINE_ERRORS(rdmq::metadata, MetadataErrc, "metadata", RDMQ_METADATA_ERRORS)
 
 namespace rdmq::metadata {
