@@ -46,6 +46,14 @@ std::string_view ApiName(Api api) noexcept {
       return "DescribeGroup";
     case Api::kDeleteGroup:
       return "DeleteGroup";
+    case Api::kCreateUser:
+      return "CreateUser";
+    case Api::kAlterUser:
+      return "AlterUser";
+    case Api::kDeleteUser:
+      return "DeleteUser";
+    case Api::kListUsers:
+      return "ListUsers";
   }
   return "Unknown";
 }

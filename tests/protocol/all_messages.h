@@ -3,6 +3,7 @@
 
 #include "rdmq/protocol/group_messages.h"
 #include "rdmq/protocol/messages.h"
+#include "rdmq/protocol/user_messages.h"
 
 namespace rdmq::protocol::testing {
 
@@ -39,6 +40,11 @@ void ForEachMessageType(F&& f) {
   f.template operator()<ListGroupsResponse>();
   f.template operator()<GroupRequest>();
   f.template operator()<DescribeGroupResponse>();
+  f.template operator()<ScramSecretEntry>();
+  f.template operator()<UserRequest>();
+  f.template operator()<UserNameRequest>();
+  f.template operator()<UserListing>();
+  f.template operator()<ListUsersResponse>();
 }
 
 }  // namespace rdmq::protocol::testing

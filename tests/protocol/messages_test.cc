@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <random>
 
+#include "rdmq/protocol/user_messages.h"
 #include "support/test_util.h"
 #include "tests/protocol/all_messages.h"
 
@@ -146,6 +147,64 @@ TEST_CASE("statuses from other modules map onto wire errors", "[protocol]") {
   auto r = DecodeResponse<Empty>(coding::AsBytes(EncodeError(Status(Errc::kOutOfRange, "offset 3 < 10"))));
   CHECK(r.status().is(WireError::kOffsetOutOfRange));
   CHECK(r.status().context() == "offset 3 < 10");
+}
+
+TEST_CASE("the user RPCs: ids, names, wire errors and the documented encoding", "[protocol]") {
+  CHECK(static_cast<uint16_t>(Api::kCreateUser) == 50);
+  CHECK(static_cast<uint16_t>(Api::kAlterUser) == 51);
+  CHECK(static_cast<uint16_t>(Api::kDeleteUser) == 52);
+  CHECK(static_cast<uint16_t>(Api::kListUsers) == 53);
+  CHECK(ApiName(Api::kCreateUser) == "CreateUser");
+  CHECK(ApiName(Api::kAlterUser) == "AlterUser");
+  CHECK(ApiName(Api::kDeleteUser) == "DeleteUser");
+  CHECK(ApiName(Api::kListUsers) == "ListUsers");
+  // The codes are on the wire: appended after INCONSISTENT_GROUP_PROTOCOL (29), never renumbered.
+  CHECK(static_cast<int>(WireError::kInconsistentGroupProtocol) == 29);
+  CHECK(static_cast<int>(WireError::kInvalidUser) == 30);
+  CHECK(static_cast<int>(WireError::kUserExists) == 31);
+  CHECK(static_cast<int>(WireError::kUnknownUser) == 32);
+  CHECK(Status(WireError::kInvalidUser).is(Errc::kInvalidArgument));
+  CHECK(Status(WireError::kUserExists).is(Errc::kAlreadyExists));
+  CHECK(Status(WireError::kUnknownUser).is(Errc::kNotFound));
+  CHECK(Status(WireError::kUnknownUser, "no user 'bob'").ToString() ==
+        "no user 'bob': UNKNOWN_USER [rdmq:32]");
+
+  // u32 len "al" | u32 count 1 | {u32 len mechanism | u32 len salt | u32 iterations | u32 len key | ...}
+  UserRequest r{"al", {{"SCRAM-SHA-256", Blob{std::string("\x00\xff", 2)}, 4096, Blob{"k"}, Blob{"sk"}}}};
+  std::string want;
+  coding::Writer w(&want);
+  w.LE<uint32_t>(2);
+  w.Bytes("al");
+  w.LE<uint32_t>(1);
+  w.LE<uint32_t>(13);
+  w.Bytes("SCRAM-SHA-256");
+  w.LE<uint32_t>(2);
+  w.Bytes(std::string("\x00\xff", 2));
+  w.LE<uint32_t>(4096);
+  w.LE<uint32_t>(1);
+  w.Bytes("k");
+  w.LE<uint32_t>(2);
+  w.Bytes("sk");
+  CHECK(Encode(r) == want);
+  auto back = Decode<UserRequest>(coding::AsBytes(want));
+  REQUIRE_OK(back);
+  CHECK(back->name == "al");
+  REQUIRE(back->secrets.size() == 1);
+  CHECK(back->secrets[0] == r.secrets[0]);
+
+  // A listing carries names and mechanisms: nothing else travels back.
+  ListUsersResponse l{{{"al", {"SCRAM-SHA-256", "SCRAM-SHA-512"}}}};
+  std::string lwant;
+  coding::Writer lw(&lwant);
+  lw.LE<uint32_t>(1);
+  lw.LE<uint32_t>(2);
+  lw.Bytes("al");
+  lw.LE<uint32_t>(2);
+  lw.LE<uint32_t>(13);
+  lw.Bytes("SCRAM-SHA-256");
+  lw.LE<uint32_t>(13);
+  lw.Bytes("SCRAM-SHA-512");
+  CHECK(Encode(l) == lwant);
 }
 
 }  // namespace

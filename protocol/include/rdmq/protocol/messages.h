@@ -14,36 +14,39 @@
 #include "rdmq/protocol/codec.h"
 
 // Wire error codes: the enum values are the codes on the wire (docs/protocol.md, section 2).
-#define RDMQ_WIRE_ERRORS(X)                                               \
-  X(kInvalidRequest, kInvalidArgument, "INVALID_REQUEST")                 \
-  X(kUnknownTopic, kNotFound, "UNKNOWN_TOPIC")                            \
-  X(kUnknownPartition, kNotFound, "UNKNOWN_PARTITION")                    \
-  X(kTopicExists, kAlreadyExists, "TOPIC_EXISTS")                         \
-  X(kInvalidConfig, kInvalidArgument, "INVALID_CONFIG")                   \
-  X(kInvalidTopicName, kInvalidArgument, "INVALID_TOPIC_NAME")            \
-  X(kOffsetOutOfRange, kOutOfRange, "OFFSET_OUT_OF_RANGE")                \
-  X(kLeaseExpired, kFailedPrecondition, "LEASE_EXPIRED")                  \
-  X(kStaleLocation, kFailedPrecondition, "STALE_LOCATION")                \
-  X(kRecordTooLarge, kInvalidArgument, "RECORD_TOO_LARGE")                \
-  X(kCorruptMessage, kCorruption, "CORRUPT_MESSAGE")                      \
-  X(kOutOfCredit, kResourceExhausted, "OUT_OF_CREDIT")                    \
-  X(kPartitionBusy, kFailedPrecondition, "PARTITION_BUSY")                \
-  X(kDuplicateSequence, kAlreadyExists, "DUPLICATE_SEQUENCE")             \
-  X(kOutOfOrderSequence, kFailedPrecondition, "OUT_OF_ORDER_SEQUENCE")    \
-  X(kInvalidProducerEpoch, kFailedPrecondition, "INVALID_PRODUCER_EPOCH") \
-  X(kUnavailable, kUnavailable, "UNAVAILABLE")                            \
-  X(kStorageError, kIoError, "STORAGE_ERROR")                             \
-  X(kNotSupported, kUnsupported, "NOT_SUPPORTED")                         \
-  X(kInternal, kInternal, "INTERNAL")                                     \
-  X(kInvalidGroupId, kInvalidArgument, "INVALID_GROUP_ID")                \
-  X(kUnknownGroup, kNotFound, "UNKNOWN_GROUP")                            \
-  X(kGroupNotEmpty, kFailedPrecondition, "GROUP_NOT_EMPTY")               \
-  X(kUnknownMemberId, kFailedPrecondition, "UNKNOWN_MEMBER_ID")           \
-  X(kFencedMemberEpoch, kFailedPrecondition, "FENCED_MEMBER_EPOCH")       \
-  X(kStaleMemberEpoch, kFailedPrecondition, "STALE_MEMBER_EPOCH")         \
-  X(kInconsistentAssignor, kInvalidArgument, "INCONSISTENT_ASSIGNOR")     \
-  X(kGroupMaxSizeReached, kResourceExhausted, "GROUP_MAX_SIZE_REACHED")   \
-  X(kInconsistentGroupProtocol, kFailedPrecondition, "INCONSISTENT_GROUP_PROTOCOL")
+#define RDMQ_WIRE_ERRORS(X)                                                         \
+  X(kInvalidRequest, kInvalidArgument, "INVALID_REQUEST")                           \
+  X(kUnknownTopic, kNotFound, "UNKNOWN_TOPIC")                                      \
+  X(kUnknownPartition, kNotFound, "UNKNOWN_PARTITION")                              \
+  X(kTopicExists, kAlreadyExists, "TOPIC_EXISTS")                                   \
+  X(kInvalidConfig, kInvalidArgument, "INVALID_CONFIG")                             \
+  X(kInvalidTopicName, kInvalidArgument, "INVALID_TOPIC_NAME")                      \
+  X(kOffsetOutOfRange, kOutOfRange, "OFFSET_OUT_OF_RANGE")                          \
+  X(kLeaseExpired, kFailedPrecondition, "LEASE_EXPIRED")                            \
+  X(kStaleLocation, kFailedPrecondition, "STALE_LOCATION")                          \
+  X(kRecordTooLarge, kInvalidArgument, "RECORD_TOO_LARGE")                          \
+  X(kCorruptMessage, kCorruption, "CORRUPT_MESSAGE")                                \
+  X(kOutOfCredit, kResourceExhausted, "OUT_OF_CREDIT")                              \
+  X(kPartitionBusy, kFailedPrecondition, "PARTITION_BUSY")                          \
+  X(kDuplicateSequence, kAlreadyExists, "DUPLICATE_SEQUENCE")                       \
+  X(kOutOfOrderSequence, kFailedPrecondition, "OUT_OF_ORDER_SEQUENCE")              \
+  X(kInvalidProducerEpoch, kFailedPrecondition, "INVALID_PRODUCER_EPOCH")           \
+  X(kUnavailable, kUnavailable, "UNAVAILABLE")                                      \
+  X(kStorageError, kIoError, "STORAGE_ERROR")                                       \
+  X(kNotSupported, kUnsupported, "NOT_SUPPORTED")                                   \
+  X(kInternal, kInternal, "INTERNAL")                                               \
+  X(kInvalidGroupId, kInvalidArgument, "INVALID_GROUP_ID")                          \
+  X(kUnknownGroup, kNotFound, "UNKNOWN_GROUP")                                      \
+  X(kGroupNotEmpty, kFailedPrecondition, "GROUP_NOT_EMPTY")                         \
+  X(kUnknownMemberId, kFailedPrecondition, "UNKNOWN_MEMBER_ID")                     \
+  X(kFencedMemberEpoch, kFailedPrecondition, "FENCED_MEMBER_EPOCH")                 \
+  X(kStaleMemberEpoch, kFailedPrecondition, "STALE_MEMBER_EPOCH")                   \
+  X(kInconsistentAssignor, kInvalidArgument, "INCONSISTENT_ASSIGNOR")               \
+  X(kGroupMaxSizeReached, kResourceExhausted, "GROUP_MAX_SIZE_REACHED")             \
+  X(kInconsistentGroupProtocol, kFailedPrecondition, "INCONSISTENT_GROUP_PROTOCOL") \
+  X(kInvalidUser, kInvalidArgument, "INVALID_USER")                                 \
+  X(kUserExists, kAlreadyExists, "USER_EXISTS")                                     \
+  X(kUnknownUser, kNotFound, "UNKNOWN_USER")
 RDMQ_DEFINE_ERRORS(rdmq::protocol, WireError, "rdmq", RDMQ_WIRE_ERRORS)
 
 namespace rdmq::protocol {
@@ -73,6 +76,10 @@ enum class Api : uint16_t {
   kListGroups = 43,
   kDescribeGroup = 44,
   kDeleteGroup = 45,
+  kCreateUser = 50,  // user_messages.h
+  kAlterUser = 51,
+  kDeleteUser = 52,
+  kListUsers = 53,
 };
 std::string_view ApiName(Api api) noexcept;
 
