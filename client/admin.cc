@@ -9,6 +9,7 @@
 #include "rdmq/client/backoff.h"
 #include "rdmq/client/connection.h"
 #include "rdmq/protocol/group_messages.h"
+#include "rdmq/protocol/user_messages.h"
 
 namespace rdmq::client {
 namespace {
@@ -30,6 +31,16 @@ TopicDescription FromInfo(const protocol::TopicInfo& t) {
   d.created_ms = t.created_ms.value();
   for (const auto& e : t.configs) d.configs.emplace_back(e.key, e.value);
   return d;
+}
+
+protocol::UserRequest ToRequest(const UserCredentials& u) {
+  protocol::UserRequest r;
+  r.name = u.name;
+  for (const auto& s : u.secrets) {
+    r.secrets.push_back({s.mechanism, protocol::Blob{s.salt}, s.iterations, protocol::Blob{s.stored_key},
+                         protocol::Blob{s.server_key}});
+  }
+  return r;
 }
 
 // A call that failed because the broker was unreachable (the connection broke, or a new one could
@@ -195,6 +206,32 @@ class AdminClientImpl final : public AdminClient {
     protocol::ListOffsetsRequest req{tp.topic, PartitionId(tp.partition), timestamp_ms, Offset(0)};
     RDMQ_ASSIGN_OR_RETURN(auto resp, (Call<protocol::ListOffsetsResponse>(Api::kListOffsets, req)));
     return resp.offset.value() < 0 ? int64_t{-1} : resp.offset.value();
+  }
+
+  // --- SASL users ----------------------------------------------------------------------------
+
+  Status CreateUser(const UserCredentials& user) override {
+    return Call<protocol::Empty>(Api::kCreateUser, ToRequest(user)).status();
+  }
+
+  Status AlterUser(const UserCredentials& user) override {
+    return Call<protocol::Empty>(Api::kAlterUser, ToRequest(user)).status();
+  }
+
+  Status DeleteUser(const std::string& name) override {
+    return Call<protocol::Empty>(Api::kDeleteUser, protocol::UserNameRequest{name}).status();
+  }
+
+  Result<std::vector<UserListing>> ListUsers() override {
+    RDMQ_ASSIGN_OR_RETURN(auto resp, (Call<protocol::ListUsersResponse>(Api::kListUsers, protocol::Empty{})));
+    std::vector<UserListing> out;
+    out.reserve(resp.users.size());
+    for (auto& u : resp.users) {
+      std::sort(u.mechanisms.begin(), u.mechanisms.end());
+      out.push_back({std::move(u.name), std::move(u.mechanisms)});
+    }
+    std::sort(out.begin(), out.end(), [](const auto& x, const auto& y) { return x.name < y.name; });
+    return out;
   }
 
  private:

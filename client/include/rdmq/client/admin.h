@@ -1,10 +1,11 @@
 // AdminClient: topic administration and partition inspection against a broker (the control
-// plane only), and consumer-group administration (docs/groups.md). What `rdmq topic ...` and
-// `rdmq group ...` use.
+// plane only), consumer-group administration (docs/groups.md), and SASL users. What
+// `rdmq topic ...`, `rdmq group ...` and `rdmq user ...` use.
 //
 // Thread safety: every method is thread-safe. Errors: protocol::WireError codes carried in the
-// Status (UNKNOWN_TOPIC, TOPIC_EXISTS, INVALID_CONFIG, UNKNOWN_GROUP, GROUP_NOT_EMPTY, ...) with
-// the broker's message, or kUnavailable when the broker cannot be reached.
+// Status (UNKNOWN_TOPIC, TOPIC_EXISTS, INVALID_CONFIG, UNKNOWN_GROUP, GROUP_NOT_EMPTY,
+// USER_EXISTS, UNKNOWN_USER, INVALID_USER, ...) with the broker's message, or kUnavailable when
+// the broker cannot be reached.
 #pragma once
 
 #include <cstdint>
@@ -92,6 +93,28 @@ struct CommittedOffset {
   int64_t commit_ms = -1;
 };
 
+// --- SASL users (docs/protocol.md, "Users") --------------------------------------------------
+
+// One SCRAM secret (RFC 5802), derived from the password by the caller (rdmq::auth's
+// MakeScramCredential): the broker never sees the password.
+struct UserScramSecret {
+  std::string mechanism;  // "SCRAM-SHA-256" | "SCRAM-SHA-512"
+  std::string salt;       // raw bytes, 16..64
+  uint32_t iterations = 0;
+  std::string stored_key;  // raw, the hash's size
+  std::string server_key;  // raw, the hash's size
+};
+
+struct UserCredentials {
+  std::string name;
+  std::vector<UserScramSecret> secrets;  // one per mechanism, at least one
+};
+
+struct UserListing {
+  std::string name;
+  std::vector<std::string> mechanisms;  // sorted; never a secret
+};
+
 class AdminClient {
  public:
   static Result<std::unique_ptr<AdminClient>> Connect(const ClientOptions& options);
@@ -127,6 +150,16 @@ class AdminClient {
                                     const std::map<TopicPartition, int64_t>& offsets) = 0;
   // The first offset whose timestamp is >= timestamp_ms, or -1 when no record is that recent.
   virtual Result<int64_t> OffsetForTimestamp(const TopicPartition& tp, int64_t timestamp_ms) = 0;
+
+  // --- SASL users --------------------------------------------------------------------------------
+  // USER_EXISTS when the name is taken; INVALID_USER for a bad name or secret.
+  virtual Status CreateUser(const UserCredentials& user) = 0;
+  // Replaces every secret of the user (a password change). UNKNOWN_USER, INVALID_USER.
+  virtual Status AlterUser(const UserCredentials& user) = 0;
+  // UNKNOWN_USER.
+  virtual Status DeleteUser(const std::string& name) = 0;
+  // Every user with its mechanisms, sorted by name.
+  virtual Result<std::vector<UserListing>> ListUsers() = 0;
 };
 
 }  // namespace rdmq::client
