@@ -158,6 +158,7 @@ Status BrokerImpl::Init() {
   RDMQ_ASSIGN_OR_RETURN(rpc_, rpc::Server::Create(*control_fabric_, so));
   admin_ = std::make_unique<AdminHandlers>(cfg_, *data_fabric_, *meta_, sessions_, *topics_, *groups_);
   group_rpcs_ = std::make_unique<GroupHandlers>(*groups_, sessions_);
+  user_rpcs_ = std::make_unique<UserHandlers>(*meta_);
   produce_ = std::make_unique<ProduceHandlers>(sessions_, *topics_, *leases_, *publisher_, n_);
   consume_ = std::make_unique<ConsumeHandlers>(sessions_, *topics_);
   appender_ = std::make_unique<LocalAppender>(*leases_, *publisher_, n_);
@@ -165,6 +166,7 @@ Status BrokerImpl::Init() {
   RDMQ_RETURN_IF_ERROR(produce_->Register(*rpc_));
   RDMQ_RETURN_IF_ERROR(consume_->Register(*rpc_));
   RDMQ_RETURN_IF_ERROR(group_rpcs_->Register(*rpc_));
+  RDMQ_RETURN_IF_ERROR(user_rpcs_->Register(*rpc_));
   rpc_->OnDisconnect([this](uint64_t client_id) { EndSession(client_id, "RPC connection closed"); });
 
   CommitPoller::Deps cd;

@@ -7,7 +7,8 @@
 //   CommitPoller    the data plane's thread      ProducerStateTable      idempotence (sans-I/O)
 //   DataAcceptor    data endpoint handshakes     Housekeeper             expiry, retention, checkpoints
 //   GroupCoordinator consumer groups (group::Group) and committed offsets (metadata::OffsetStore)
-//   AdminHandlers, ProduceHandlers, ConsumeHandlers, GroupHandlers: the RPCs, grouped by concern
+//   AdminHandlers, ProduceHandlers, ConsumeHandlers, GroupHandlers, UserHandlers: the RPCs,
+//                   grouped by concern
 //   KafkaListener, KafkaFrontDoor (kafka/): the Kafka protocol's front door; LocalAppender: its
 //                   appends, as one more shared writer
 //
@@ -46,6 +47,7 @@
 #include "rdmq/rpc/server.h"
 #include "session.h"
 #include "topic_table.h"
+#include "user_handlers.h"
 
 namespace rdmq::broker::internal {
 
@@ -110,6 +112,7 @@ class BrokerImpl final : public Broker {
   std::unique_ptr<ProduceHandlers> produce_;
   std::unique_ptr<ConsumeHandlers> consume_;
   std::unique_ptr<GroupHandlers> group_rpcs_;
+  std::unique_ptr<UserHandlers> user_rpcs_;
   std::unique_ptr<rpc::Server> rpc_;
   std::unique_ptr<DataAcceptor> acceptor_;
   std::unique_ptr<CommitPoller> committer_;

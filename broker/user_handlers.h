@@ -1,0 +1,28 @@
+// The SASL user RPCs (docs/protocol.md, "Users"): CreateUser, AlterUser, DeleteUser, ListUsers,
+// on the worker pool (each change is fdatasync'ed in the metadata store before it is answered).
+// The requests carry SCRAM secrets the client derived, never a password; ListUsers answers names
+// and mechanisms only. Changes are logged at INFO with the user's name, never a secret.
+#pragma once
+
+#include "rdmq/common/status.h"
+#include "rdmq/metadata/store.h"
+#include "rdmq/protocol/user_messages.h"
+#include "rdmq/rpc/server.h"
+
+namespace rdmq::broker::internal {
+
+class UserHandlers {
+ public:
+  explicit UserHandlers(metadata::MetadataStore& meta) : meta_(meta) {}
+  Status Register(rpc::Server& server);
+
+  Status CreateUser(const protocol::UserRequest& req);
+  Status AlterUser(const protocol::UserRequest& req);
+  Status DeleteUser(const protocol::UserNameRequest& req);
+  protocol::ListUsersResponse ListUsers() const;
+
+ private:
+  metadata::MetadataStore& meta_;
+};
+
+}  // namespace rdmq::broker::internal
