@@ -1,6 +1,7 @@
 // rdmq: the admin CLI. Topic administration and cluster status against a broker (AdminClient),
-// consumer groups (group_commands.cc), and `partition inspect`, which reads a partition's files
-// directly. This file holds the topic, partition and cluster commands and the dispatcher.
+// consumer groups (group_commands.cc), SASL users (user_commands.cc), and `partition inspect`,
+// which reads a partition's files directly. This file holds the topic, partition and cluster
+// commands and the dispatcher.
 //
 //   rdmq [--broker ADDR] [--json] <command> <subcommand> [options] [arguments]
 //
@@ -22,6 +23,7 @@
 #include "rdmq/client/admin.h"
 #include "rdmq/client/options.h"
 #include "rdmq/common/main.h"
+#include "user_commands.h"
 
 namespace rdmq::cli {
 namespace {
@@ -33,6 +35,7 @@ using admin::GlobalOptions;
 using admin::GroupCommands;
 using admin::Subcommand;
 using admin::Usage;
+using admin::UserCommands;
 using admin::WithGlobals;
 using client::AdminClient;
 using client::TopicDescription;
@@ -407,6 +410,7 @@ std::vector<CommandGroup> Commands() {
               TopicDelete},
       }});
   g.push_back(GroupCommands());
+  g.push_back(UserCommands());
   g.push_back(CommandGroup{
       "partition",
       "Look inside partition logs.",
@@ -462,7 +466,8 @@ CommandSpec TopSpec(const std::vector<CommandGroup>& groups) {
   s.path = "rdmq";
   s.usage = "[--broker ADDR] [--json] <command> <subcommand> [options] [arguments]";
   s.summary =
-      "Administer an rdmq broker: topics, consumer groups, partitions, cluster status; list config keys.";
+      "Administer an rdmq broker: topics, consumer groups, SASL users, partitions, cluster status; list "
+      "config keys.";
   s.description =
       "Every command takes --help. Exit status: 0 success, 1 the operation failed, 2 bad command line.\n"
       "Related tools: rdmq-produce (stdin lines to records), rdmq-consume (records to stdout), rdmq-broker.";
@@ -475,6 +480,7 @@ CommandSpec TopSpec(const std::vector<CommandGroup>& groups) {
                 "rdmq topic describe orders --json",
                 "rdmq group describe billing",
                 "rdmq group reset-offsets billing --topic orders --to-earliest --execute",
+                "rdmq user add alice --password-file alice.pw",
                 "rdmq cluster status",
                 "rdmq partition inspect rdmq-data/topics/orders-0",
                 "rdmq config list producer"};
@@ -522,7 +528,8 @@ int Main(int argc, char** argv) {
   }
   if (group == nullptr) {
     return Usage(UsageError("unknown command '" + cmd +
-                            "' (commands: topic, group, partition, config, cluster); " + top.SeeHelp()));
+                            "' (commands: topic, group, user, partition, config, cluster); " +
+                            top.SeeHelp()));
   }
   const CommandSpec gspec = group->Spec();
   if (at.size() < 2) {
