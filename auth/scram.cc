@@ -218,7 +218,8 @@ Result<std::string> ScramServer::First(std::string_view m) {
     cred_.stored_key = RandomBytes(DigestSize(hash_));
     cred_.server_key = RandomBytes(DigestSize(hash_));
   }
-  full_nonce_ = std::string(attrs[1].second) + nonce_;
+  client_nonce_ = std::string(attrs[1].second);
+  full_nonce_ = client_nonce_ + nonce_;
   server_first_ =
       "r=" + full_nonce_ + ",s=" + Base64Encode(cred_.salt) + ",i=" + std::to_string(cred_.iterations);
   state_ = State::kFinal;
@@ -236,7 +237,12 @@ Result<std::string> ScramServer::Final(std::string_view m) {
   }
   if (attrs[0].second != Base64Encode(gs2_header_))
     return Malformed("the channel binding differs from the gs2 header");
-  if (attrs[1].second != full_nonce_) return Malformed("the nonce differs from the server's");
+  // RFC 5802: the nonce is the server's r (client nonce + server nonce). librdkafka sends the
+  // client nonce once more in front of it (as Kafka's broker allows); the proof covers what was
+  // sent either way.
+  if (attrs[1].second != full_nonce_ && attrs[1].second != client_nonce_ + full_nonce_) {
+    return Malformed("the nonce differs from the server's");
+  }
   auto proof = Base64Decode(m.substr(p + 3));
   if (!proof.ok() || proof->size() != DigestSize(hash_)) return Malformed("a bad proof");
   const std::string auth_message =

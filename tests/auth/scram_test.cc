@@ -155,6 +155,7 @@ TEST_CASE("malformed and tampered SCRAM messages are refused, and end the exchan
   tamper([](std::string& m) { m[m.size() - 5] = m[m.size() - 5] == 'A' ? 'B' : 'A'; });  // the proof
   tamper([](std::string& m) { m.replace(0, 6, "c=eSws"); });                             // channel binding
   tamper([](std::string& m) { m.insert(m.find(",p="), "x"); });                          // the nonce
+  tamper([](std::string& m) { m.insert(m.find(",r=") + 3, "x"); });                      // a prefix to it
   tamper([](std::string& m) { m = m.substr(0, m.find(",p=")); });                        // no proof
   tamper([](std::string& m) { m += "=="; });                                             // proof length
   // A client refuses a server whose answers are malformed, or whose signature is wrong.

@@ -78,6 +78,7 @@ class ScramServer {
   std::string gs2_header_;
   std::string client_first_bare_;
   std::string server_first_;
+  std::string client_nonce_;
   std::string full_nonce_;
   ScramCredential cred_;
   bool known_user_ = false;
