@@ -106,7 +106,10 @@ TEST_CASE("rdmq-consume -g --commit -e twice: the second run prints only what is
   json d = ParseJson(r);
   CHECK(d["state"] == "Empty");
   CHECK(d["members"].empty());
-  REQUIRE(d["partitions"].size() == 3);
+  // Keyless records spread over the partitions by batch, so under load one partition may get
+  // none; a partition without records has no commit and is not listed. Those listed hold all 60.
+  REQUIRE_FALSE(d["partitions"].empty());
+  CHECK(d["partitions"].size() <= 3);
   int64_t committed = 0;
   for (const auto& p : d["partitions"]) {
     CHECK(p["committed_offset"] == p["log_end_offset"]);
