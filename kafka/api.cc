@@ -14,7 +14,7 @@ constexpr VersionRange kSupported[] = {
     {ApiKey::kMetadata, 0, 8},        {ApiKey::kOffsetCommit, 2, 7},     {ApiKey::kOffsetFetch, 1, 5},
     {ApiKey::kFindCoordinator, 0, 2}, {ApiKey::kJoinGroup, 0, 5},        {ApiKey::kHeartbeat, 0, 3},
     {ApiKey::kLeaveGroup, 0, 3},      {ApiKey::kSyncGroup, 0, 3},        {ApiKey::kDescribeGroups, 0, 4},
-    {ApiKey::kListGroups, 0, 2},      {ApiKey::kSaslHandshake, 1, 1},    {ApiKey::kApiVersions, 0, 3},
+    {ApiKey::kListGroups, 0, 2},      {ApiKey::kSaslHandshake, 0, 1},    {ApiKey::kApiVersions, 0, 3},
     {ApiKey::kCreateTopics, 0, 4},    {ApiKey::kDeleteTopics, 0, 3},     {ApiKey::kInitProducerId, 0, 1},
     {ApiKey::kDescribeConfigs, 0, 2}, {ApiKey::kSaslAuthenticate, 0, 1}, {ApiKey::kCreatePartitions, 0, 1},
     {ApiKey::kDeleteGroups, 0, 1},

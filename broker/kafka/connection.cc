@@ -92,6 +92,7 @@ void KafkaConnection::Parse() {
     if (avail + 4 < need && need <= in_.size()) break;  // read more
     auto frame = std::make_shared<KafkaFrame>();
     frame->peer = peer_;
+    frame->session = session_;
     if (avail >= static_cast<size_t>(size)) {
       frame->bytes.assign(in_.data() + pos + 4, in_.data() + pos + 4 + size);
       frames.push_back(std::move(frame));
@@ -172,6 +173,8 @@ void KafkaConnection::Flush() {
                       [self = shared_from_this(), front](const boost::system::error_code& ec, size_t) {
                         self->writing_ = false;
                         if (ec) return self->Fail("write", ec);
+                        if (front->reply.close_after)
+                          return self->Fail("close", asio::error::operation_aborted);
                         self->slots_.pop_front();
                         self->Flush();
                       });

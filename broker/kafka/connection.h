@@ -21,6 +21,7 @@
 
 #include "broker/kafka/asio.h"
 #include "broker/kafka/reply.h"
+#include "broker/kafka/session.h"
 #include "broker/kafka/stream.h"
 
 namespace rdmq::broker::internal {
@@ -56,6 +57,7 @@ class KafkaConnection : public std::enable_shared_from_this<KafkaConnection> {
   KafkaRequestHandler& handler_;
   const uint64_t max_request_;
   std::string peer_;
+  const std::shared_ptr<KafkaSession> session_ = std::make_shared<KafkaSession>();
   std::vector<std::byte> in_ = std::vector<std::byte>(kReadBuffer);
   size_t in_len_ = 0;  // bytes read into in_ and not taken yet
   std::deque<std::shared_ptr<Slot>> slots_;

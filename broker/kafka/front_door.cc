@@ -1,5 +1,6 @@
 #include "broker/kafka/front_door.h"
 
+#include "broker/kafka/session.h"
 #include "rdmq/common/log.h"
 #include "rdmq/kafka/api.h"
 #include "rdmq/kafka/api_versions.h"
@@ -95,7 +96,9 @@ void KafkaFrontDoor::HandleBatch(std::vector<KafkaRequest> requests) {
   for (KafkaRequest& req : requests) {
     Reader r(std::span<const std::byte>(req.frame->bytes.data(), req.frame->bytes.size()));
     auto header = kafka::DecodeRequestHeader(r);
-    if (header.ok() && header->key() == ApiKey::kProduce && kafka::CheckSupported(*header).ok()) {
+    const bool logged_in = !d_.cfg->KafkaSasl() || (req.frame->session && req.frame->session->authenticated);
+    if (header.ok() && header->key() == ApiKey::kProduce && logged_in &&
+        kafka::CheckSupported(*header).ok()) {
       run.emplace_back(KafkaCall{*header, std::move(req.frame), std::move(req.respond)}, r);
       continue;
     }
@@ -107,6 +110,10 @@ void KafkaFrontDoor::HandleBatch(std::vector<KafkaRequest> requests) {
 }
 
 void KafkaFrontDoor::Handle(std::shared_ptr<const KafkaFrame> frame, KafkaRespond respond) {
+  if (frame->session && frame->session->raw_tokens && !frame->session->authenticated) {
+    RawSaslToken(*frame, respond);
+    return;
+  }
   Reader r(std::span<const std::byte>(frame->bytes.data(), frame->bytes.size()));
   auto header = kafka::DecodeRequestHeader(r);
   if (!header.ok()) {
@@ -128,6 +135,14 @@ void KafkaFrontDoor::Handle(std::shared_ptr<const KafkaFrame> frame, KafkaRespon
         .kv("peer", call.frame->peer)
         .kv("api_key", static_cast<int64_t>(call.header.api_key))
         .kv("version", static_cast<int64_t>(call.header.api_version))
+        .kv("client", call.client_id());
+    Close(call);
+    return;
+  }
+  if (key != ApiKey::kSaslHandshake && key != ApiKey::kSaslAuthenticate && !Authenticated(call)) {
+    RDMQ_LOG(kInfo, "kafka", "request before SASL authentication; closing the connection")
+        .kv("peer", call.frame->peer)
+        .kv("api", kafka::ApiName(key))
         .kv("client", call.client_id());
     Close(call);
     return;
@@ -171,6 +186,10 @@ void KafkaFrontDoor::Handle(std::shared_ptr<const KafkaFrame> frame, KafkaRespon
       return CreatePartitions(call, r);
     case ApiKey::kDeleteGroups:
       return DeleteGroups(call, r);
+    case ApiKey::kSaslHandshake:
+      return SaslHandshake(call, r);
+    case ApiKey::kSaslAuthenticate:
+      return SaslAuthenticate(call, r);
     case ApiKey::kApiVersions:
       break;
   }

@@ -11,6 +11,8 @@
 //   fetch.cc        Fetch (batches served from the mapped log as stored; max wait and min bytes
 //                   honoured by waking on commit), ListOffsets
 //   groups.cc       the classic group protocol, offsets, ListGroups, DescribeGroups, DeleteGroups
+//   sasl.cc         SaslHandshake, SaslAuthenticate (with SASL_PLAINTEXT and SASL_SSL, nothing but
+//                   ApiVersions and these is served before the client has logged in)
 //
 // Threading: Handle runs on the listener's threads; replies may complete later on other threads
 // (a commit that assigns a pending append's offsets, a fetch waking on commit, the group
@@ -132,6 +134,19 @@ class KafkaFrontDoor final : public KafkaRequestHandler {
   void ListGroups(const KafkaCall& call, Reader& r);
   void DescribeGroups(const KafkaCall& call, Reader& r);
   void DeleteGroups(const KafkaCall& call, Reader& r);
+
+  // sasl.cc
+  void SaslHandshake(const KafkaCall& call, Reader& r);
+  void SaslAuthenticate(const KafkaCall& call, Reader& r);
+  // True unless the listener uses SASL and this connection has not logged in.
+  bool Authenticated(const KafkaCall& call) const;
+  // One token of the login under way: the broker's answer (empty when it has none), or
+  // kPermissionDenied with the reason the login failed.
+  Result<std::string> SaslStep(KafkaSession& session, std::string_view token) const;
+  void LogLogin(const KafkaSession& session, const std::string& peer, const std::string& client,
+                const Status& failure) const;
+  // A bare token frame after SaslHandshake v0.
+  void RawSaslToken(const KafkaFrame& frame, const KafkaRespond& respond);
 
   // A request body that does not decode: logged, the connection closed (Kafka's behaviour).
   void Malformed(const KafkaCall& call, const Status& why) const;

@@ -13,9 +13,12 @@
 
 namespace rdmq::broker::internal {
 
+struct KafkaSession;  // session.h
+
 struct KafkaFrame {
-  std::vector<std::byte> bytes;  // the request after its 4-byte size prefix
-  std::string peer;              // host:port of the client, for logs and DescribeGroups
+  std::vector<std::byte> bytes;           // the request after its 4-byte size prefix
+  std::string peer;                       // host:port of the client, for logs and DescribeGroups
+  std::shared_ptr<KafkaSession> session;  // the connection's (SASL login state)
 };
 
 struct KafkaReply {
@@ -24,6 +27,7 @@ struct KafkaReply {
   std::shared_ptr<const void> keep = nullptr;  // keeps every chunk valid until the reply is written
   bool none = false;                           // the request gets no response (Produce with acks=0)
   bool close = false;                          // close the connection once the replies before it are out
+  bool close_after = false;                    // write this reply, then close (a failed SASL login)
 };
 
 // Completes one request's reply slot; callable from any thread, once.

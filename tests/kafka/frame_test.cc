@@ -91,7 +91,7 @@ TEST_CASE("kafka frame: unknown apis and versions still yield the header", "[kaf
   CHECK(newer.ToString().find("ApiVersions) v4, correlation id 9: rdmq supports v0-3") != std::string::npos);
   CHECK(CheckSupported(RequestHeader{3, 8, 1, std::nullopt}).ok());
   CHECK(CheckSupported(RequestHeader{17, 1, 1, std::nullopt}).ok());  // SaslHandshake v1
-  CHECK(CheckSupported(RequestHeader{17, 0, 1, std::nullopt}).is(KafkaErrc::kUnsupportedVersion));
+  CHECK(CheckSupported(RequestHeader{17, 2, 1, std::nullopt}).is(KafkaErrc::kUnsupportedVersion));
   CHECK(CheckSupported(RequestHeader{21, 0, 1, std::nullopt}).is(KafkaErrc::kUnknownApi));  // DeleteRecords
 }
 
@@ -141,7 +141,7 @@ TEST_CASE("kafka api: the supported table", "[kafka]") {
   CHECK(*FindApi(ApiKey::kProduce) == VersionRange{ApiKey::kProduce, 3, 8});
   CHECK(*FindApi(ApiKey::kFetch) == VersionRange{ApiKey::kFetch, 4, 11});
   CHECK(*FindApi(ApiKey::kMetadata) == VersionRange{ApiKey::kMetadata, 0, 8});
-  CHECK(*FindApi(ApiKey::kSaslHandshake) == VersionRange{ApiKey::kSaslHandshake, 1, 1});
+  CHECK(*FindApi(ApiKey::kSaslHandshake) == VersionRange{ApiKey::kSaslHandshake, 0, 1});
   CHECK(FindApi(static_cast<ApiKey>(21)) == nullptr);  // DeleteRecords: not implemented
   CHECK(ApiName(static_cast<ApiKey>(17)) == "SaslHandshake");
   CHECK(RequestHeaderVersion(ApiKey::kApiVersions, 3) == 2);

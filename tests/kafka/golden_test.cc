@@ -276,7 +276,7 @@ TEST_CASE("kafka golden: ApiVersions v3 response with a v0 header", "[kafka]") {
           "000e 0000 0003 00"  // SyncGroup 0-3
           "000f 0000 0004 00"  // DescribeGroups 0-4
           "0010 0000 0002 00"  // ListGroups 0-2
-          "0011 0001 0001 00"  // SaslHandshake 1-1
+          "0011 0000 0001 00"  // SaslHandshake 0-1
           "0012 0000 0003 00"  // ApiVersions 0-3
           "0013 0000 0004 00"  // CreateTopics 0-4
           "0014 0000 0003 00"  // DeleteTopics 0-3

@@ -1,7 +1,6 @@
-// SASL on the Kafka listener: SaslHandshake (api 17, v0-1) picks the mechanism, then
-// SaslAuthenticate (api 36, v0-1) carries each token of the exchange (docs/kafka-protocol.md,
-// "SASL"). rdmq answers SaslHandshake v1 only for the exchange that follows: with v0 a client
-// would send the tokens unframed, which rdmq does not speak (it advertises v1-1).
+// SASL on the Kafka listener: SaslHandshake (api 17, v0-1) picks the mechanism; after v1,
+// SaslAuthenticate (api 36, v0-1) carries each token of the exchange; after v0 the client sends
+// the tokens as bare size-prefixed frames (docs/kafka-protocol.md, "SaslHandshake").
 // Conventions: produce_fetch.h.
 #pragma once
 
