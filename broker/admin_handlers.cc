@@ -87,8 +87,11 @@ Result<protocol::HelloResponse> AdminHandlers::Hello(const rpc::RequestContext& 
                                                 "; this broker speaks version " +
                                                 std::to_string(protocol::kProtocolVersion));
   }
-  sessions_.Hello(ctx.client_id, req.client_name);
+  const auto session = sessions_.Hello(ctx.client_id, req.client_name);
   protocol::HelloResponse r;
+  r.sasl_mechanisms = cfg_.RpcSaslMechanisms();
+  if (r.sasl_mechanisms.empty()) session->logged_in.store(true);
+  r.data_token = session->data_token;
   r.client_id = ctx.client_id;
   r.broker_id = cfg_.broker_id;
   r.data_address = data_fabric_.address();

@@ -101,7 +101,7 @@ Status BrokerImpl::StartKafka() {
   kd.counters = &n_;
   kafka_handler_ = std::make_unique<KafkaFrontDoor>(kd);
   std::unique_ptr<boost::asio::ssl::context> tls;
-  if (cfg_.kafka_security_protocol == "SSL") {
+  if (cfg_.KafkaTls()) {
     RDMQ_ASSIGN_OR_RETURN(tls, MakeKafkaTls(cfg_));
   }
   RDMQ_ASSIGN_OR_RETURN(
@@ -162,12 +162,22 @@ Status BrokerImpl::Init() {
   produce_ = std::make_unique<ProduceHandlers>(sessions_, *topics_, *leases_, *publisher_, n_);
   consume_ = std::make_unique<ConsumeHandlers>(sessions_, *topics_);
   appender_ = std::make_unique<LocalAppender>(*leases_, *publisher_, n_);
-  RDMQ_RETURN_IF_ERROR(admin_->Register(*rpc_));
-  RDMQ_RETURN_IF_ERROR(produce_->Register(*rpc_));
-  RDMQ_RETURN_IF_ERROR(consume_->Register(*rpc_));
-  RDMQ_RETURN_IF_ERROR(group_rpcs_->Register(*rpc_));
-  RDMQ_RETURN_IF_ERROR(user_rpcs_->Register(*rpc_));
-  rpc_->OnDisconnect([this](uint64_t client_id) { EndSession(client_id, "RPC connection closed"); });
+  login_ = std::make_unique<RpcLogin>(cfg_, *meta_, sessions_);
+  RDMQ_RETURN_IF_ERROR(login_->Register(*rpc_));
+  {
+    // Every other handler checks the login first when one is asked (rpc_login.h).
+    const std::unique_ptr<rpc::Server> gate = login_->Gate(*rpc_);
+    rpc::Server& server = gate ? *gate : *rpc_;
+    RDMQ_RETURN_IF_ERROR(admin_->Register(server));
+    RDMQ_RETURN_IF_ERROR(produce_->Register(server));
+    RDMQ_RETURN_IF_ERROR(consume_->Register(server));
+    RDMQ_RETURN_IF_ERROR(group_rpcs_->Register(server));
+    RDMQ_RETURN_IF_ERROR(user_rpcs_->Register(server));
+  }
+  rpc_->OnDisconnect([this](uint64_t client_id) {
+    login_->Forget(client_id);
+    EndSession(client_id, "RPC connection closed");
+  });
 
   CommitPoller::Deps cd;
   cd.recv_cq = data_recv_cq_.get();

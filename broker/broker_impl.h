@@ -45,6 +45,7 @@
 #include "rdmq/metadata/store.h"
 #include "rdmq/metrics/http.h"
 #include "rdmq/rpc/server.h"
+#include "rpc_login.h"
 #include "session.h"
 #include "topic_table.h"
 #include "user_handlers.h"
@@ -113,6 +114,7 @@ class BrokerImpl final : public Broker {
   std::unique_ptr<ConsumeHandlers> consume_;
   std::unique_ptr<GroupHandlers> group_rpcs_;
   std::unique_ptr<UserHandlers> user_rpcs_;
+  std::unique_ptr<RpcLogin> login_;
   std::unique_ptr<rpc::Server> rpc_;
   std::unique_ptr<DataAcceptor> acceptor_;
   std::unique_ptr<CommitPoller> committer_;

@@ -52,6 +52,26 @@ std::string BrokerConfig::DataAddress() const {
   return fabric == "shm" ? data_dir + "/rdmq-data.sock" : "127.0.0.1:9193";
 }
 
+namespace {
+// The non-blank items of a comma-separated list, trimmed.
+std::vector<std::string> SplitList(const std::string& list) {
+  std::vector<std::string> out;
+  size_t at = 0;
+  while (at <= list.size()) {
+    size_t comma = list.find(',', at);
+    if (comma == std::string::npos) comma = list.size();
+    std::string m = list.substr(at, comma - at);
+    const size_t b = m.find_first_not_of(' '), e = m.find_last_not_of(' ');
+    if (b != std::string::npos) out.push_back(m.substr(b, e - b + 1));
+    at = comma + 1;
+  }
+  return out;
+}
+}  // namespace
+
+std::vector<std::string> BrokerConfig::SaslMechanisms() const { return SplitList(sasl_mechanisms); }
+std::vector<std::string> BrokerConfig::RpcSaslMechanisms() const { return SplitList(rpc_sasl_mechanisms); }
+
 const config::ConfigDef<BrokerConfig>& BrokerConfigDef() {
   using config::Field;
   using config::Type;
@@ -99,11 +119,27 @@ const config::ConfigDef<BrokerConfig>& BrokerConfigDef() {
               Field(&BrokerConfig::advertise_kafka));
     d->Define({.name = "kafka.security.protocol",
                .type = Type::kEnum,
-               .doc = "PLAINTEXT, or SSL: TLS (1.2 or later) on every Kafka connection, with "
-                      "ssl.certificate.location and ssl.key.location (docs/security.md).",
+               .doc = "PLAINTEXT; SSL: TLS (1.2 or later) on every Kafka connection, with "
+                      "ssl.certificate.location and ssl.key.location; SASL_PLAINTEXT: every client logs "
+                      "in (sasl.enabled.mechanisms) as a user of `rdmq user add`; SASL_SSL: both "
+                      "(docs/security.md).",
                .component = broker,
-               .choices = {{"PLAINTEXT", 0}, {"SSL", 1}}},
+               .choices = {{"PLAINTEXT", 0}, {"SSL", 1}, {"SASL_PLAINTEXT", 2}, {"SASL_SSL", 3}}},
               Field(&BrokerConfig::kafka_security_protocol));
+    d->Define({.name = "sasl.enabled.mechanisms",
+               .type = Type::kString,
+               .doc = "The SASL mechanisms the Kafka listener accepts with SASL_PLAINTEXT or SASL_SSL, "
+                      "comma-separated: SCRAM-SHA-256, SCRAM-SHA-512, PLAIN (PLAIN only with SASL_SSL: "
+                      "it sends the password itself).",
+               .component = broker},
+              Field(&BrokerConfig::sasl_mechanisms));
+    d->Define({.name = "rpc.sasl.enabled.mechanisms",
+               .type = Type::kString,
+               .doc = "SCRAM mechanisms (SCRAM-SHA-256, SCRAM-SHA-512, comma-separated) rdmq's own clients "
+                      "must log in with on the control path, as a user of `rdmq user add`, before "
+                      "anything else is served (their sasl.username and sasl.password). Empty: no login.",
+               .component = broker},
+              Field(&BrokerConfig::rpc_sasl_mechanisms));
     d->Define({.name = "ssl.certificate.location",
                .type = Type::kString,
                .doc = "The broker's certificate chain (PEM) for its TLS listeners.",
@@ -337,12 +373,13 @@ Status Validate(const BrokerConfig& c) {
     return Bad("listen.http", c.listen_http, "must be host:port or off");
   }
   if (!c.allow_anonymous) {
-    // Safe default: nothing authenticates clients yet, so only this host may reach the broker.
-    // A Kafka listener that requires client certificates authenticates its clients.
-    const bool kafka_authenticated = c.kafka_security_protocol == "SSL" && c.ssl_client_auth == "required";
+    // Safe default: a listener that authenticates nobody serves only this host. A Kafka listener
+    // with SASL, or one that requires client certificates, authenticates its clients.
+    const bool kafka_authenticated =
+        c.KafkaSasl() || (c.kafka_security_protocol == "SSL" && c.ssl_client_auth == "required");
     std::vector<std::pair<const char*, std::string>> net = {{"listen.http", c.listen_http}};
     if (!kafka_authenticated) net.emplace_back("listen.kafka", c.listen_kafka);
-    if (c.fabric != "shm") {
+    if (c.fabric != "shm" && c.RpcSaslMechanisms().empty()) {
       net.emplace_back("listen.control", c.ControlAddress());
       net.emplace_back("listen.data", c.DataAddress());
     }
@@ -354,8 +391,30 @@ Status Validate(const BrokerConfig& c) {
                  "security.allow.anonymous=true to accept that (docs/security.md)");
     }
   }
-  if (c.kafka_security_protocol == "SSL" && (c.ssl_certificate.empty() || c.ssl_key.empty())) {
-    return Bad("kafka.security.protocol", "SSL", "needs ssl.certificate.location and ssl.key.location");
+  if (c.KafkaTls() && (c.ssl_certificate.empty() || c.ssl_key.empty())) {
+    return Bad("kafka.security.protocol", c.kafka_security_protocol,
+               "needs ssl.certificate.location and ssl.key.location");
+  }
+  for (const std::string& m : c.RpcSaslMechanisms()) {
+    if (m != "SCRAM-SHA-256" && m != "SCRAM-SHA-512") {
+      return Bad(
+          "rpc.sasl.enabled.mechanisms", c.rpc_sasl_mechanisms,
+          "'" + m + "' is not one of SCRAM-SHA-256, SCRAM-SHA-512 (the control path has no TLS for PLAIN)");
+    }
+  }
+  const std::vector<std::string> mechanisms = c.SaslMechanisms();
+  if (c.KafkaSasl() && mechanisms.empty()) {
+    return Bad("sasl.enabled.mechanisms", c.sasl_mechanisms, "names no mechanism");
+  }
+  for (const std::string& m : mechanisms) {
+    if (m != "SCRAM-SHA-256" && m != "SCRAM-SHA-512" && m != "PLAIN") {
+      return Bad("sasl.enabled.mechanisms", c.sasl_mechanisms,
+                 "'" + m + "' is not one of SCRAM-SHA-256, SCRAM-SHA-512, PLAIN");
+    }
+    if (m == "PLAIN" && c.kafka_security_protocol == "SASL_PLAINTEXT") {
+      return Bad("sasl.enabled.mechanisms", c.sasl_mechanisms,
+                 "PLAIN sends the password itself, so it needs kafka.security.protocol=SASL_SSL");
+    }
   }
   if (c.ssl_client_auth != "none" && c.ssl_ca.empty()) {
     return Bad("ssl.client.auth", c.ssl_client_auth,

@@ -43,13 +43,23 @@ void DataAcceptor::Handshake(std::unique_ptr<fabric::Endpoint> e) {
         .kv("peer", e->peer())
         .kv("error", hello.ok() ? Status(Errc::kCorruption, std::to_string(hello->size()) + " bytes")
                                 : hello.status());
-    if (hello.ok()) reply(WireError::kInvalidRequest, "the data endpoint handshake is the 8-byte client id");
+    if (hello.ok()) {
+      reply(WireError::kInvalidRequest,
+            "the data endpoint handshake is the client id and data token (16 bytes)");
+    }
     return;
   }
   const uint64_t client_id = coding::LoadLE<uint64_t>(hello->data());
+  const uint64_t token = coding::LoadLE<uint64_t>(hello->data() + 8);
   std::shared_ptr<Session> s = sessions_.Find(client_id);
-  if (!s) {
-    reply(WireError::kInvalidRequest, "no client " + std::to_string(client_id) + " said Hello");
+  if (!s || s->data_token != token) {
+    reply(WireError::kInvalidRequest,
+          "no client " + std::to_string(client_id) + " said Hello with this token");
+    return;
+  }
+  if (!s->logged_in.load()) {
+    reply(WireError::kAuthenticationRequired,
+          "log in (SaslAuthenticate) before connecting the data endpoint");
     return;
   }
   {

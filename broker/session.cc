@@ -1,6 +1,18 @@
 #include "session.h"
 
+#include <openssl/rand.h>
+
 namespace rdmq::broker::internal {
+namespace {
+uint64_t NewToken() {
+  uint64_t t = 0;
+  if (RAND_bytes(reinterpret_cast<unsigned char*>(&t), sizeof t) != 1)
+    std::abort();  // no entropy: unsafe to go on
+  return t;
+}
+}  // namespace
+
+Session::Session(uint64_t id) : client_id(id), data_token(NewToken()) {}
 
 void Session::Repost(uint32_t n) {
   MutexLock slock(mu);

@@ -22,9 +22,10 @@
 namespace rdmq::broker::internal {
 
 struct Session {
-  explicit Session(uint64_t id) : client_id(id) {}
+  explicit Session(uint64_t id);
 
   const uint64_t client_id;
+  const uint64_t data_token;  // random: the data endpoint handshake must present it
   // The client's name, as its last Hello said (a later Hello on the connection renames it).
   std::string Name() const EXCLUDES(name_mu_) {
     MutexLock lock(name_mu_);
@@ -34,8 +35,20 @@ struct Session {
     MutexLock lock(name_mu_);
     name_ = name;
   }
+  // The user it logged in as (rpc_login.h); empty when the broker asks for no login.
+  std::string User() const EXCLUDES(name_mu_) {
+    MutexLock lock(name_mu_);
+    return user_;
+  }
+  void SetUser(const std::string& user) EXCLUDES(name_mu_) {
+    MutexLock lock(name_mu_);
+    user_ = user;
+  }
   // The data endpoint's id, 0 until bound; read without `mu` to tell whether it is bound.
   std::atomic<uint64_t> ep_id{0};
+  // May use the broker: set by Hello when no login is asked, else by a successful
+  // SaslAuthenticate (rpc_login.h). Never cleared: a new connection is a new session.
+  std::atomic<bool> logged_in{false};
 
   Mutex mu;
   std::unique_ptr<fabric::Endpoint> ep GUARDED_BY(mu);  // bound by the data-endpoint handshake
@@ -51,6 +64,7 @@ struct Session {
  private:
   mutable Mutex name_mu_;  // a leaf: nothing is locked under it
   std::string name_ GUARDED_BY(name_mu_);
+  std::string user_ GUARDED_BY(name_mu_);
 };
 
 class SessionTable {

@@ -1,7 +1,9 @@
 #include "rdmq/client/connection.h"
 
+#include <cstdlib>
 #include <utility>
 
+#include "rdmq/auth/scram.h"
 #include "rdmq/common/coding.h"
 #include "rdmq/common/log.h"
 #include "rdmq/protocol/data_plane.h"
@@ -88,6 +90,7 @@ Result<std::unique_ptr<Connection::Link>> Connection::DialOne(const std::string&
     return Status(Errc::kUnsupported, "the broker at " + address + " serves its data over another fabric (" +
                                           std::to_string(link->hello.provider) + ")");
   }
+  if (!link->hello.sasl_mechanisms.empty()) RDMQ_RETURN_IF_ERROR(LogIn(*link));
   if (!conn_options_.data_endpoint) return link;
 
   fabric::EndpointOptions eo;
@@ -102,6 +105,7 @@ Result<std::unique_ptr<Connection::Link>> Connection::DialOne(const std::string&
   link->data = std::move(*ep);
   std::byte id[protocol::kDataHelloSize];
   coding::StoreLE<uint64_t>(id, link->hello.client_id);
+  coding::StoreLE<uint64_t>(id + 8, link->hello.data_token);
   RDMQ_RETURN_IF_ERROR(link->data->SendControl(id));
   auto reply = link->data->RecvControl(options_.request_timeout);
   if (!reply.ok()) return reply.status().WithContext("data endpoint handshake with " + data_address);
@@ -112,6 +116,49 @@ Result<std::unique_ptr<Connection::Link>> Connection::DialOne(const std::string&
   }
   if (h.error != 0) return Status(static_cast<protocol::WireError>(h.error), h.message);
   return link;
+}
+
+Status Connection::LogIn(Link& link) const {
+  const auto env = [](const char* name) {
+    const char* v = std::getenv(name);
+    return std::string(v != nullptr ? v : "");
+  };
+  const std::string user =
+      options_.sasl_username.empty() ? env("RDMQ_SASL_USERNAME") : options_.sasl_username;
+  const std::string password =
+      options_.sasl_password.empty() ? env("RDMQ_SASL_PASSWORD") : options_.sasl_password;
+  const std::string& mechanism = options_.sasl_mechanism;
+  std::string offered;
+  for (const auto& m : link.hello.sasl_mechanisms) offered += (offered.empty() ? "" : ", ") + m;
+  const std::string where = "log in to the broker at " + link.address;
+  if (user.empty() || password.empty()) {
+    return Status(Errc::kPermissionDenied,
+                  where + ": it asks for a login (" + offered +
+                      "); set sasl.username and sasl.password (or $RDMQ_SASL_USERNAME "
+                      "and $RDMQ_SASL_PASSWORD)");
+  }
+  bool offered_ours = false;
+  for (const auto& m : link.hello.sasl_mechanisms) offered_ours = offered_ours || m == mechanism;
+  if (!offered_ours) {
+    return Status(Errc::kPermissionDenied,
+                  where + ": sasl.mechanism " + mechanism + " is not one it takes (" + offered + ")");
+  }
+  auth::ScramClient scram(mechanism == "SCRAM-SHA-512" ? auth::ScramHash::kSha512 : auth::ScramHash::kSha256,
+                          user, password);
+  const auto step = [&](const std::string& token) -> Result<std::string> {
+    auto raw = link.rpc->Call(static_cast<uint16_t>(protocol::Api::kSaslAuthenticate),
+                              protocol::Encode(protocol::SaslAuthenticateRequest{mechanism, token}),
+                              options_.request_timeout);
+    if (!raw.ok()) return raw.status().WithContext(where);
+    auto r = protocol::DecodeResponse<protocol::SaslAuthenticateResponse>(
+        std::as_bytes(std::span(raw->data(), raw->size())));
+    if (!r.ok()) return r.status().WithContext(where + " as " + user);
+    return std::move(r->token);
+  };
+  RDMQ_ASSIGN_OR_RETURN(std::string server_first, step(scram.First()));
+  RDMQ_ASSIGN_OR_RETURN(std::string client_final, scram.Final(server_first));
+  RDMQ_ASSIGN_OR_RETURN(std::string server_final, step(client_final));
+  return scram.Verify(server_final).WithContext(where + ": the broker's proof");
 }
 
 void Connection::Install(std::unique_ptr<Link> link) {

@@ -65,6 +65,25 @@ const config::ConfigDef<ClientOptions>& ClientConfigDef() {
                .min = 0,
                .max = 3'600'000},
               config::Field(&ClientOptions::retry_backoff));
+    d->Define({.name = "sasl.mechanism",
+               .type = Type::kEnum,
+               .doc = "How to log in to a broker that asks for it (rpc.sasl.enabled.mechanisms).",
+               .component = client,
+               .choices = {{"SCRAM-SHA-256", 0}, {"SCRAM-SHA-512", 1}}},
+              config::Field(&ClientOptions::sasl_mechanism));
+    d->Define({.name = "sasl.username",
+               .type = Type::kString,
+               .doc = "The user to log in as (`rdmq user add`), when the broker asks for a login.",
+               .component = client,
+               .default_text = "$RDMQ_SASL_USERNAME"},
+              config::Field(&ClientOptions::sasl_username));
+    d->Define({.name = "sasl.password",
+               .type = Type::kString,
+               .doc = "That user's password (prefer the environment: a command line is visible to "
+                      "other users of the host).",
+               .component = client,
+               .default_text = "$RDMQ_SASL_PASSWORD"},
+              config::Field(&ClientOptions::sasl_password));
     return d;
   }();
   return *def;

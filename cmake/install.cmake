@@ -18,7 +18,7 @@ set(RDMQ_INSTALL_UNITDIR "/lib/systemd/system" CACHE PATH "Where the systemd uni
 set(RDMQ_INSTALL_CONFDIR "/etc/rdmq" CACHE PATH "Where the broker's config file is installed (service component)")
 
 # The client libraries and every library they link (static libraries carry their dependencies).
-set(rdmq_exported common config compression storage fabric rpc protocol client producer consumer)
+set(rdmq_exported common config auth compression storage fabric rpc protocol client producer consumer)
 set(rdmq_export_targets "")
 foreach(lib IN LISTS rdmq_exported)
   set_target_properties(rdmq_${lib} PROPERTIES EXPORT_NAME ${lib})

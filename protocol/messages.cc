@@ -6,6 +6,8 @@ std::string_view ApiName(Api api) noexcept {
   switch (api) {
     case Api::kHello:
       return "Hello";
+    case Api::kSaslAuthenticate:
+      return "SaslAuthenticate";
     case Api::kCreateTopic:
       return "CreateTopic";
     case Api::kDeleteTopic:

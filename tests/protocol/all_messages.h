@@ -11,6 +11,8 @@ template <class F>
 void ForEachMessageType(F&& f) {
   f.template operator()<HelloRequest>();
   f.template operator()<HelloResponse>();
+  f.template operator()<SaslAuthenticateRequest>();
+  f.template operator()<SaslAuthenticateResponse>();
   f.template operator()<TopicInfo>();
   f.template operator()<PartitionInfo>();
   f.template operator()<CreateTopicRequest>();

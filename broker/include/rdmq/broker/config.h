@@ -35,16 +35,29 @@ struct BrokerConfig {
   std::string listen_kafka = "127.0.0.1:9092";  // "listen.kafka"
   std::string advertise_kafka;                  // "advertise.kafka": empty = the listener's
   std::string listen_http = "127.0.0.1:9194";   // "listen.http": /metrics, /healthz, /readyz; or "off"
-  // "security.allow.anonymous": listeners beyond loopback are refused unless this is set (the
-  // broker authenticates nobody yet; docs/security.md).
+  // "security.allow.anonymous": listeners beyond loopback that authenticate nobody are refused
+  // unless this is set (docs/security.md).
   bool allow_anonymous = false;
-  // TLS (docs/security.md): "kafka.security.protocol" PLAINTEXT | SSL; the broker's certificate
-  // chain and key, the CAs for client certificates, "ssl.client.auth" none | requested | required.
+  // TLS and SASL (docs/security.md): "kafka.security.protocol" PLAINTEXT | SSL | SASL_PLAINTEXT |
+  // SASL_SSL; the broker's certificate chain and key, the CAs for client certificates,
+  // "ssl.client.auth" none | requested | required.
   std::string kafka_security_protocol = "PLAINTEXT";
+  // "sasl.enabled.mechanisms": a comma-separated list of SCRAM-SHA-256, SCRAM-SHA-512, PLAIN
+  // (PLAIN only with SASL_SSL: it sends the password itself).
+  std::string sasl_mechanisms = "SCRAM-SHA-256,SCRAM-SHA-512";
   std::string ssl_certificate;  // "ssl.certificate.location"
   std::string ssl_key;          // "ssl.key.location"
   std::string ssl_ca;           // "ssl.ca.location"
   std::string ssl_client_auth = "none";
+  // kafka.security.protocol is SASL_PLAINTEXT or SASL_SSL / SSL or SASL_SSL.
+  bool KafkaSasl() const { return kafka_security_protocol.starts_with("SASL_"); }
+  bool KafkaTls() const { return kafka_security_protocol.ends_with("SSL"); }
+  // The mechanisms of sasl.enabled.mechanisms, in order.
+  std::vector<std::string> SaslMechanisms() const;
+  // "rpc.sasl.enabled.mechanisms": the SCRAM mechanisms rdmq's own clients log in with on the
+  // control path (SaslAuthenticate); empty: no login asked.
+  std::string rpc_sasl_mechanisms;
+  std::vector<std::string> RpcSaslMechanisms() const;
   uint32_t kafka_threads = 2;                    // "kafka.network.threads"
   uint64_t kafka_max_request_bytes = 100 << 20;  // "socket.request.max.bytes"
   bool auto_create_topics = true;                // "auto.create.topics.enable"

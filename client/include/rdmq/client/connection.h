@@ -119,6 +119,8 @@ class Connection {
   Connection() = default;
   std::shared_ptr<rpc::Client> rpc() const;
   Result<std::unique_ptr<Link>> DialOne(const std::string& address) const;
+  // The SCRAM login after Hello when the broker asks for one (sasl.* options).
+  Status LogIn(Link& link) const;
 
   ClientOptions options_;
   ConnectionOptions conn_options_;

@@ -25,6 +25,11 @@ struct ClientOptions {
   std::chrono::milliseconds reconnect_backoff{50};        // "reconnect.backoff.ms"
   std::chrono::milliseconds reconnect_backoff_max{1000};  // "reconnect.backoff.max.ms"
   std::chrono::milliseconds retry_backoff{100};           // "retry.backoff.ms": between retries of a request
+  // The login a broker with rpc.sasl.enabled.mechanisms asks for (docs/security.md): a user of
+  // `rdmq user add`. Empty username/password: $RDMQ_SASL_USERNAME / $RDMQ_SASL_PASSWORD.
+  std::string sasl_mechanism = "SCRAM-SHA-256";  // "sasl.mechanism": SCRAM-SHA-256 | SCRAM-SHA-512
+  std::string sasl_username;                     // "sasl.username"
+  std::string sasl_password;                     // "sasl.password"
 
   // Applies a Kafka-style key ("bootstrap.servers", "client.id", "request.timeout.ms",
   // "rdma.device"): a lookup in ClientConfigDef(). kInvalidArgument naming the key otherwise.

@@ -125,8 +125,9 @@ inline bool DecodeNotification(const std::byte* in, size_t len, Notification* n)
 
 // ---------------------------------------------------------------------------------------------
 // Data endpoint handshake: the client's first control message on its data endpoint is its
-// 8-byte client_id (from Hello); the node answers with an encoded ResponseHeader (error 0: the
-// endpoint is bound to the client).
-inline constexpr size_t kDataHelloSize = 8;
+// client_id and data_token (from Hello), each u64 little-endian; the node answers with an encoded
+// ResponseHeader (error 0: the endpoint is bound to the client). The token, random per session,
+// keeps another client from binding an endpoint to a session it does not own.
+inline constexpr size_t kDataHelloSize = 16;
 
 }  // namespace rdmq::protocol

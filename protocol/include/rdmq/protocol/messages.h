@@ -46,7 +46,9 @@
   X(kInconsistentGroupProtocol, kFailedPrecondition, "INCONSISTENT_GROUP_PROTOCOL") \
   X(kInvalidUser, kInvalidArgument, "INVALID_USER")                                 \
   X(kUserExists, kAlreadyExists, "USER_EXISTS")                                     \
-  X(kUnknownUser, kNotFound, "UNKNOWN_USER")
+  X(kUnknownUser, kNotFound, "UNKNOWN_USER")                                        \
+  X(kAuthenticationFailed, kPermissionDenied, "AUTHENTICATION_FAILED")              \
+  X(kAuthenticationRequired, kPermissionDenied, "AUTHENTICATION_REQUIRED")
 RDMQ_DEFINE_ERRORS(rdmq::protocol, WireError, "rdmq", RDMQ_WIRE_ERRORS)
 
 namespace rdmq::protocol {
@@ -56,6 +58,7 @@ inline constexpr uint16_t kProtocolVersion = 1;
 // RPC handler ids.
 enum class Api : uint16_t {
   kHello = 1,
+  kSaslAuthenticate = 2,
   kCreateTopic = 10,
   kDeleteTopic = 11,
   kDescribeTopic = 12,
@@ -126,6 +129,10 @@ struct HelloResponse {
   uint8_t provider = 0;
   uint32_t lease_ms = 0;
   uint32_t max_message_bytes = 0;
+  // The SASL mechanisms a client must log in with (SaslAuthenticate) before any other request;
+  // empty: the broker asks for no login.
+  std::vector<std::string> sasl_mechanisms;
+  uint64_t data_token = 0;  // the data endpoint handshake's proof of owning this session
   template <class V>
   void Visit(V& v) {
     v(client_id);
@@ -134,6 +141,28 @@ struct HelloResponse {
     v(provider);
     v(lease_ms);
     v(max_message_bytes);
+    v(sasl_mechanisms);
+    v(data_token);
+  }
+};
+
+// --- SaslAuthenticate: one step of a SCRAM login (RFC 5802) ----------------------------------
+// The first request names the mechanism and carries client-first; the second carries
+// client-final. The response carries the server's message (server-first, then server-final).
+struct SaslAuthenticateRequest {
+  std::string mechanism;
+  std::string token;
+  template <class V>
+  void Visit(V& v) {
+    v(mechanism);
+    v(token);
+  }
+};
+struct SaslAuthenticateResponse {
+  std::string token;
+  template <class V>
+  void Visit(V& v) {
+    v(token);
   }
 };
 
