@@ -12,7 +12,9 @@ const std::vector<OptionSpec>& GlobalOptions() {
       {"json", 0, "", "print JSON (stable field names) instead of tables"},
       {"timeout", 0, "MS", "request timeout in milliseconds (default 30000)"},
       {"client-config", 'X', "KEY=VALUE",
-       "client setting (client.id, request.timeout.ms, rdma.device); repeatable", true},
+       "client setting (client.id, request.timeout.ms, rdma.device, sasl.username, ...;\n"
+       "`rdmq config list client`); repeatable",
+       true},
   };
   return kGlobal;
 }

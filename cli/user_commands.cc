@@ -11,6 +11,7 @@
 #include "rdmq/cli/output.h"
 #include "rdmq/metadata/user.h"
 #include "rdmq/protocol/messages.h"
+#include "user_backend.h"
 
 namespace rdmq::cli::admin {
 namespace {
@@ -75,14 +76,14 @@ int PutUser(const ParsedArgs& a, bool create) {
   auto user = CredentialsFrom(a);
   if (!user.ok()) return Refused(what, user.status());
   int code = 0;
-  auto admin = Connect(a, &code);
-  if (!admin) return code;
-  const Status s = create ? admin->CreateUser(*user) : admin->AlterUser(*user);
+  auto users = OpenUserBackend(a, &code);
+  if (!users) return code;
+  const Status s = create ? users->Create(*user) : users->Alter(*user);
   if (!s.ok()) {
     const int failed = Fail(what, s);
-    if (s.is(protocol::WireError::kUserExists)) {
+    if (IsUserExists(s)) {
       std::cerr << "rdmq: to change its password: rdmq user passwd " << user->name << "\n";
-    } else if (s.is(protocol::WireError::kUnknownUser)) {
+    } else if (IsNoSuchUser(s)) {
       std::cerr << "rdmq: to create it: rdmq user add " << user->name << "\n";
     }
     return failed;
@@ -101,9 +102,9 @@ int UserPasswd(const Subcommand&, const ParsedArgs& a) { return PutUser(a, false
 
 int UserList(const Subcommand&, const ParsedArgs& a) {
   int code = 0;
-  auto admin = Connect(a, &code);
-  if (!admin) return code;
-  auto users = admin->ListUsers();
+  auto backend = OpenUserBackend(a, &code);
+  if (!backend) return code;
+  auto users = backend->List();
   if (!users.ok()) return Fail("user list", users.status());
   if (a.Has("json")) {
     ordered_json list = ordered_json::array();
@@ -123,16 +124,16 @@ int UserList(const Subcommand&, const ParsedArgs& a) {
 
 int UserDelete(const Subcommand&, const ParsedArgs& a) {
   int code = 0;
-  auto admin = Connect(a, &code);
-  if (!admin) return code;
+  auto users = OpenUserBackend(a, &code);
+  if (!users) return code;
   ordered_json deleted = ordered_json::array();
   for (const auto& name : a.positional()) {
     if (Status s = metadata::ValidateUserName(name); !s.ok())
       return Usage(UsageError(std::string(s.context())));
   }
   for (const auto& name : a.positional()) {
-    Status s = admin->DeleteUser(name);
-    if (!s.ok() && !(a.Has("if-exists") && s.is(protocol::WireError::kUnknownUser))) {
+    Status s = users->Delete(name);
+    if (!s.ok() && !(a.Has("if-exists") && IsNoSuchUser(s))) {
       return Fail("user delete " + name, s);
     }
     if (s.ok()) deleted.push_back(name);
@@ -142,8 +143,14 @@ int UserDelete(const Subcommand&, const ParsedArgs& a) {
   return kExitOk;
 }
 
+constexpr const char* kDataDirHelp =
+    "work on the users of the broker whose data directory is DIR, while no broker runs on it\n"
+    "(refused while one does): how the first user of a broker whose control path asks for a\n"
+    "login (rpc.sasl.enabled.mechanisms) is made";
+
 std::vector<OptionSpec> SecretOptions() {
   return WithGlobals({
+      {"data-dir", 0, "DIR", kDataDirHelp},
       {"password-file", 0, "FILE",
        "read the password from FILE's first line; '-' (the default) reads standard input\n"
        "(prompting twice, without echo, on a terminal)"},
@@ -167,17 +174,19 @@ CommandGroup UserCommands() {
       "Add, list and delete the SASL users of the Kafka listener; change their passwords.",
       {
           Subcommand{
-              CommandSpec{.path = "rdmq user add",
-                          .usage = "NAME [--password-file FILE] [--iterations N] [--mechanism M] [options]",
-                          .summary = "Create a user with SCRAM secrets derived from a password.",
-                          .description = kSecretsText,
-                          .options = SecretOptions(),
-                          .examples = {"rdmq user add alice                      # asks for the password",
-                                       "rdmq user add alice --password-file alice.pw",
-                                       "printf '%s\\n' \"$PW\" | rdmq user add svc-billing "
-                                       "--mechanism SCRAM-SHA-512"},
-                          .min_positional = 1,
-                          .max_positional = 1},
+              CommandSpec{
+                  .path = "rdmq user add",
+                  .usage = "NAME [--password-file FILE] [--iterations N] [--mechanism M] [options]",
+                  .summary = "Create a user with SCRAM secrets derived from a password.",
+                  .description = kSecretsText,
+                  .options = SecretOptions(),
+                  .examples = {"rdmq user add alice                      # asks for the password",
+                               "rdmq user add admin --data-dir /var/lib/rdmq  # before the broker starts",
+                               "rdmq user add alice --password-file alice.pw",
+                               "printf '%s\\n' \"$PW\" | rdmq user add svc-billing "
+                               "--mechanism SCRAM-SHA-512"},
+                  .min_positional = 1,
+                  .max_positional = 1},
               UserAdd},
           Subcommand{
               CommandSpec{.path = "rdmq user passwd",
@@ -198,8 +207,9 @@ CommandGroup UserCommands() {
                           .usage = "[options]",
                           .summary = "List the users and the mechanisms each can log in with.",
                           .description = "No secret is shown, nor ever sent by the broker.",
-                          .options = WithGlobals({}),
-                          .examples = {"rdmq user list", "rdmq user list --json | jq -r '.users[].name'"}},
+                          .options = WithGlobals({{"data-dir", 0, "DIR", kDataDirHelp}}),
+                          .examples = {"rdmq user list", "rdmq user list --json | jq -r '.users[].name'",
+                                       "rdmq user list --data-dir /var/lib/rdmq"}},
               UserList},
           Subcommand{
               CommandSpec{.path = "rdmq user delete",
@@ -207,7 +217,8 @@ CommandGroup UserCommands() {
                           .summary = "Delete users: they can no longer log in.",
                           .description = "New logins fail at once; connections already logged in keep going "
                                          "until they close.",
-                          .options = WithGlobals({{"if-exists", 0, "", "succeed if a user does not exist"}}),
+                          .options = WithGlobals({{"if-exists", 0, "", "succeed if a user does not exist"},
+                                                  {"data-dir", 0, "DIR", kDataDirHelp}}),
                           .examples = {"rdmq user delete alice", "rdmq user delete a b c --if-exists"},
                           .min_positional = 1,
                           .max_positional = 1000},

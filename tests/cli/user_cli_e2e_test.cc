@@ -200,3 +200,53 @@ TEST_CASE("rdmq user: bad input gives exit 2 with the reason, and changes nothin
 
 }  // namespace
 }  // namespace rdmq::test
+
+namespace rdmq::test {
+
+TEST_CASE("rpc.sasl.enabled.mechanisms: the first user made with --data-dir, then rdmq's tools log in",
+          "[e2e][cli][user][sasl]") {
+  Fixture f({"--set", "rpc.sasl.enabled.mechanisms=SCRAM-SHA-256"});
+  const std::string dir = f.broker().data_dir();
+  // No user yet, and the broker serves logged-in clients only: adding one through it fails,
+  // and so does --data-dir while the broker holds the directory.
+  RunResult r = f.Rdmq({"user", "add", "admin", "--password-file", "-"}, "admin-pw\n");
+  CHECK(r.code == 1);
+  CHECK(Contains(r.err, "asks for a login"));
+  r = f.Rdmq({"user", "add", "admin", "--password-file", "-", "--data-dir", dir}, "admin-pw\n");
+  CHECK(r.code == 1);
+  CHECK(Contains(r.err, "a broker is running on " + dir));
+
+  // Stopped: the first user goes straight into its metadata store.
+  REQUIRE(f.broker().Stop() == 0);
+  REQUIRE_RUN(f.Rdmq({"user", "add", "admin", "--password-file", "-", "--data-dir", dir, "--mechanism",
+                      "SCRAM-SHA-256"},
+                     "admin-pw\n"),
+              0);
+  r = f.Rdmq({"user", "list", "--data-dir", dir});
+  REQUIRE_RUN(r, 0);
+  CHECK(r.out == "USER   MECHANISMS\nadmin  SCRAM-SHA-256\n");
+  std::string error;
+  REQUIRE(f.broker().Start(&error));
+
+  r = f.Rdmq({"topic", "list"});
+  CHECK(r.code == 1);
+  CHECK(Contains(r.err, "asks for a login (SCRAM-SHA-256); set sasl.username and sasl.password"));
+  r = f.Rdmq({"topic", "list", "-X", "sasl.username=admin", "-X", "sasl.password=wrong"});
+  CHECK(r.code == 1);
+  CHECK(Contains(r.err, "AUTHENTICATION_FAILED"));
+  REQUIRE_RUN(
+      f.Rdmq({"topic", "create", "guarded", "-X", "sasl.username=admin", "-X", "sasl.password=admin-pw"}), 0);
+  // The tools take the login from the environment too; a second user made through the broker.
+  const std::string login = "RDMQ_SASL_USERNAME=admin RDMQ_SASL_PASSWORD=admin-pw ";
+  REQUIRE_RUN(f.Sh("printf 'a\\nb\\nc\\n' | " + login + "rdmq-produce guarded"), 0);
+  r = f.Sh(login + "rdmq-consume -e guarded");
+  REQUIRE_RUN(r, 0);
+  CHECK(r.out == "a\nb\nc\n");
+  REQUIRE_RUN(f.Sh("echo app-pw | " + login + "rdmq user add app --password-file -"), 0);
+  r = f.Sh("RDMQ_SASL_USERNAME=app RDMQ_SASL_PASSWORD=app-pw rdmq-consume -e guarded");
+  REQUIRE_RUN(r, 0);
+  CHECK(r.out == "a\nb\nc\n");
+  CHECK(f.Sh("rdmq-consume -e guarded").code != 0);
+}
+
+}  // namespace rdmq::test
