@@ -1,5 +1,6 @@
 #include "admin_handlers.h"
 
+#include "meta_errors.h"
 #include "rdmq/common/log.h"
 #include "rpc_handler.h"
 
@@ -9,20 +10,6 @@ using protocol::Api;
 using protocol::WireError;
 
 namespace {
-
-// Metadata store errors onto the wire's codes.
-Status FromMeta(const Status& s) {
-  if (s.ok()) return s;
-  std::string msg(s.context());
-  if (msg.empty()) msg = s.code().message();
-  if (s.is(metadata::MetadataErrc::kBadTopicName)) return Status(WireError::kInvalidTopicName, msg);
-  if (s.is(metadata::MetadataErrc::kBadConfig) || s.is(metadata::MetadataErrc::kUnknownConfig)) {
-    return Status(WireError::kInvalidConfig, msg);
-  }
-  if (s.is(metadata::MetadataErrc::kTopicExists)) return Status(WireError::kTopicExists, msg);
-  if (s.is(metadata::MetadataErrc::kNoSuchTopic)) return Status(WireError::kUnknownTopic, msg);
-  return Status(WireError::kStorageError, "metadata store: " + s.ToString());
-}
 
 protocol::TopicInfo ToWire(const metadata::TopicInfo& t) {
   protocol::TopicInfo w;
@@ -107,10 +94,10 @@ Result<protocol::HelloResponse> AdminHandlers::Hello(const rpc::RequestContext& 
 
 Result<protocol::TopicResponse> AdminHandlers::CreateTopic(const protocol::CreateTopicRequest& req) {
   MutexLock admin(admin_mu_);
-  if (Status s = metadata::ValidateTopicName(req.name); !s.ok()) return FromMeta(s);
+  if (Status s = metadata::ValidateTopicName(req.name); !s.ok()) return MetadataToWire(s);
   RDMQ_ASSIGN_OR_RETURN(metadata::TopicConfig cfg, ApplyConfigs(cfg_.topic_defaults, req.configs));
   auto info = meta_.CreateTopic(req.name, cfg);
-  if (!info.ok()) return FromMeta(info.status());
+  if (!info.ok()) return MetadataToWire(info.status());
   Topic topic;
   topic.info = *info;
   for (int32_t i = 0; i < info->config.partitions; ++i) {
@@ -136,7 +123,7 @@ Result<protocol::TopicResponse> AdminHandlers::CreateTopic(const protocol::Creat
 
 Result<protocol::Empty> AdminHandlers::DeleteTopic(const protocol::TopicNameRequest& req) {
   MutexLock admin(admin_mu_);
-  if (Status s = meta_.DeleteTopic(req.name); !s.ok()) return FromMeta(s);
+  if (Status s = meta_.DeleteTopic(req.name); !s.ok()) return MetadataToWire(s);
   for (auto& p : topics_.Remove(req.name)) topics_.Close(*p, true);
   if (Status s = groups_.TopicDeleted(req.name); !s.ok()) {
     RDMQ_LOG(kWarn, "broker", "forgetting a deleted topic's committed offsets failed")
@@ -183,7 +170,7 @@ Result<protocol::TopicResponse> AdminHandlers::AlterTopic(const protocol::AlterT
   if (!topic) return UnknownTopic(req.name);
   RDMQ_ASSIGN_OR_RETURN(metadata::TopicConfig cfg, ApplyConfigs(topic->info.config, req.configs));
   auto info = meta_.AlterTopic(req.name, cfg);
-  if (!info.ok()) return FromMeta(info.status());
+  if (!info.ok()) return MetadataToWire(info.status());
   // The open partitions take the new config now (what applies when: Partition::Reconfigure);
   // new partitions open with it.
   Status reconfigured;

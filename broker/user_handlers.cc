@@ -1,5 +1,6 @@
 #include "user_handlers.h"
 
+#include "meta_errors.h"
 #include "rdmq/common/log.h"
 #include "rpc_handler.h"
 
@@ -9,17 +10,6 @@ using protocol::Api;
 using protocol::WireError;
 
 namespace {
-
-// Metadata store errors onto the wire's codes.
-Status FromMeta(const Status& s) {
-  if (s.ok()) return s;
-  std::string msg(s.context());
-  if (msg.empty()) msg = s.code().message();
-  if (s.is(metadata::MetadataErrc::kBadUser)) return Status(WireError::kInvalidUser, msg);
-  if (s.is(metadata::MetadataErrc::kUserExists)) return Status(WireError::kUserExists, msg);
-  if (s.is(metadata::MetadataErrc::kNoSuchUser)) return Status(WireError::kUnknownUser, msg);
-  return Status(WireError::kStorageError, "metadata store: " + s.ToString());
-}
 
 // The request as the store's user; a mechanism named twice is refused here, since the store's
 // map would keep only one of them.
@@ -61,20 +51,20 @@ Status UserHandlers::Register(rpc::Server& server) {
 
 Status UserHandlers::CreateUser(const protocol::UserRequest& req) {
   RDMQ_ASSIGN_OR_RETURN(metadata::UserInfo u, ToUser(req));
-  RDMQ_RETURN_IF_ERROR(FromMeta(meta_.CreateUser(u)));
+  RDMQ_RETURN_IF_ERROR(MetadataToWire(meta_.CreateUser(u)));
   RDMQ_LOG(kInfo, "broker", "user created").kv("user", u.name);
   return Status::Ok();
 }
 
 Status UserHandlers::AlterUser(const protocol::UserRequest& req) {
   RDMQ_ASSIGN_OR_RETURN(metadata::UserInfo u, ToUser(req));
-  RDMQ_RETURN_IF_ERROR(FromMeta(meta_.UpdateUser(u)));
+  RDMQ_RETURN_IF_ERROR(MetadataToWire(meta_.UpdateUser(u)));
   RDMQ_LOG(kInfo, "broker", "user credentials changed").kv("user", u.name);
   return Status::Ok();
 }
 
 Status UserHandlers::DeleteUser(const protocol::UserNameRequest& req) {
-  RDMQ_RETURN_IF_ERROR(FromMeta(meta_.DeleteUser(req.name)));
+  RDMQ_RETURN_IF_ERROR(MetadataToWire(meta_.DeleteUser(req.name)));
   RDMQ_LOG(kInfo, "broker", "user deleted").kv("user", req.name);
   return Status::Ok();
 }

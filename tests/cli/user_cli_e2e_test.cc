@@ -32,11 +32,6 @@ std::map<std::string, std::vector<std::string>> Users(Fixture& f) {
   return out;
 }
 
-std::string Slurp(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
 // The user as the stopped broker's metadata store holds it.
 std::optional<metadata::UserInfo> Stored(Fixture& f, const std::string& name) {
   auto store = metadata::MetadataStore::Open({f.broker().data_dir() + "/meta", 64, true});

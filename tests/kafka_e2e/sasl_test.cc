@@ -9,23 +9,10 @@
 #include <vector>
 
 #include "cli/cli_fixture.h"
+#include "kafka_e2e/pki.h"
 
 namespace rdmq::test {
 namespace {
-
-struct Pki {
-  TempDir dir{"rdmq-pki"};
-  Pki() {
-    REQUIRE_RUN(Shell(std::string(RDMQ_SOURCE_DIR) + "/tests/kafka_e2e/test_ca.sh '" + dir.str() + "'", 60),
-                0);
-  }
-  std::string operator()(const std::string& file) const { return dir.str() + "/" + file; }
-};
-
-std::vector<std::string> With(std::vector<std::string> a, const std::vector<std::string>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
 
 // kcat's options to log in as `user` with `password` by `mechanism`, over TLS trusting the test CA
 // (pki given) or in the clear.

@@ -9,18 +9,10 @@
 #include <vector>
 
 #include "cli/cli_fixture.h"
+#include "kafka_e2e/pki.h"
 
 namespace rdmq::test {
 namespace {
-
-struct Pki {
-  TempDir dir{"rdmq-pki"};
-  Pki() {
-    REQUIRE_RUN(Shell(std::string(RDMQ_SOURCE_DIR) + "/tests/kafka_e2e/test_ca.sh '" + dir.str() + "'", 60),
-                0);
-  }
-  std::string operator()(const std::string& file) const { return dir.str() + "/" + file; }
-};
 
 std::vector<std::string> TlsBroker(const Pki& pki, const std::string& client_auth) {
   std::vector<std::string> a = {"--set", "kafka.security.protocol=SSL",
@@ -40,11 +32,6 @@ std::vector<std::string> Tls(const Pki& pki, const std::string& ca, const std::s
     a.insert(a.end(), {"-X", "ssl.certificate.location=" + pki(client + ".pem"), "-X",
                        "ssl.key.location=" + pki(client + ".key")});
   }
-  return a;
-}
-
-std::vector<std::string> With(std::vector<std::string> a, const std::vector<std::string>& b) {
-  a.insert(a.end(), b.begin(), b.end());
   return a;
 }
 

@@ -11,16 +11,13 @@
 namespace rdmq::metadata {
 namespace {
 
+using test::Slurp;
+
 std::unique_ptr<OffsetStore> Open(const test::TempDir& dir, uint32_t checkpoint_every = 64) {
   auto s = OffsetStore::Open({dir.str(), checkpoint_every, true});
   INFO(s.status().ToString());
   REQUIRE(s.ok());
   return std::move(*s);
-}
-
-std::string Slurp(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 CommittedOffset At(int64_t offset, std::string metadata = "", int32_t epoch = -1) {

@@ -14,26 +14,13 @@
 #include "metadata/wal.h"
 #include "rdmq/metadata/store.h"
 #include "support/test_util.h"
+#include "tests/metadata/open_store.h"
 
 namespace rdmq::metadata {
 namespace {
 
-std::unique_ptr<MetadataStore> OpenStore(const test::TempDir& dir, uint32_t checkpoint_every = 64) {
-  auto s = MetadataStore::Open({dir.str(), checkpoint_every, true});
-  INFO(s.status().ToString());
-  REQUIRE(s.ok());
-  return std::move(*s);
-}
-
-std::string Slurp(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-void Spit(const std::filesystem::path& p, const std::string& bytes) {
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  out << bytes;
-}
+using test::Slurp;
+using test::Spit;
 
 // A secret of the right shape: every byte of the salt `fill`, the keys `fill + 1` and `fill + 2`
 // (a NUL and bytes >= 0x80 among them when asked, to check that binary survives).

@@ -5,7 +5,9 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 #include <random>
 #include <string>
 
@@ -42,6 +44,16 @@ int Trials(int nominal, int minimum = 1);
 // run by hand it only warns and returns from the test case.
 [[noreturn]] void SkipUnderCTest(const std::string& why);
 bool UnderCTest();
+
+// A whole file's bytes ("" when it cannot be read), and a file replaced by `bytes`.
+inline std::string Slurp(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+inline void Spit(const std::filesystem::path& p, const std::string& bytes) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out << bytes;
+}
 
 }  // namespace rdmq::test
 
