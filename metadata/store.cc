@@ -56,6 +56,7 @@ Status MetadataStore::Load() {
       .kv("dir", options_.dir)
       .kv("topics", state_->topics.size())
       .kv("users", state_->users.size())
+      .kv("acls", state_->acls.size())
       .kv("seq", state_->seq)
       .kv("replayed", replayed);
   return Status::Ok();
@@ -177,6 +178,27 @@ std::vector<UserInfo> MetadataStore::ListUsers() const {
   out.reserve(state_->users.size());
   for (const auto& [name, u] : state_->users) out.push_back(u);
   return out;
+}
+
+Result<bool> MetadataStore::AddAcl(const AclBinding& b) {
+  RDMQ_RETURN_IF_ERROR(ValidateAcl(b));
+  MutexLock lock(mu_);
+  if (state_->acls.count(b) != 0) return false;
+  RDMQ_RETURN_IF_ERROR(Commit(internal::Mutation::PutAcl(b)));
+  return true;
+}
+
+Result<bool> MetadataStore::RemoveAcl(const AclBinding& b) {
+  RDMQ_RETURN_IF_ERROR(ValidateAcl(b));
+  MutexLock lock(mu_);
+  if (state_->acls.count(b) == 0) return false;
+  RDMQ_RETURN_IF_ERROR(Commit(internal::Mutation::DeleteAcl(b)));
+  return true;
+}
+
+std::vector<AclBinding> MetadataStore::ListAcls() const {
+  MutexLock lock(mu_);
+  return {state_->acls.begin(), state_->acls.end()};
 }
 
 Status MetadataStore::Checkpoint() {

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "metadata/acl_json.h"
 #include "metadata/topic_json.h"
 #include "metadata/user_json.h"
 
@@ -43,6 +44,13 @@ Result<Mutation> MutationFromJson(const nlohmann::json& op) {
     if (!user.ok()) return Status(MetadataErrc::kCorruptLog, "put_user: " + user.status().ToString());
     return Mutation::PutUser(std::move(*user));
   }
+  if (k == "put_acl" || k == "delete_acl") {
+    const auto a = op.find("acl");
+    if (a == op.end()) return Status(MetadataErrc::kCorruptLog, k + " without acl");
+    auto acl = AclFromJson(*a);
+    if (!acl.ok()) return Status(MetadataErrc::kCorruptLog, k + ": " + acl.status().ToString());
+    return k == "put_acl" ? Mutation::PutAcl(std::move(*acl)) : Mutation::DeleteAcl(std::move(*acl));
+  }
   if (k == "delete_user") {
     const auto n = op.find("name");
     if (n == op.end() || !n->is_string())
@@ -65,6 +73,21 @@ Status UsersFromJson(const nlohmann::json& j, StoreState* state) {
     if (!info.ok()) return bad(info.status().ToString());
     const std::string name = info->name;
     if (!state->users.emplace(name, std::move(*info)).second) return bad("user '" + name + "' twice");
+  }
+  return Status::Ok();
+}
+
+// The optional "acls" array (absent in checkpoints written before ACLs existed: none).
+Status AclsFromJson(const nlohmann::json& j, StoreState* state) {
+  const auto bad = [](const std::string& why) { return Status(MetadataErrc::kCorruptCheckpoint, why); };
+  const auto as = j.find("acls");
+  if (as == j.end()) return Status::Ok();
+  if (!as->is_array()) return bad("acls is not an array");
+  for (const auto& a : *as) {
+    auto acl = AclFromJson(a);
+    if (!acl.ok()) return bad(acl.status().ToString());
+    const std::string line = Describe(*acl);
+    if (!state->acls.insert(std::move(*acl)).second) return bad("ACL '" + line + "' twice");
   }
   return Status::Ok();
 }
@@ -92,7 +115,8 @@ Status StateFromJson(const nlohmann::json& j, StoreState* state) {
     if (!info.ok()) return bad(info.status().ToString());
     state->topics[info->name] = std::move(*info);
   }
-  return UsersFromJson(j, state);
+  RDMQ_RETURN_IF_ERROR(UsersFromJson(j, state));
+  return AclsFromJson(j, state);
 }
 
 }  // namespace
@@ -118,6 +142,12 @@ std::string EncodeMutation(const Mutation& m) {
     case Mutation::Op::kDeleteUser:
       j = {{"op", "delete_user"}, {"name", m.name}};
       break;
+    case Mutation::Op::kPutAcl:
+      j = {{"op", "put_acl"}, {"acl", ToJson(m.acl)}};
+      break;
+    case Mutation::Op::kDeleteAcl:
+      j = {{"op", "delete_acl"}, {"acl", ToJson(m.acl)}};
+      break;
   }
   return j.dump();
 }
@@ -137,12 +167,15 @@ std::string EncodeCheckpoint(const StoreState& s) {
   for (const auto& [name, t] : s.topics) ts.push_back(ToJson(t));
   nlohmann::json us = nlohmann::json::array();
   for (const auto& [name, u] : s.users) us.push_back(ToJson(u));
+  nlohmann::json as = nlohmann::json::array();
+  for (const auto& a : s.acls) as.push_back(ToJson(a));
   const nlohmann::json j = {{"format", kCheckpointFormat},
                             {"seq", s.seq},
                             {"next_topic_id", s.next_topic_id.value()},
                             {"producer_id_limit", s.producer_id_limit.value()},
                             {"topics", std::move(ts)},
-                            {"users", std::move(us)}};
+                            {"users", std::move(us)},
+                            {"acls", std::move(as)}};
   return j.dump(2) + "\n";
 }
 

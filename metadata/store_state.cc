@@ -28,6 +28,12 @@ Status StoreState::Apply(const Mutation& m) {
     case Mutation::Op::kDeleteUser:
       users.erase(m.name);
       return Status::Ok();
+    case Mutation::Op::kPutAcl:
+      acls.insert(m.acl);
+      return Status::Ok();
+    case Mutation::Op::kDeleteAcl:
+      acls.erase(m.acl);
+      return Status::Ok();
   }
   return Status(MetadataErrc::kCorruptLog, "unknown mutation");
 }

@@ -1,10 +1,11 @@
 // Fuzzes the metadata log decoder and the JSON mutation/checkpoint decoders (topic store and
-// offset store) and the topic and user entry decoders over arbitrary bytes.
+// offset store) and the topic, user and ACL entry decoders over arbitrary bytes.
 #include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "metadata/acl_json.h"
 #include "metadata/offsets_json.h"
 #include "metadata/store_json.h"
 #include "metadata/topic_json.h"
@@ -32,6 +33,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)md::TopicInfoFromJson(j);
     (void)md::TopicConfigFromJson(j, md::TopicConfig{});
     (void)md::UserInfoFromJson(j);
+    (void)md::AclFromJson(j);
   }
   return 0;
 }

@@ -23,6 +23,7 @@
 #include "rdmq/common/status.h"
 #include "rdmq/common/thread_annotations.h"
 #include "rdmq/common/types.h"
+#include "rdmq/metadata/acl.h"
 #include "rdmq/metadata/topic.h"
 #include "rdmq/metadata/user.h"
 
@@ -70,6 +71,13 @@ class MetadataStore {
   Status DeleteUser(const std::string& name);
   std::optional<UserInfo> GetUser(const std::string& name) const;
   std::vector<UserInfo> ListUsers() const;  // sorted by name
+
+  // ACL bindings (acl.h), each checked with ValidateAcl (kBadAcl) first. Adding one that is
+  // there already is a no-op, as is removing one that is not (Kafka's CreateAcls and DeleteAcls
+  // behave so); each returns whether it changed anything.
+  Result<bool> AddAcl(const AclBinding& b);
+  Result<bool> RemoveAcl(const AclBinding& b);
+  std::vector<AclBinding> ListAcls() const;  // in a stable order
 
   // Writes a checkpoint now and truncates the log.
   Status Checkpoint();

@@ -29,7 +29,8 @@
   X(kNoSuchGroup, kNotFound, "no such group")                          \
   X(kBadUser, kInvalidArgument, "invalid user")                        \
   X(kUserExists, kAlreadyExists, "user already exists")                \
-  X(kNoSuchUser, kNotFound, "no such user")
+  X(kNoSuchUser, kNotFound, "no such user")                            \
+  X(kBadAcl, kInvalidArgument, "invalid ACL")
 RDMQ_DEFINE_ERRORS(rdmq::metadata, MetadataErrc, "metadata", RDMQ_METADATA_ERRORS)
 
 namespace rdmq::metadata {
