@@ -1,6 +1,8 @@
 #include "rdmq/broker/config.h"
 
 #include <catch2/catch.hpp>
+#include <string>
+#include <vector>
 
 #include "support/test_util.h"
 
@@ -52,6 +54,45 @@ TEST_CASE("a listener beyond loopback is refused unless security.allow.anonymous
   CHECK(Validate(c).ok());
   CHECK(ApplySetting(&c, "listen.http=nonsense").ok());
   CHECK(Validate(c).ToString().find("listen.http=nonsense: must be host:port or off") != std::string::npos);
+}
+
+TEST_CASE("a door that logs clients in may face the network; SASL settings that cannot work are refused",
+          "[config][security]") {
+  // The control path with SCRAM logins: tcp listeners beyond loopback, no allow.anonymous.
+  BrokerConfig rpc;
+  REQUIRE_OK(ApplySetting(&rpc, "fabric=tcp"));
+  REQUIRE_OK(ApplySetting(&rpc, "listen.control=0.0.0.0:9192"));
+  REQUIRE_OK(ApplySetting(&rpc, "listen.data=0.0.0.0:9193"));
+  CHECK_FALSE(Validate(rpc).ok());
+  REQUIRE_OK(ApplySetting(&rpc, "rpc.sasl.enabled.mechanisms=SCRAM-SHA-256, SCRAM-SHA-512"));
+  CHECK_OK(Validate(rpc));
+  CHECK(rpc.RpcSaslMechanisms() == std::vector<std::string>{"SCRAM-SHA-256", "SCRAM-SHA-512"});
+  // ... but not the Kafka listener, which logs nobody in.
+  REQUIRE_OK(ApplySetting(&rpc, "listen.kafka=0.0.0.0:9092"));
+  CHECK(Validate(rpc).ToString().find("listen.kafka=0.0.0.0:9092") != std::string::npos);
+  REQUIRE_OK(ApplySetting(&rpc, "kafka.security.protocol=SASL_PLAINTEXT"));
+  CHECK_OK(Validate(rpc));
+
+  struct Case {
+    std::vector<const char*> sets;
+    const char* says;
+  };
+  for (const Case& k : std::vector<Case>{
+           {{"rpc.sasl.enabled.mechanisms=PLAIN"}, "the control path has no TLS for PLAIN"},
+           {{"rpc.sasl.enabled.mechanisms=SCRAM-SHA-1"},
+            "'SCRAM-SHA-1' is not one of SCRAM-SHA-256, SCRAM-SHA-512"},
+           {{"kafka.security.protocol=SASL_PLAINTEXT", "sasl.enabled.mechanisms=PLAIN"},
+            "needs kafka.security.protocol=SASL_SSL"},
+           {{"kafka.security.protocol=SASL_PLAINTEXT", "sasl.enabled.mechanisms=,"}, "names no mechanism"},
+           {{"kafka.security.protocol=SASL_SSL"}, "needs ssl.certificate.location and ssl.key.location"},
+       }) {
+    BrokerConfig c;
+    for (const char* set : k.sets) REQUIRE_OK(ApplySetting(&c, set));
+    const Status s = Validate(c);
+    INFO(s.ToString());
+    CHECK(s.is(Errc::kInvalidArgument));
+    CHECK(s.ToString().find(k.says) != std::string::npos);
+  }
 }
 
 TEST_CASE("JSON files and overrides use Kafka's broker key names", "[config]") {
