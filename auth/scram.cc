@@ -101,6 +101,13 @@ std::string Xor(std::string_view a, std::string_view b) {
 
 const char* MechanismName(ScramHash h) { return h == ScramHash::kSha256 ? "SCRAM-SHA-256" : "SCRAM-SHA-512"; }
 
+std::optional<ScramHash> ScramHashOf(std::string_view mechanism) {
+  for (const ScramHash h : {ScramHash::kSha256, ScramHash::kSha512}) {
+    if (mechanism == MechanismName(h)) return h;
+  }
+  return std::nullopt;
+}
+
 std::string Base64Encode(std::string_view raw) {
   std::string out(4 * ((raw.size() + 2) / 3), '\0');
   const int n =

@@ -5,6 +5,7 @@
 
 #include "rdmq/common/log.h"
 #include "rpc_handler.h"
+#include "stored_credentials.h"
 
 namespace rdmq::broker::internal {
 
@@ -52,12 +53,6 @@ class GatedServer final : public rpc::Server {
   const SessionTable& sessions_;
 };
 
-std::optional<auth::ScramHash> HashOf(const std::string& mechanism) {
-  if (mechanism == "SCRAM-SHA-256") return auth::ScramHash::kSha256;
-  if (mechanism == "SCRAM-SHA-512") return auth::ScramHash::kSha512;
-  return std::nullopt;
-}
-
 }  // namespace
 
 std::unique_ptr<rpc::Server> RpcLogin::Gate(rpc::Server& server) const {
@@ -89,7 +84,7 @@ Result<protocol::SaslAuthenticateResponse> RpcLogin::Step(uint64_t client_id, co
     enabled = enabled || m == req.mechanism;
     list += (list.empty() ? "" : ", ") + m;
   }
-  const auto hash = HashOf(req.mechanism);
+  const auto hash = auth::ScramHashOf(req.mechanism);
   if (!enabled || !hash) {
     return Status(WireError::kAuthenticationFailed,
                   "mechanism '" + req.mechanism + "' is not enabled (this broker takes: " +
@@ -98,17 +93,7 @@ Result<protocol::SaslAuthenticateResponse> RpcLogin::Step(uint64_t client_id, co
   MutexLock lock(mu_);
   auto& x = exchanges_[client_id];
   if (!x) {
-    x = std::make_unique<auth::ScramServer>(
-        *hash, [this, mechanism = req.mechanism](const std::string& user) {
-          const auto u = meta_.GetUser(user);
-          std::optional<auth::ScramCredential> c;
-          if (!u) return c;
-          if (auto it = u->scram.find(mechanism); it != u->scram.end()) {
-            c = auth::ScramCredential{it->second.salt, it->second.iterations, it->second.stored_key,
-                                      it->second.server_key};
-          }
-          return c;
-        });
+    x = std::make_unique<auth::ScramServer>(*hash, StoreLookup(meta_, req.mechanism));
   }
   auto answer = x->Step(req.token);
   if (!answer.ok()) {

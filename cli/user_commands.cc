@@ -29,8 +29,7 @@ std::string Upper(std::string s) {
 Result<std::vector<auth::ScramHash>> MechanismsFrom(const ParsedArgs& a) {
   const std::string m = Upper(a.GetOr("mechanism", "all"));
   if (m == "ALL") return std::vector<auth::ScramHash>{auth::ScramHash::kSha256, auth::ScramHash::kSha512};
-  if (m == auth::MechanismName(auth::ScramHash::kSha256)) return std::vector{auth::ScramHash::kSha256};
-  if (m == auth::MechanismName(auth::ScramHash::kSha512)) return std::vector{auth::ScramHash::kSha512};
+  if (const auto h = auth::ScramHashOf(m)) return std::vector{*h};
   return UsageError("--mechanism " + a.GetOr("mechanism", "") +
                     ": must be SCRAM-SHA-256, SCRAM-SHA-512 or all");
 }

@@ -143,8 +143,9 @@ Status Connection::LogIn(Link& link) const {
     return Status(Errc::kPermissionDenied,
                   where + ": sasl.mechanism " + mechanism + " is not one it takes (" + offered + ")");
   }
-  auth::ScramClient scram(mechanism == "SCRAM-SHA-512" ? auth::ScramHash::kSha512 : auth::ScramHash::kSha256,
-                          user, password);
+  const auto hash = auth::ScramHashOf(mechanism);
+  if (!hash) return Status(Errc::kInvalidArgument, where + ": unknown sasl.mechanism " + mechanism);
+  auth::ScramClient scram(*hash, user, password);
   const auto step = [&](const std::string& token) -> Result<std::string> {
     auto raw = link.rpc->Call(static_cast<uint16_t>(protocol::Api::kSaslAuthenticate),
                               protocol::Encode(protocol::SaslAuthenticateRequest{mechanism, token}),

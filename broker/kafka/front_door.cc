@@ -96,8 +96,7 @@ void KafkaFrontDoor::HandleBatch(std::vector<KafkaRequest> requests) {
   for (KafkaRequest& req : requests) {
     Reader r(std::span<const std::byte>(req.frame->bytes.data(), req.frame->bytes.size()));
     auto header = kafka::DecodeRequestHeader(r);
-    const bool logged_in = !d_.cfg->KafkaSasl() || (req.frame->session && req.frame->session->authenticated);
-    if (header.ok() && header->key() == ApiKey::kProduce && logged_in &&
+    if (header.ok() && header->key() == ApiKey::kProduce && Authenticated(*req.frame) &&
         kafka::CheckSupported(*header).ok()) {
       run.emplace_back(KafkaCall{*header, std::move(req.frame), std::move(req.respond)}, r);
       continue;
@@ -139,7 +138,7 @@ void KafkaFrontDoor::Handle(std::shared_ptr<const KafkaFrame> frame, KafkaRespon
     Close(call);
     return;
   }
-  if (key != ApiKey::kSaslHandshake && key != ApiKey::kSaslAuthenticate && !Authenticated(call)) {
+  if (key != ApiKey::kSaslHandshake && key != ApiKey::kSaslAuthenticate && !Authenticated(*call.frame)) {
     RDMQ_LOG(kInfo, "kafka", "request before SASL authentication; closing the connection")
         .kv("peer", call.frame->peer)
         .kv("api", kafka::ApiName(key))

@@ -89,9 +89,11 @@ class KafkaFrontDoor final : public KafkaRequestHandler {
   // as Handle does.
   void HandleBatch(std::vector<KafkaRequest> requests) override;
 
-  // Encodes `msg` as the reply to `call` (header by the API's rules, then the body).
+  // Encodes `msg` as the reply to `call` (header by the API's rules, then the body); with
+  // `close_after`, the connection closes once it is written.
   template <class Msg>
-  static void Reply(const KafkaCall& call, const Msg& msg, std::shared_ptr<const void> keep = nullptr);
+  static void Reply(const KafkaCall& call, const Msg& msg, std::shared_ptr<const void> keep = nullptr,
+                    bool close_after = false);
   static void Close(const KafkaCall& call) { call.respond(KafkaReply{.close = true}); }
 
  private:
@@ -138,8 +140,8 @@ class KafkaFrontDoor final : public KafkaRequestHandler {
   // sasl.cc
   void SaslHandshake(const KafkaCall& call, Reader& r);
   void SaslAuthenticate(const KafkaCall& call, Reader& r);
-  // True unless the listener uses SASL and this connection has not logged in.
-  bool Authenticated(const KafkaCall& call) const;
+  // True unless the listener uses SASL and this frame's connection has not logged in.
+  bool Authenticated(const KafkaFrame& frame) const;
   // One token of the login under way: the broker's answer (empty when it has none), or
   // kPermissionDenied with the reason the login failed.
   Result<std::string> SaslStep(KafkaSession& session, std::string_view token) const;
@@ -162,7 +164,8 @@ class KafkaFrontDoor final : public KafkaRequestHandler {
 kafka::ErrorCode ToKafkaError(const Status& s);
 
 template <class Msg>
-void KafkaFrontDoor::Reply(const KafkaCall& call, const Msg& msg, std::shared_ptr<const void> keep) {
+void KafkaFrontDoor::Reply(const KafkaCall& call, const Msg& msg, std::shared_ptr<const void> keep,
+                           bool close_after) {
   auto w = std::make_shared<kafka::Writer>();
   w->ReserveSizePrefix();
   kafka::EncodeResponseHeader(*w, call.header.correlation_id, call.header.key(), call.header.api_version);
@@ -171,7 +174,7 @@ void KafkaFrontDoor::Reply(const KafkaCall& call, const Msg& msg, std::shared_pt
     Close(call);
     return;
   }
-  KafkaReply reply;
+  KafkaReply reply{.close_after = close_after};
   for (const auto& c : w->chunks()) reply.chunks.push_back(c);
   if (keep) {
     reply.keep = std::make_shared<std::pair<std::shared_ptr<kafka::Writer>, std::shared_ptr<const void>>>(

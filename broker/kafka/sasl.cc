@@ -9,6 +9,7 @@
 
 #include "broker/kafka/front_door.h"
 #include "broker/kafka/session.h"
+#include "broker/stored_credentials.h"
 #include "rdmq/auth/scram.h"
 #include "rdmq/common/coding.h"
 #include "rdmq/common/log.h"
@@ -18,19 +19,6 @@ namespace {
 
 using kafka::ErrorCode;
 
-std::optional<auth::ScramHash> ScramHashOf(const std::string& mechanism) {
-  if (mechanism == "SCRAM-SHA-256") return auth::ScramHash::kSha256;
-  if (mechanism == "SCRAM-SHA-512") return auth::ScramHash::kSha512;
-  return std::nullopt;
-}
-
-std::optional<auth::ScramCredential> CredentialOf(const metadata::UserInfo& u, const std::string& mechanism) {
-  const auto it = u.scram.find(mechanism);
-  if (it == u.scram.end()) return std::nullopt;
-  return auth::ScramCredential{it->second.salt, it->second.iterations, it->second.stored_key,
-                               it->second.server_key};
-}
-
 // PLAIN: the password checked against one of the user's SCRAM secrets. An unknown user costs the
 // same key derivation as a known one, so timing does not tell them apart.
 bool CheckPlain(const metadata::MetadataStore& meta, const auth::PlainCredentials& p) {
@@ -38,9 +26,9 @@ bool CheckPlain(const metadata::MetadataStore& meta, const auth::PlainCredential
       *auth::MakeScramCredential(auth::ScramHash::kSha256, "no such user", auth::kMinScramIterations);
   const auto user = meta.GetUser(p.user);
   if (user) {
-    for (const auto& [mechanism, hash] : {std::pair{"SCRAM-SHA-256", auth::ScramHash::kSha256},
-                                          std::pair{"SCRAM-SHA-512", auth::ScramHash::kSha512}}) {
-      if (auto c = CredentialOf(*user, mechanism)) return auth::CheckPassword(hash, *c, p.password);
+    for (const auto hash : {auth::ScramHash::kSha256, auth::ScramHash::kSha512}) {
+      if (auto c = CredentialOf(*user, auth::MechanismName(hash)))
+        return auth::CheckPassword(hash, *c, p.password);
     }
   }
   (void)auth::CheckPassword(auth::ScramHash::kSha256, kDummy, p.password);
@@ -49,8 +37,8 @@ bool CheckPlain(const metadata::MetadataStore& meta, const auth::PlainCredential
 
 }  // namespace
 
-bool KafkaFrontDoor::Authenticated(const KafkaCall& call) const {
-  return !d_.cfg->KafkaSasl() || (call.frame->session && call.frame->session->authenticated);
+bool KafkaFrontDoor::Authenticated(const KafkaFrame& frame) const {
+  return !d_.cfg->KafkaSasl() || (frame.session && frame.session->authenticated);
 }
 
 void KafkaFrontDoor::SaslHandshake(const KafkaCall& call, Reader& r) {
@@ -83,13 +71,9 @@ Result<std::string> KafkaFrontDoor::SaslStep(KafkaSession& session, std::string_
   const std::string failed =
       "Authentication failed: invalid credentials with SASL mechanism " + session.mechanism;
   std::string answer;
-  if (const auto hash = ScramHashOf(session.mechanism)) {
+  if (const auto hash = auth::ScramHashOf(session.mechanism)) {
     if (!session.scram) {
-      session.scram = std::make_unique<auth::ScramServer>(
-          *hash, [meta = d_.meta, mechanism = session.mechanism](const std::string& user) {
-            const auto u = meta->GetUser(user);
-            return u ? CredentialOf(*u, mechanism) : std::nullopt;
-          });
+      session.scram = std::make_unique<auth::ScramServer>(*hash, StoreLookup(*d_.meta, session.mechanism));
     }
     auto step = session.scram->Step(token);
     if (!step.ok()) {
@@ -147,18 +131,7 @@ void KafkaFrontDoor::SaslAuthenticate(const KafkaCall& call, Reader& r) {
   if (!answer.ok()) {
     // Answered with the reason, then the connection closes.
     resp.error_message = std::string(answer.status().context());
-    auto w = std::make_shared<kafka::Writer>();
-    w->ReserveSizePrefix();
-    kafka::EncodeResponseHeader(*w, call.header.correlation_id, call.header.key(), call.header.api_version);
-    kafka::Encode(*w, call.header.api_version, resp);
-    KafkaReply reply{.close_after = true};
-    if (w->FinishSizePrefix().ok()) {
-      for (const auto& c : w->chunks()) reply.chunks.push_back(c);
-      reply.keep = std::move(w);
-    } else {
-      reply.close = true;
-    }
-    return call.respond(std::move(reply));
+    return Reply(call, resp, nullptr, /*close_after=*/true);
   }
   // The answer must outlive the reply: it goes with it.
   auto keep = std::make_shared<std::string>(std::move(*answer));

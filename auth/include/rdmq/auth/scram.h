@@ -33,6 +33,8 @@ enum class ScramHash { kSha256, kSha512 };
 
 // "SCRAM-SHA-256" / "SCRAM-SHA-512".
 const char* MechanismName(ScramHash h);
+// The hash of a mechanism name ("SCRAM-SHA-256", "SCRAM-SHA-512"; exact spelling), or nullopt.
+std::optional<ScramHash> ScramHashOf(std::string_view mechanism);
 
 struct ScramCredential {
   std::string salt;  // raw bytes
