@@ -19,6 +19,18 @@ struct Pki {
   std::string operator()(const std::string& file) const { return dir.str() + "/" + file; }
 };
 
+// A broker started on `data_dir` with each of `sets` as --set: it must exit non-zero, saying
+// `says` (settings that cannot work stop it at start).
+inline void CheckRefusedAtStart(const std::string& data_dir, const std::vector<std::string>& sets,
+                                const std::string& says) {
+  std::vector<std::string> argv = {Bin("rdmq-broker"), "--data-dir", data_dir, "--set", "listen.http=off"};
+  for (const auto& s : sets) argv.insert(argv.end(), {"--set", s});
+  const RunResult r = Run(argv, "", 30);
+  INFO(r.out << r.err);
+  CHECK(r.code != 0);
+  CHECK(Contains(r.out + r.err, says));
+}
+
 inline std::vector<std::string> With(std::vector<std::string> a, const std::vector<std::string>& b) {
   a.insert(a.end(), b.begin(), b.end());
   return a;

@@ -122,15 +122,7 @@ TEST_CASE("SASL settings that cannot work stop the broker at start, naming the k
       {{"kafka.security.protocol=SASL_PLAINTEXT", "sasl.enabled.mechanisms= "}, "names no mechanism"},
       {{"kafka.security.protocol=SASL_SSL"}, "needs ssl.certificate.location and ssl.key.location"},
   };
-  for (const auto& k : cases) {
-    std::vector<std::string> argv = {Bin("rdmq-broker"), "--data-dir", dir.str() + "/data", "--set",
-                                     "listen.http=off"};
-    for (const auto& s : k.sets) argv.insert(argv.end(), {"--set", s});
-    const RunResult r = Run(argv, "", 30);
-    INFO(r.out << r.err);
-    CHECK(r.code != 0);
-    CHECK(Contains(r.out + r.err, k.says));
-  }
+  for (const auto& k : cases) CheckRefusedAtStart(dir.str() + "/data", k.sets, k.says);
 }
 
 }  // namespace rdmq::test

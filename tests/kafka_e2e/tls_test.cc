@@ -101,15 +101,7 @@ TEST_CASE("TLS settings that cannot work stop the broker at start, naming the ke
        "needs ssl.ca.location"},
       {{"listen.kafka=0.0.0.0:0"}, "security.allow.anonymous=true"},
   };
-  for (const auto& k : cases) {
-    std::vector<std::string> argv = {Bin("rdmq-broker"), "--data-dir", pki("data"), "--set",
-                                     "listen.http=off"};
-    for (const auto& s : k.sets) argv.insert(argv.end(), {"--set", s});
-    const RunResult r = Run(argv, "", 30);
-    INFO(r.out << r.err);
-    CHECK(r.code != 0);
-    CHECK(Contains(r.out + r.err, k.says));
-  }
+  for (const auto& k : cases) CheckRefusedAtStart(pki("data"), k.sets, k.says);
 }
 
 }  // namespace rdmq::test

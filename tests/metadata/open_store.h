@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 #include <memory>
+#include <string>
 
 #include "rdmq/metadata/store.h"
 #include "support/test_util.h"
@@ -15,6 +16,16 @@ inline std::unique_ptr<MetadataStore> OpenStore(const test::TempDir& dir, uint32
   INFO(s.status().ToString());
   REQUIRE(s.ok());
   return std::move(*s);
+}
+
+// The store in `dir` must refuse to open as corrupt, with `code` and a message saying `says`.
+inline void CheckRefusedToOpen(const test::TempDir& dir, MetadataErrc code, const std::string& says) {
+  auto store = MetadataStore::Open({dir.str(), 64, true});
+  REQUIRE_FALSE(store.ok());
+  INFO(store.status().ToString());
+  CHECK(store.status().is(code));
+  CHECK(store.status().is(Errc::kCorruption));
+  CHECK(store.status().ToString().find(says) != std::string::npos);
 }
 
 }  // namespace rdmq::metadata

@@ -253,12 +253,7 @@ TEST_CASE("a corrupt user in the checkpoint or the log is corruption that change
   }
   const std::string good = Slurp(dir / "metadata.json");
   const auto refused = [&](MetadataErrc code, const std::string& says) {
-    auto store = MetadataStore::Open({dir.str(), 64, true});
-    REQUIRE_FALSE(store.ok());
-    INFO(store.status().ToString());
-    CHECK(store.status().is(code));
-    CHECK(store.status().is(Errc::kCorruption));
-    CHECK(store.status().ToString().find(says) != std::string::npos);
+    CheckRefusedToOpen(dir, code, says);
   };
   SECTION("checkpoint: users not an array") {
     auto j = nlohmann::json::parse(good);
