@@ -56,7 +56,7 @@ TEST_CASE("a listener beyond loopback is refused unless security.allow.anonymous
   CHECK(Validate(c).ToString().find("listen.http=nonsense: must be host:port or off") != std::string::npos);
 }
 
-TEST_CASE("a door that logs clients in may face the network; SASL settings that cannot work are refused",
+TEST_CASE("a door that logs clients in may face the network, SASL settings that cannot work are refused",
           "[config][security]") {
   // The control path with SCRAM logins: tcp listeners beyond loopback, no allow.anonymous.
   BrokerConfig rpc;

@@ -155,7 +155,7 @@ AclBinding Writer(const std::string& user, const std::string& prefix) {
           AclResourceType::kTopic, AclPatternType::kPrefixed, prefix};
 }
 
-TEST_CASE("acls in the store: add, remove, list; a repeat changes nothing; bad ones refused",
+TEST_CASE("acls in the store: add, remove, list, a repeat changes nothing, bad ones refused",
           "[metadata][acl][store]") {
   test::TempDir dir;
   auto store = OpenStore(dir);
@@ -182,7 +182,7 @@ TEST_CASE("acls in the store: add, remove, list; a repeat changes nothing; bad o
   CHECK(store->ListAcls() == std::vector<AclBinding>{Writer("alice", "billing-")});
 }
 
-TEST_CASE("acls survive a restart from the log and from a checkpoint; old checkpoints have none",
+TEST_CASE("acls survive a restart from the log and from a checkpoint, old checkpoints have none",
           "[metadata][acl][store]") {
   test::TempDir dir;
   {
