@@ -17,6 +17,7 @@
 #include "rdmq/protocol/data_plane.h"
 #include "rdmq/protocol/messages.h"
 #include "rdmq/rpc/client.h"
+#include "security_util.h"
 #include "support/test_util.h"
 
 namespace rdmq::broker::test {
@@ -26,39 +27,13 @@ using namespace std::chrono_literals;
 using protocol::Api;
 using protocol::WireError;
 
-metadata::ScramSecret SecretOf(auth::ScramHash h, const std::string& password) {
-  auto c = auth::MakeScramCredential(h, password);
-  REQUIRE_OK(c);
-  return {c->salt, c->iterations, c->stored_key, c->server_key};
-}
-
 // `alice` with both mechanisms, written to the broker's metadata store before it starts.
-void AddAlice(const rdmq::test::TempDir& dir) {
-  metadata::StoreOptions so;
-  so.dir = dir.str() + "/meta";
-  auto store = metadata::MetadataStore::Open(so);
-  REQUIRE_OK(store);
-  metadata::UserInfo u{"alice",
-                       {{"SCRAM-SHA-256", SecretOf(auth::ScramHash::kSha256, "alice-secret")},
-                        {"SCRAM-SHA-512", SecretOf(auth::ScramHash::kSha512, "alice-secret")}}};
-  REQUIRE_OK((*store)->CreateUser(u));
-}
+void AddAlice(const rdmq::test::TempDir& dir) { Provision(dir, {"alice"}); }
 
 BrokerConfig LoginConfig(const rdmq::test::TempDir& dir, const std::string& fabric) {
   BrokerConfig cfg = TestConfig(dir, fabric);
   cfg.rpc_sasl_mechanisms = "SCRAM-SHA-256,SCRAM-SHA-512";
   return cfg;
-}
-
-client::ClientOptions As(const std::string& bootstrap, const std::string& user, const std::string& password,
-                         const std::string& mechanism = "SCRAM-SHA-256") {
-  client::ClientOptions o;
-  o.bootstrap = bootstrap;
-  o.sasl_username = user;
-  o.sasl_password = password;
-  o.sasl_mechanism = mechanism;
-  o.request_timeout = 10s;
-  return o;
 }
 
 std::string Refusal(const client::ClientOptions& o) {
