@@ -196,7 +196,7 @@ class Session final : public ZkSession {
     return out;
   }
 
-  Status Multi(const std::vector<MultiOp>& ops) override {
+  Status Multi(const std::vector<MultiOp>& ops, size_t* failed) override {
     if (ops.empty()) return Status::Ok();
     std::vector<zoo_op_t> zops(ops.size());
     std::vector<zoo_op_result_t> results(ops.size());
@@ -226,9 +226,11 @@ class Session final : public ZkSession {
     if (rc == ZOK) return Status::Ok();
     for (size_t i = 0; i < ops.size(); ++i) {
       if (results[i].err != ZOK && results[i].err != ZRUNTIMEINCONSISTENCY) {
+        if (failed != nullptr) *failed = i;
         return Failed(results[i].err, "multi, operation " + std::to_string(i) + " on " + ops[i].path);
       }
     }
+    if (failed != nullptr) *failed = ops.size();
     return Failed(rc, "multi of " + std::to_string(ops.size()) + " operations");
   }
 

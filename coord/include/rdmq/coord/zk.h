@@ -121,8 +121,9 @@ class ZkSession {
   virtual Status Delete(const std::string& path, int32_t version = -1) = 0;
   // The children's names (not paths), sorted.
   virtual Result<std::vector<std::string>> Children(const std::string& path, Watcher watch = nullptr) = 0;
-  // All of `ops` or none; on failure the status names the first operation that failed.
-  virtual Status Multi(const std::vector<MultiOp>& ops) = 0;
+  // All of `ops` or none; on failure the status names the first operation that failed, and
+  // `failed` (when given) receives its index.
+  virtual Status Multi(const std::vector<MultiOp>& ops, size_t* failed = nullptr) = 0;
 
   virtual int64_t session_id() const = 0;
   virtual SessionState state() const = 0;

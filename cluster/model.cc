@@ -1,0 +1,163 @@
+#include "rdmq/cluster/model.h"
+
+#include <algorithm>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <set>
+
+namespace rdmq::cluster {
+namespace {
+
+using nlohmann::json;
+
+constexpr int kFormat = 1;  // the "version" field of every znode rdmq writes
+
+Status Bad(std::string_view what, const std::string& why) {
+  return Status(ClusterErrc::kBadZnode, std::string(what) + ": " + why);
+}
+
+// The object in `text`, with "version" 1; kBadZnode otherwise.
+Result<json> Object(std::string_view text, std::string_view what) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return Bad(what, "not a JSON object");
+  auto v = j.find("version");
+  if (v == j.end() || !v->is_number_integer() || v->get<int64_t>() != kFormat) {
+    return Bad(what, "no \"version\": 1 (written by another program, or a newer rdmq)");
+  }
+  return j;
+}
+
+Result<int64_t> Int(const json& j, const char* key, int64_t min, int64_t max, std::string_view what) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number_integer())
+    return Bad(what, std::string("\"") + key + "\" is not an integer");
+  const int64_t v = it->get<int64_t>();
+  if (v < min || v > max) {
+    return Bad(what, std::string("\"") + key + "\" = " + std::to_string(v) + " is outside [" +
+                         std::to_string(min) + ", " + std::to_string(max) + "]");
+  }
+  return v;
+}
+
+Result<std::string> Str(const json& j, const char* key, std::string_view what) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_string()) return Bad(what, std::string("\"") + key + "\" is not a string");
+  return it->get<std::string>();
+}
+
+// A list of distinct broker ids.
+Result<std::vector<BrokerId>> Brokers(const json& j, std::string_view field, std::string_view what) {
+  if (!j.is_array()) return Bad(what, std::string(field) + " is not an array");
+  std::vector<BrokerId> out;
+  std::set<BrokerId> seen;
+  for (const auto& e : j) {
+    if (!e.is_number_integer() || e.get<int64_t>() < 0 ||
+        e.get<int64_t>() > std::numeric_limits<BrokerId>::max()) {
+      return Bad(what, std::string(field) + " holds something other than a broker id");
+    }
+    const auto b = static_cast<BrokerId>(e.get<int64_t>());
+    if (!seen.insert(b).second)
+      return Bad(what, std::string(field) + " names broker " + std::to_string(b) + " twice");
+    out.push_back(b);
+  }
+  return out;
+}
+
+}  // namespace
+
+bool PartitionState::InIsr(BrokerId b) const { return std::find(isr.begin(), isr.end(), b) != isr.end(); }
+
+std::string EncodeBroker(const BrokerInfo& b) {
+  return json{{"version", kFormat}, {"id", b.id},       {"control", b.control},
+              {"data", b.data},     {"kafka", b.kafka}, {"fabric", b.fabric}}
+      .dump();
+}
+
+Result<BrokerInfo> DecodeBroker(std::string_view text, std::string_view what) {
+  RDMQ_ASSIGN_OR_RETURN(json j, Object(text, what));
+  BrokerInfo b;
+  RDMQ_ASSIGN_OR_RETURN(int64_t id, Int(j, "id", 0, std::numeric_limits<BrokerId>::max(), what));
+  b.id = static_cast<BrokerId>(id);
+  RDMQ_ASSIGN_OR_RETURN(b.control, Str(j, "control", what));
+  RDMQ_ASSIGN_OR_RETURN(b.data, Str(j, "data", what));
+  RDMQ_ASSIGN_OR_RETURN(b.kafka, Str(j, "kafka", what));
+  RDMQ_ASSIGN_OR_RETURN(b.fabric, Str(j, "fabric", what));
+  if (b.control.empty() || b.data.empty()) return Bad(what, "a broker without control or data address");
+  return b;
+}
+
+std::string EncodeTopic(const TopicAssignment& t) {
+  json config = json::object();
+  for (const auto& [k, v] : t.config) config[k] = v;
+  return json{{"version", kFormat},
+              {"id", t.id},
+              {"created_ms", t.created_ms},
+              {"config", std::move(config)},
+              {"replicas", t.replicas}}
+      .dump();
+}
+
+Result<TopicAssignment> DecodeTopic(std::string_view text, std::string_view name, std::string_view what) {
+  RDMQ_ASSIGN_OR_RETURN(json j, Object(text, what));
+  TopicAssignment t;
+  t.name = std::string(name);
+  RDMQ_ASSIGN_OR_RETURN(int64_t id, Int(j, "id", 1, std::numeric_limits<int64_t>::max(), what));
+  t.id = static_cast<uint64_t>(id);
+  RDMQ_ASSIGN_OR_RETURN(t.created_ms, Int(j, "created_ms", 0, std::numeric_limits<int64_t>::max(), what));
+  auto c = j.find("config");
+  if (c == j.end() || !c->is_object()) return Bad(what, "\"config\" is not an object");
+  for (const auto& [k, v] : c->items()) {
+    if (!v.is_string()) return Bad(what, "config " + k + " is not a string");
+    t.config.emplace_back(k, v.get<std::string>());
+  }
+  auto r = j.find("replicas");
+  if (r == j.end() || !r->is_array() || r->empty()) return Bad(what, "\"replicas\" is not a non-empty array");
+  for (const auto& p : *r) {
+    RDMQ_ASSIGN_OR_RETURN(auto replicas, Brokers(p, "a partition's replicas", what));
+    if (replicas.empty()) return Bad(what, "a partition without replicas");
+    if (!t.replicas.empty() && replicas.size() != t.replicas.front().size()) {
+      return Bad(what, "partitions with different numbers of replicas");
+    }
+    t.replicas.push_back(std::move(replicas));
+  }
+  return t;
+}
+
+std::string EncodeState(const PartitionState& s) {
+  return json{{"version", kFormat},
+              {"leader", s.leader},
+              {"leader_epoch", s.leader_epoch},
+              {"isr", s.isr},
+              {"controller_epoch", s.controller_epoch}}
+      .dump();
+}
+
+Result<PartitionState> DecodeState(std::string_view text, std::string_view what) {
+  RDMQ_ASSIGN_OR_RETURN(json j, Object(text, what));
+  PartitionState s;
+  RDMQ_ASSIGN_OR_RETURN(int64_t leader,
+                        Int(j, "leader", kNoLeader, std::numeric_limits<BrokerId>::max(), what));
+  s.leader = static_cast<BrokerId>(leader);
+  RDMQ_ASSIGN_OR_RETURN(int64_t epoch, Int(j, "leader_epoch", 0, std::numeric_limits<int32_t>::max(), what));
+  s.leader_epoch = static_cast<int32_t>(epoch);
+  RDMQ_ASSIGN_OR_RETURN(int64_t ce, Int(j, "controller_epoch", 0, std::numeric_limits<int32_t>::max(), what));
+  s.controller_epoch = static_cast<int32_t>(ce);
+  auto isr = j.find("isr");
+  if (isr == j.end()) return Bad(what, "no \"isr\"");
+  RDMQ_ASSIGN_OR_RETURN(s.isr, Brokers(*isr, "the ISR", what));
+  if (s.leader != kNoLeader && !s.InIsr(s.leader)) return Bad(what, "the leader is not in the ISR");
+  return s;
+}
+
+std::string EncodeController(BrokerId id, int32_t epoch) {
+  return json{{"version", kFormat}, {"broker", id}, {"epoch", epoch}}.dump();
+}
+
+Result<std::pair<BrokerId, int32_t>> DecodeController(std::string_view text, std::string_view what) {
+  RDMQ_ASSIGN_OR_RETURN(json j, Object(text, what));
+  RDMQ_ASSIGN_OR_RETURN(int64_t id, Int(j, "broker", 0, std::numeric_limits<BrokerId>::max(), what));
+  RDMQ_ASSIGN_OR_RETURN(int64_t epoch, Int(j, "epoch", 0, std::numeric_limits<int32_t>::max(), what));
+  return std::pair(static_cast<BrokerId>(id), static_cast<int32_t>(epoch));
+}
+
+}  // namespace rdmq::cluster

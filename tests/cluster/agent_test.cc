@@ -1,0 +1,258 @@
+// ClusterAgent against a real ZooKeeper (tests/support/zookeeper_server.h), three brokers' agents
+// in this process: one controller is elected; a topic's replicas and leaders spread evenly; each
+// broker is told the replicas it holds; when a broker leaves, the partitions it led get leaders
+// from their ISR at a higher epoch and it leaves the ISRs; when the controller leaves, another
+// takes over at a higher controller epoch; ISR changes are compare-and-set; topic administration;
+// a broker id held by a live broker is refused; a ZooKeeper restart is ridden through.
+#include "rdmq/cluster/agent.h"
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "rdmq/coord/zk.h"
+#include "support/test_util.h"
+#include "support/zookeeper_server.h"
+
+namespace rdmq::cluster {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct Recorder : AgentListener {
+  std::mutex mu;
+  ReplicaMap last;
+  int updates = 0;
+  int lost = 0;
+  void OnReplicas(const ReplicaMap& r) override {
+    std::lock_guard lock(mu);
+    last = r;
+    ++updates;
+  }
+  void OnSessionLost() override {
+    std::lock_guard lock(mu);
+    ++lost;
+  }
+  ReplicaMap Get() {
+    std::lock_guard lock(mu);
+    return last;
+  }
+};
+
+struct Node {
+  Recorder rec;
+  std::unique_ptr<ClusterAgent> agent;
+};
+
+std::unique_ptr<Node> StartNode(const std::string& zk, BrokerId id) {
+  auto n = std::make_unique<Node>();
+  AgentOptions o;
+  o.zookeeper = zk;
+  o.session_timeout = 4000ms;
+  o.refresh_interval = 200ms;
+  o.self = BrokerInfo{id, "tcp:127.0.0.1:" + std::to_string(9000 + id),
+                      "tcp:127.0.0.1:" + std::to_string(9100 + id), "127.0.0.1:" + std::to_string(9200 + id),
+                      "tcp"};
+  auto a = ClusterAgent::Start(o, &n->rec);
+  REQUIRE_OK(a);
+  n->agent = std::move(*a);
+  return n;
+}
+
+// Waits until `ok` holds (checked every 20 ms, up to 15 s).
+bool Eventually(const std::function<bool()>& ok) {
+  for (int i = 0; i < 750; ++i) {
+    if (ok()) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return ok();
+}
+
+#define START_ZK(zk)                                                           \
+  if (!rdmq::test::ZooKeeperServer::Available())                               \
+    RDMQ_SKIP("Debian's zookeeper is not installed (deploy/install-deps.sh)"); \
+  rdmq::test::ZooKeeperServer zk;                                              \
+  {                                                                            \
+    std::string zk_error;                                                      \
+    INFO(zk_error);                                                            \
+    REQUIRE(zk.Start(&zk_error));                                              \
+  }
+
+int Controllers(const std::vector<std::unique_ptr<Node>>& nodes) {
+  int n = 0;
+  for (const auto& x : nodes) n += x && x->agent->is_controller() ? 1 : 0;
+  return n;
+}
+
+TEST_CASE(
+    "cluster agent: one controller, even placement, leaders re-elected from the ISR when a broker leaves",
+    "[cluster][zk]") {
+  START_ZK(zk);
+  std::vector<std::unique_ptr<Node>> nodes;
+  for (BrokerId id : {1, 2, 3}) nodes.push_back(StartNode(zk.connect(), id));
+  REQUIRE(Eventually([&] { return Controllers(nodes) == 1; }));
+
+  auto made = nodes[1]->agent->CreateTopic("orders", {{"segment.bytes", "1048576"}}, 6, 3);
+  REQUIRE_OK(made);
+  CHECK(made->id >= 1);
+  CHECK(nodes[0]->agent->CreateTopic("orders", {}, 1, 1).status().is(Errc::kAlreadyExists));
+  CHECK(nodes[0]->agent->CreateTopic("wide", {}, 1, 4).status().is(ClusterErrc::kNotEnoughBrokers));
+  REQUIRE_OK(nodes[0]->agent->WaitForLeaders("orders", 15s));
+
+  auto snap = nodes[2]->agent->Snapshot();
+  REQUIRE_OK(snap);
+  CHECK(snap->brokers.size() == 3);
+  CHECK(snap->brokers.at(2).kafka == "127.0.0.1:9202");
+  std::map<BrokerId, int> leaders;
+  for (int p = 0; p < 6; ++p) {
+    const PartitionState& s = snap->states.at({"orders", p});
+    CHECK(s.leader_epoch == 0);
+    CHECK(s.isr.size() == 3);
+    CHECK(s.leader == snap->topics.at("orders").replicas[static_cast<size_t>(p)][0]);
+    ++leaders[s.leader];
+  }
+  CHECK(leaders == std::map<BrokerId, int>{{1, 2}, {2, 2}, {3, 2}});
+  // Every broker is told of the 6 replicas it holds, with their state.
+  for (const auto& n : nodes) {
+    REQUIRE(Eventually([&] {
+      const auto r = n->rec.Get();
+      return r.size() == 6 && r.begin()->second.state.leader != kNoLeader;
+    }));
+  }
+
+  // The controller leaves: another broker takes over at a higher epoch; the partitions the
+  // leaver led get new leaders from their ISR, at epoch 1, and it leaves every ISR.
+  size_t gone = 0;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i]->agent->is_controller()) gone = i;
+  }
+  const BrokerId leaver = nodes[gone]->agent->id();
+  const int32_t old_epoch = snap->controller_epoch;
+  nodes[gone].reset();
+  REQUIRE(Eventually([&] { return Controllers(nodes) == 1; }));
+  REQUIRE(Eventually([&] {
+    auto s = nodes[gone == 0 ? 1 : 0]->agent->Snapshot();
+    if (!s.ok() || s->controller_epoch <= old_epoch) return false;
+    for (int p = 0; p < 6; ++p) {
+      const PartitionState& st = s->states.at({"orders", p});
+      if (st.leader == leaver || st.InIsr(leaver) || st.leader == kNoLeader) return false;
+    }
+    return true;
+  }));
+  snap = nodes[gone == 0 ? 1 : 0]->agent->Snapshot();
+  REQUIRE_OK(snap);
+  CHECK(snap->brokers.size() == 2);
+  for (int p = 0; p < 6; ++p) {
+    const PartitionState& st = snap->states.at({"orders", p});
+    const auto& replicas = snap->topics.at("orders").replicas[static_cast<size_t>(p)];
+    CHECK(st.leader_epoch == (replicas[0] == leaver ? 1 : 0));
+    CHECK(st.isr.size() == 2);
+  }
+
+  // It comes back (same id): it is a replica again, out of the ISR until its leader says otherwise.
+  nodes[gone] = StartNode(zk.connect(), leaver);
+  REQUIRE(Eventually([&] { return nodes[gone]->rec.Get().size() == 6; }));
+  for (const auto& [tp, r] : nodes[gone]->rec.Get()) CHECK_FALSE(r.state.InIsr(leaver));
+}
+
+TEST_CASE("cluster agent: ISR changes are compare-and-set by the leader; topic administration",
+          "[cluster][zk]") {
+  START_ZK(zk);
+  std::vector<std::unique_ptr<Node>> nodes;
+  for (BrokerId id : {1, 2}) nodes.push_back(StartNode(zk.connect(), id));
+  REQUIRE_OK(nodes[0]->agent->CreateTopic("t", {{"retention.ms", "1000"}}, 2, 2));
+  REQUIRE_OK(nodes[0]->agent->WaitForLeaders("t", 15s));
+  auto snap = nodes[0]->agent->Snapshot();
+  REQUIRE_OK(snap);
+  const PartitionState s0 = snap->states.at({"t", 0});
+  Node& leader = *nodes[static_cast<size_t>(s0.leader - 1)];
+  Node& follower = *nodes[static_cast<size_t>(2 - s0.leader)];
+  CHECK(follower.agent->ChangeIsr({"t", 0}, s0, {s0.leader}).status().is(ClusterErrc::kNotLeader));
+  CHECK(leader.agent->ChangeIsr({"t", 0}, s0, {follower.agent->id()}).status().is(Errc::kInvalidArgument));
+  auto shrunk = leader.agent->ChangeIsr({"t", 0}, s0, {s0.leader});
+  REQUIRE_OK(shrunk);
+  CHECK(shrunk->version == s0.version + 1);
+  CHECK(shrunk->leader_epoch == s0.leader_epoch);
+  // The stale state loses.
+  CHECK(leader.agent->ChangeIsr({"t", 0}, s0, s0.isr).status().is(ClusterErrc::kStaleState));
+  REQUIRE_OK(leader.agent->ChangeIsr({"t", 0}, *shrunk, s0.isr));
+  REQUIRE(Eventually([&] {
+    auto r = follower.rec.Get();
+    auto it = r.find({"t", 0});
+    return it != r.end() && it->second.state.version == shrunk->version + 1;
+  }));
+
+  // Alter, add partitions, delete.
+  auto altered = nodes[1]->agent->AlterTopic("t", {{"retention.ms", "2000"}});
+  REQUIRE_OK(altered);
+  CHECK(altered->config == std::vector<std::pair<std::string, std::string>>{{"retention.ms", "2000"}});
+  CHECK(nodes[1]->agent->AddPartitions("t", 2).status().is(Errc::kInvalidArgument));
+  auto grown = nodes[1]->agent->AddPartitions("t", 4);
+  REQUIRE_OK(grown);
+  CHECK(grown->replicas.size() == 4);
+  REQUIRE_OK(nodes[0]->agent->WaitForLeaders("t", 15s));
+  REQUIRE(Eventually([&] { return nodes[0]->rec.Get().size() == 4; }));
+  CHECK(nodes[0]->rec.Get().begin()->second.config ==
+        std::vector<std::pair<std::string, std::string>>{{"retention.ms", "2000"}});
+  REQUIRE_OK(nodes[0]->agent->DeleteTopic("t"));
+  CHECK(nodes[0]->agent->DeleteTopic("t").is(Errc::kNotFound));
+  CHECK(nodes[0]->agent->AlterTopic("t", {}).status().is(Errc::kNotFound));
+  REQUIRE(Eventually([&] { return nodes[0]->rec.Get().empty() && nodes[1]->rec.Get().empty(); }));
+
+  // Ids handed out are unique; a broker id held by a live broker is refused.
+  auto a = nodes[0]->agent->NextTopicId();
+  auto b = nodes[1]->agent->NextTopicId();
+  REQUIRE_OK(a);
+  REQUIRE_OK(b);
+  CHECK(*a != *b);
+  auto p1 = nodes[0]->agent->ProducerIdBlock(1000);
+  auto p2 = nodes[1]->agent->ProducerIdBlock(1000);
+  REQUIRE_OK(p1);
+  REQUIRE_OK(p2);
+  CHECK(std::abs(*p1 - *p2) >= 1000);
+  Recorder dup;
+  AgentOptions o;
+  o.zookeeper = zk.connect();
+  o.session_timeout = 1000ms;
+  o.self = BrokerInfo{1, "tcp:x:1", "tcp:x:2", "", "tcp"};
+  auto twin = ClusterAgent::Start(o, &dup);
+  REQUIRE_FALSE(twin.ok());
+  CHECK(twin.status().is(Errc::kAlreadyExists));
+  CHECK(twin.status().ToString().find("broker.id 1 is registered") != std::string::npos);
+}
+
+TEST_CASE("cluster agent: a ZooKeeper restart is ridden through; nothing to reach is a clear error",
+          "[cluster][zk]") {
+  START_ZK(zk);
+  std::vector<std::unique_ptr<Node>> nodes;
+  for (BrokerId id : {1, 2}) nodes.push_back(StartNode(zk.connect(), id));
+  REQUIRE_OK(nodes[0]->agent->CreateTopic("t", {}, 2, 2));
+  REQUIRE_OK(nodes[0]->agent->WaitForLeaders("t", 15s));
+  zk.Stop();
+  std::this_thread::sleep_for(500ms);
+  std::string error;
+  REQUIRE(zk.Start(&error));
+  // The sessions survive (back within their timeout): both brokers, one controller, the topic.
+  REQUIRE(Eventually([&] {
+    auto s = nodes[1]->agent->Snapshot();
+    return s.ok() && s->brokers.size() == 2 && s->states.size() == 2;
+  }));
+  REQUIRE(Eventually([&] { return Controllers(nodes) == 1; }));
+  CHECK(nodes[0]->rec.lost == 0);
+  CHECK(nodes[1]->rec.lost == 0);
+
+  Recorder r;
+  AgentOptions o;
+  o.zookeeper = "127.0.0.1:1";
+  o.session_timeout = 1000ms;
+  o.self = BrokerInfo{9, "tcp:x:1", "tcp:x:2", "", "tcp"};
+  auto none = ClusterAgent::Start(o, &r);
+  REQUIRE_FALSE(none.ok());
+  CHECK(none.status().is(Errc::kUnavailable));
+  CHECK(none.status().ToString().find("ZooKeeper at 127.0.0.1:1") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace rdmq::cluster
