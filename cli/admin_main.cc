@@ -469,9 +469,8 @@ CommandSpec TopSpec(const std::vector<CommandGroup>& groups) {
   s.path = "rdmq";
   s.usage = "[--broker ADDR] [--json] <command> <subcommand> [options] [arguments]";
   s.summary =
-      "Administer an rdmq broker: topics, consumer groups, SASL users, ACLs, partitions, cluster status; "
-      "list "
-      "config keys.";
+      "Administer an rdmq broker: topics, consumer groups, SASL users, ACLs, partitions, cluster "
+      "status; list config keys.";
   s.description =
       "Every command takes --help. Exit status: 0 success, 1 the operation failed, 2 bad command line.\n"
       "Related tools: rdmq-produce (stdin lines to records), rdmq-consume (records to stdout), rdmq-broker.";
