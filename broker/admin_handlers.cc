@@ -81,6 +81,11 @@ Status AdminHandlers::Register(rpc::Server& server) {
       server, Api::kAlterTopic, kPool,
       authz_.OnTopic(AclOperation::kAlter, &protocol::AlterTopicRequest::name),
       [this](Ctx, const protocol::AlterTopicRequest& r) { return AlterTopic(r); }));
+  RDMQ_RETURN_IF_ERROR(Serve<protocol::Empty>(
+      server, Api::kDescribeCluster, kPool, authz_.OnCluster(AclOperation::kDescribe),
+      [this](Ctx, const protocol::Empty&) -> Result<protocol::DescribeClusterResponse> {
+        return DescribeCluster();
+      }));
   return Serve<protocol::Empty>(
       server, Api::kInitProducerId, kPool,
       [this](Ctx c, const protocol::Empty&) {
@@ -118,6 +123,17 @@ Result<protocol::TopicResponse> AdminHandlers::CreateTopic(const protocol::Creat
   MutexLock admin(admin_mu_);
   if (Status s = metadata::ValidateTopicName(req.name); !s.ok()) return MetadataToWire(s);
   RDMQ_ASSIGN_OR_RETURN(metadata::TopicConfig cfg, ApplyConfigs(cfg_.topic_defaults, req.configs));
+  if (cluster_ != nullptr) {
+    RDMQ_ASSIGN_OR_RETURN(metadata::TopicInfo made, cluster_->CreateTopic(req.name, cfg));
+    groups_.TopicsChanged();
+    return protocol::TopicResponse{ToWire(made)};
+  }
+  if (cfg.replication_factor > 1) {
+    return Status(
+        WireError::kNotEnoughReplicas,
+        "replication.factor=" + std::to_string(cfg.replication_factor) +
+            ": a broker on its own holds one replica; a cluster (cluster.zookeeper.connect) holds more");
+  }
   auto info = meta_.CreateTopic(req.name, cfg);
   if (!info.ok()) return MetadataToWire(info.status());
   Topic topic;
@@ -145,8 +161,12 @@ Result<protocol::TopicResponse> AdminHandlers::CreateTopic(const protocol::Creat
 
 Result<protocol::Empty> AdminHandlers::DeleteTopic(const protocol::TopicNameRequest& req) {
   MutexLock admin(admin_mu_);
-  if (Status s = meta_.DeleteTopic(req.name); !s.ok()) return MetadataToWire(s);
-  for (auto& p : topics_.Remove(req.name)) topics_.Close(*p, true);
+  if (cluster_ != nullptr) {
+    RDMQ_RETURN_IF_ERROR(cluster_->DeleteTopic(req.name));  // each broker closes its replicas
+  } else {
+    if (Status s = meta_.DeleteTopic(req.name); !s.ok()) return MetadataToWire(s);
+    for (auto& p : topics_.Remove(req.name)) topics_.Close(*p, true);
+  }
   if (Status s = groups_.TopicDeleted(req.name); !s.ok()) {
     RDMQ_LOG(kWarn, "broker", "forgetting a deleted topic's committed offsets failed")
         .kv("topic", req.name)
@@ -156,38 +176,93 @@ Result<protocol::Empty> AdminHandlers::DeleteTopic(const protocol::TopicNameRequ
   return protocol::Empty{};
 }
 
+void AdminHandlers::FillLocal(Partition& p, protocol::PartitionInfo* pi) {
+  MutexLock lock(p.mu);
+  if (p.deleted()) return;
+  pi->local = 1;
+  pi->log_start_offset = p.log().LogStartOffset();
+  pi->high_watermark = p.active().high_watermark;
+  pi->active_segment_base = p.active().base;
+  pi->exclusive_lease = p.exclusive() ? 1 : 0;
+  for (const auto& s : p.log().Segments()) {
+    ++pi->segments;
+    pi->bytes += s.committed.value();
+  }
+}
+
 Result<protocol::DescribeTopicResponse> AdminHandlers::DescribeTopic(const protocol::TopicNameRequest& req) {
+  protocol::DescribeTopicResponse r;
+  if (cluster_ != nullptr) {
+    std::optional<ClusterTopic> t = cluster_->GetTopic(req.name);
+    if (!t) return UnknownTopic(req.name);
+    r.topic = ToWire(t->info);
+    for (int32_t i = 0; i < static_cast<int32_t>(t->replicas.size()); ++i) {
+      protocol::PartitionInfo pi;
+      pi.partition = PartitionId(i);
+      const cluster::PartitionState& st = t->states[static_cast<size_t>(i)];
+      pi.leader = st.leader;
+      pi.leader_epoch = st.leader_epoch;
+      pi.replicas = t->replicas[static_cast<size_t>(i)];
+      pi.isr = st.isr;
+      if (auto p = topics_.FindReplica(req.name, PartitionId(i))) FillLocal(*p, &pi);
+      r.partitions.push_back(std::move(pi));
+    }
+    return r;
+  }
   std::optional<Topic> topic = topics_.Get(req.name);
   if (!topic) return UnknownTopic(req.name);
-  protocol::DescribeTopicResponse r;
   r.topic = ToWire(topic->info);
+  const auto self = static_cast<int32_t>(cfg_.broker_id);
   for (const auto& pp : topic->partitions) {
-    Partition& p = *pp;
-    MutexLock lock(p.mu);
-    if (p.deleted()) continue;
     protocol::PartitionInfo pi;
-    pi.partition = p.index();
-    pi.log_start_offset = p.log().LogStartOffset();
-    pi.high_watermark = p.active().high_watermark;
-    pi.active_segment_base = p.active().base;
-    pi.exclusive_lease = p.exclusive() ? 1 : 0;
-    for (const auto& s : p.log().Segments()) {
-      ++pi.segments;
-      pi.bytes += s.committed.value();
-    }
-    r.partitions.push_back(pi);
+    pi.partition = pp->index();
+    pi.leader = self;
+    pi.replicas = {self};
+    pi.isr = {self};
+    FillLocal(*pp, &pi);
+    if (pi.local == 0) continue;  // deleted meanwhile
+    r.partitions.push_back(std::move(pi));
   }
   return r;
 }
 
 Result<protocol::ListTopicsResponse> AdminHandlers::ListTopics() {
   protocol::ListTopicsResponse r;
-  for (const auto& t : meta_.ListTopics()) r.topics.push_back(ToWire(t));
+  for (const auto& t : Topics()) r.topics.push_back(ToWire(t));
+  return r;
+}
+
+std::vector<metadata::TopicInfo> AdminHandlers::Topics() const {
+  return cluster_ != nullptr ? cluster_->ListTopics() : meta_.ListTopics();
+}
+
+Result<metadata::TopicInfo> AdminHandlers::TopicNamed(const std::string& name) const {
+  if (cluster_ == nullptr) return meta_.GetTopic(name);
+  std::optional<ClusterTopic> t = cluster_->GetTopic(name);
+  if (!t) return Status(metadata::MetadataErrc::kNoSuchTopic, name);
+  return t->info;
+}
+
+protocol::DescribeClusterResponse AdminHandlers::DescribeCluster() const {
+  if (cluster_ != nullptr) return cluster_->Describe();
+  protocol::DescribeClusterResponse r;
+  const auto self = static_cast<int32_t>(cfg_.broker_id);
+  r.controller = self;
+  r.this_broker = self;
+  r.brokers.push_back({self, "", data_fabric_.address(), ""});
   return r;
 }
 
 Result<protocol::TopicResponse> AdminHandlers::AlterTopic(const protocol::AlterTopicRequest& req) {
   MutexLock admin(admin_mu_);
+  if (cluster_ != nullptr) {
+    std::optional<ClusterTopic> now = cluster_->GetTopic(req.name);
+    if (!now) return UnknownTopic(req.name);
+    RDMQ_ASSIGN_OR_RETURN(metadata::TopicConfig cfg, ApplyConfigs(now->info.config, req.configs));
+    RDMQ_ASSIGN_OR_RETURN(metadata::TopicInfo info, cluster_->AlterTopic(req.name, cfg));
+    groups_.TopicsChanged();
+    return protocol::TopicResponse{ToWire(info)};
+  }
   std::optional<Topic> topic = topics_.Get(req.name);
   if (!topic) return UnknownTopic(req.name);
   RDMQ_ASSIGN_OR_RETURN(metadata::TopicConfig cfg, ApplyConfigs(topic->info.config, req.configs));
@@ -221,6 +296,10 @@ Result<protocol::TopicResponse> AdminHandlers::AlterTopic(const protocol::AlterT
 }
 
 Result<protocol::InitProducerIdResponse> AdminHandlers::InitProducerId() {
+  if (cluster_ != nullptr) {
+    RDMQ_ASSIGN_OR_RETURN(ProducerId pid, cluster_->NextProducerId());
+    return protocol::InitProducerIdResponse{pid, 0};
+  }
   auto id = meta_.AllocateProducerId();
   if (!id.ok()) return Status(WireError::kStorageError, id.status().ToString());
   return protocol::InitProducerIdResponse{*id, 0};

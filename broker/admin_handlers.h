@@ -1,11 +1,13 @@
 // The RPCs of sessions and topic administration (docs/protocol.md section 3): Hello,
-// CreateTopic, DeleteTopic, DescribeTopic, ListTopics, AlterTopic, InitProducerId.
+// CreateTopic, DeleteTopic, DescribeTopic, ListTopics, AlterTopic, DescribeCluster, InitProducerId.
+// In a cluster the topics are the cluster's (ClusterMember: ZooKeeper), else this broker's own.
 //
 // Threading: Hello runs on the RPC dispatcher, the rest on the worker pool; topic creation,
 // deletion and changes are serialised by the handlers' own lock.
 #pragma once
 
 #include "authorizer.h"
+#include "cluster_member.h"
 #include "group_coordinator.h"
 #include "rdmq/broker/config.h"
 #include "rdmq/common/mutex.h"
@@ -20,14 +22,16 @@ namespace rdmq::broker::internal {
 class AdminHandlers {
  public:
   AdminHandlers(const BrokerConfig& cfg, const fabric::Fabric& data_fabric, metadata::MetadataStore& meta,
-                SessionTable& sessions, TopicTable& topics, GroupCoordinator& groups, const Authorizer& authz)
+                SessionTable& sessions, TopicTable& topics, GroupCoordinator& groups, const Authorizer& authz,
+                ClusterMember* cluster)
       : cfg_(cfg),
         data_fabric_(data_fabric),
         meta_(meta),
         sessions_(sessions),
         topics_(topics),
         groups_(groups),
-        authz_(authz) {}
+        authz_(authz),
+        cluster_(cluster) {}
 
   Status Register(rpc::Server& server);
 
@@ -38,9 +42,15 @@ class AdminHandlers {
   Result<protocol::ListTopicsResponse> ListTopics();
   Result<protocol::TopicResponse> AlterTopic(const protocol::AlterTopicRequest& req) EXCLUDES(admin_mu_);
   Result<protocol::InitProducerIdResponse> InitProducerId();
+  protocol::DescribeClusterResponse DescribeCluster() const;
+  // The topics as the cluster (or this broker alone) has them: for the Kafka listener's views.
+  std::vector<metadata::TopicInfo> Topics() const;
+  Result<metadata::TopicInfo> TopicNamed(const std::string& name) const;
 
  private:
   Result<protocol::HelloResponse> Hello(const rpc::RequestContext& ctx, const protocol::HelloRequest& req);
+  // The log's numbers of this broker's replica `p`.
+  static void FillLocal(Partition& p, protocol::PartitionInfo* pi);
 
   const BrokerConfig& cfg_;
   const fabric::Fabric& data_fabric_;
@@ -49,7 +59,8 @@ class AdminHandlers {
   TopicTable& topics_;
   GroupCoordinator& groups_;  // told of topic changes
   const Authorizer& authz_;
-  Mutex admin_mu_;  // serialises topic creation, deletion and changes
+  ClusterMember* const cluster_;  // null: a broker on its own
+  Mutex admin_mu_;                // serialises topic creation, deletion and changes
 };
 
 }  // namespace rdmq::broker::internal

@@ -101,6 +101,7 @@ Status BrokerImpl::StartKafka() {
   kd.appender = appender_.get();
   kd.counters = &n_;
   kd.authz = authz_.get();
+  kd.cluster = cluster_.get();
   kd.users_deleted = &users_deleted_;
   kafka_handler_ = std::make_unique<KafkaFrontDoor>(kd);
   std::unique_ptr<boost::asio::ssl::context> tls;
@@ -122,6 +123,7 @@ Status BrokerImpl::StartKafka() {
   }
   if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
   kafka_handler_->Attach(host, port, &kafka_->io());
+  kafka_advertised_ = host + ":" + std::to_string(port);
   return Status::Ok();
 }
 
@@ -155,13 +157,19 @@ Status BrokerImpl::Init() {
   topics_ = std::make_unique<TopicTable>(std::move(po), *leases_, *publisher_, stopping_);
 
   size_t partitions = 0;
-  RDMQ_RETURN_IF_ERROR(Recover(&partitions));
+  if (cfg_.Clustered()) {
+    // The partitions to open are the replicas the cluster gives this broker (at the end of Init).
+    cluster_ = std::make_unique<ClusterMember>(cfg_, *meta_, *topics_, *groups_);
+    groups_->SetTopicSource([this] { return cluster_->CachedTopics(); });
+  } else {
+    RDMQ_RETURN_IF_ERROR(Recover(&partitions));
+  }
 
   rpc::ServerOptions so;
   so.worker_threads = cfg_.rpc_workers;
   RDMQ_ASSIGN_OR_RETURN(rpc_, rpc::Server::Create(*control_fabric_, so));
-  admin_ =
-      std::make_unique<AdminHandlers>(cfg_, *data_fabric_, *meta_, sessions_, *topics_, *groups_, *authz_);
+  admin_ = std::make_unique<AdminHandlers>(cfg_, *data_fabric_, *meta_, sessions_, *topics_, *groups_,
+                                           *authz_, cluster_.get());
   group_rpcs_ = std::make_unique<GroupHandlers>(*groups_, sessions_, *authz_);
   user_rpcs_ =
       std::make_unique<UserHandlers>(*meta_, *authz_, [this](const std::string& u) { CutOffUser(u); });
@@ -207,6 +215,12 @@ Status BrokerImpl::Init() {
   acceptor_->Start();
   RDMQ_RETURN_IF_ERROR(rpc_->Start());
   RDMQ_RETURN_IF_ERROR(StartKafka());
+  if (cluster_) {
+    const cluster::BrokerInfo self{static_cast<int32_t>(cfg_.broker_id), control_fabric_->address(),
+                                   data_fabric_->address(), kafka_advertised_, cfg_.fabric};
+    RDMQ_RETURN_IF_ERROR(cluster_->Start(self));
+    partitions = topics_->partition_count();
+  }
 
   {
     std::ofstream addr(cfg_.data_dir + "/rdmq.addr", std::ios::trunc);
@@ -222,6 +236,7 @@ Status BrokerImpl::Init() {
       .kv("kafka", kafka_ ? kafka_->address() : "off")
       .kv("http", http_ ? http_->address() : "off")
       .kv("fabric", cfg_.fabric)
+      .kv("cluster", cfg_.Clustered() ? cfg_.cluster_zookeeper : "off")
       .kv("data_dir", cfg_.data_dir)
       .kv("topics", static_cast<uint64_t>(topics_->topic_count()))
       .kv("partitions", static_cast<uint64_t>(partitions))
@@ -317,6 +332,9 @@ Status BrokerImpl::Shutdown() {
   RDMQ_LOG(kInfo, "broker", "shutting down");
   phase_.store(Phase::kStopping, std::memory_order_release);
   if (http_) http_->Stop();  // no scrape runs past this point
+  // 0. Leave the cluster, so that its partitions get other leaders now rather than when the
+  // session times out.
+  if (cluster_) cluster_->Stop();
   // 1. Stop accepting: data endpoints, then RPCs (which closes every connection handle).
   if (acceptor_) acceptor_->Stop();
   if (rpc_) rpc_->Stop();

@@ -8,6 +8,7 @@
 //   DataAcceptor    data endpoint handshakes     Housekeeper             expiry, retention, checkpoints
 //   GroupCoordinator consumer groups (group::Group) and committed offsets (metadata::OffsetStore)
 //   Authorizer      the ACL decision both front doors ask (authorizer.h)
+//   ClusterMember   in a cluster: the ZooKeeper agent, the replicas held, topic administration
 //   AdminHandlers, ProduceHandlers, ConsumeHandlers, GroupHandlers, UserHandlers, AclHandlers:
 //                   the RPCs, grouped by concern
 //   KafkaListener, KafkaFrontDoor (kafka/): the Kafka protocol's front door; LocalAppender: its
@@ -28,6 +29,7 @@
 #include "authorizer.h"
 #include "broker/kafka/front_door.h"
 #include "broker/kafka/listener.h"
+#include "cluster_member.h"
 #include "commit_poller.h"
 #include "consume_handlers.h"
 #include "counters.h"
@@ -106,6 +108,8 @@ class BrokerImpl final : public Broker {
   std::unique_ptr<metadata::OffsetStore> offsets_;
   std::unique_ptr<GroupCoordinator> groups_;
   std::unique_ptr<Authorizer> authz_;
+  std::unique_ptr<ClusterMember> cluster_;  // in a cluster only
+  std::string kafka_advertised_;            // host:port, "" when the Kafka listener is off
   std::atomic<uint64_t> users_deleted_{0};  // KafkaDeps: connections check their user again
   std::unique_ptr<fabric::Fabric> control_fabric_;
   std::unique_ptr<fabric::Fabric> data_fabric_;

@@ -185,6 +185,28 @@ const config::ConfigDef<BrokerConfig>& BrokerConfigDef() {
                       "them): User:NAME entries separated by ';' or ','.",
                .component = broker},
               Field(&BrokerConfig::super_users));
+    d->Define({.name = "cluster.zookeeper.connect",
+               .type = Type::kString,
+               .doc = "Join a cluster of brokers whose metadata and elections live in this ZooKeeper "
+                      "(host:port[,host:port...]; docs/replication.md): each broker a unique broker.id, "
+                      "topics spread over the live brokers. Empty: a broker on its own.",
+               .component = broker},
+              Field(&BrokerConfig::cluster_zookeeper));
+    d->Define({.name = "cluster.zookeeper.root",
+               .type = Type::kString,
+               .doc = "The znode under which the cluster keeps its metadata (several clusters may share "
+                      "a ZooKeeper under different roots).",
+               .component = broker},
+              Field(&BrokerConfig::cluster_root));
+    d->Define({.name = "cluster.zookeeper.session.timeout.ms",
+               .type = Type::kDuration,
+               .doc = "How long ZooKeeper waits before it takes this broker for dead (its partitions then "
+                      "get other leaders).",
+               .component = broker,
+               .min = 1000,
+               .max = 60000,
+               .unit = Unit::kMillis},
+              Field(&BrokerConfig::cluster_session_timeout_ms));
     d->Define({.name = "kafka.network.threads",
                .type = Type::kInt,
                .doc = "Threads serving the Kafka listener's connections.",
@@ -435,6 +457,14 @@ Status Validate(const BrokerConfig& c) {
     if (m == "PLAIN" && c.kafka_security_protocol == "SASL_PLAINTEXT") {
       return Bad("sasl.enabled.mechanisms", c.sasl_mechanisms,
                  "PLAIN sends the password itself, so it needs kafka.security.protocol=SASL_SSL");
+    }
+  }
+  if (c.Clustered()) {
+    if (c.broker_id > 0x7fffffffULL) {
+      return Bad("broker.id", std::to_string(c.broker_id), "must be at most 2147483647 in a cluster");
+    }
+    if (!c.cluster_root.starts_with('/') || (c.cluster_root.size() > 1 && c.cluster_root.ends_with('/'))) {
+      return Bad("cluster.zookeeper.root", c.cluster_root, "must be a znode path: /name[/name...]");
     }
   }
   for (const std::string& u : SplitList(c.super_users, ";,")) {

@@ -98,7 +98,8 @@ void GroupCoordinator::Stop() {
 
 group::TopicCounts GroupCoordinator::Topics() const {
   group::TopicCounts out;
-  for (const auto& t : meta_.ListTopics()) out[t.name] = t.config.partitions;
+  for (const auto& t : topic_source_ ? topic_source_() : meta_.ListTopics())
+    out[t.name] = t.config.partitions;
   return out;
 }
 

@@ -96,6 +96,11 @@ class GroupCoordinator {
   GroupCoordinator& operator=(const GroupCoordinator&) = delete;
 
   void Start();
+  // Where the topics' partition counts come from instead of the local metadata store (a cluster's
+  // topics: cluster_member.h). Set before Start.
+  void SetTopicSource(std::function<std::vector<metadata::TopicInfo>()> source) {
+    topic_source_ = std::move(source);
+  }
   // Stops the timer thread and answers every waiting JoinGroup/SyncGroup with
   // COORDINATOR_NOT_AVAILABLE (on this thread).
   void Stop() EXCLUDES(mu_);
@@ -170,6 +175,7 @@ class GroupCoordinator {
 
   const BrokerConfig& cfg_;
   const metadata::MetadataStore& meta_;
+  std::function<std::vector<metadata::TopicInfo>()> topic_source_;
   metadata::OffsetStore& offsets_;
   const std::string salt_;  // this incarnation's, in generated member ids
   mutable Mutex mu_;

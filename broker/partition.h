@@ -123,6 +123,18 @@ class Partition : public std::enable_shared_from_this<Partition> {
 
   mutable Mutex mu;
 
+  // Whether clients are served: always for a broker on its own; in a cluster while this broker
+  // leads the partition and its ZooKeeper session holds (cluster_member.h). `leader` is the
+  // cluster's leader (-1: none; a broker on its own leaves it -1), for the NOT_LEADER message.
+  bool serving() const { return serving_.load(std::memory_order_acquire); }
+  int32_t leader() const { return leader_.load(std::memory_order_relaxed); }
+  int32_t leader_epoch() const { return leader_epoch_.load(std::memory_order_relaxed); }
+  void SetLeadership(bool serving, int32_t leader, int32_t epoch) {
+    leader_.store(leader, std::memory_order_relaxed);
+    leader_epoch_.store(epoch, std::memory_order_relaxed);
+    serving_.store(serving, std::memory_order_release);
+  }
+
   bool deleted() const REQUIRES(mu) { return deleted_; }
   // The topic's config now in force: as of open, then as of the last Reconfigure.
   const metadata::TopicConfig& config() const REQUIRES(mu) { return config_; }
@@ -271,6 +283,9 @@ class Partition : public std::enable_shared_from_this<Partition> {
   uint64_t local_append_ns_ GUARDED_BY(mu) = 0;
   PrefaultMark local_prefault_ GUARDED_BY(mu);
   std::shared_ptr<KafkaAppendQueue> kafka_queue_ GUARDED_BY(mu);
+  std::atomic<bool> serving_{true};
+  std::atomic<int32_t> leader_{-1};
+  std::atomic<int32_t> leader_epoch_{0};
   bool dirty_ GUARDED_BY(mu) = false;    // commits since the last periodic checkpoint
   bool deleted_ GUARDED_BY(mu) = false;  // closed: the topic was deleted or the broker stops
 };

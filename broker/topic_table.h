@@ -25,6 +25,8 @@ namespace rdmq::broker::internal {
 
 struct Topic {
   metadata::TopicInfo info;
+  // By index. In a cluster only the partitions this broker holds a replica of are open; the
+  // others are null.
   std::vector<std::shared_ptr<Partition>> partitions;
 };
 
@@ -54,9 +56,17 @@ class TopicTable {
   size_t topic_count() const EXCLUDES(mu_);
   size_t partition_count() const EXCLUDES(mu_);
 
-  // The partition named by topic and index (kUnknownTopic, kUnknownPartition).
+  // The partition named by topic and index, to serve a client: kUnknownTopic, kUnknownPartition,
+  // and in a cluster kNotLeader when this broker holds no replica of it or does not lead it.
   Result<std::shared_ptr<Partition>> Find(const std::string& topic, PartitionId partition) const
       EXCLUDES(mu_);
+  // The replica this broker holds, led here or not (null when it holds none).
+  std::shared_ptr<Partition> FindReplica(const std::string& topic, PartitionId partition) const EXCLUDES(mu_);
+  // In a cluster: serves `p` as partition `index` of `info` (a topic of `count` partitions), or
+  // forgets it (returning it for the caller to close).
+  void Place(const metadata::TopicInfo& info, PartitionId index, std::shared_ptr<Partition> p) EXCLUDES(mu_);
+  std::shared_ptr<Partition> Take(const std::string& topic, PartitionId index) EXCLUDES(mu_);
+  std::vector<std::string> TopicNames() const EXCLUDES(mu_);
 
   // The start of every request about a partition named by topic and index: the partition found,
   // locked, a deleted one refused (kUnknownTopic); then act(partition) under its lock.
@@ -73,6 +83,8 @@ class TopicTable {
   // closes its log, wakes its readers; for a deleted topic keeps its registrations for the grace
   // period and removes its files. Closing a closed partition does nothing.
   void Close(Partition& p, bool remove_files) EXCLUDES(p.mu);
+  // Ends every lease of `p`, telling each producer `why` (a lost leadership).
+  void EndLeases(Partition& p, protocol::WireError why) EXCLUDES(p.mu);
   // Drops the graveyard's registrations past their grace period (or all).
   void DropBuried(uint64_t now_ns) EXCLUDES(graveyard_mu_);
   void ClearBuried() EXCLUDES(graveyard_mu_);

@@ -75,4 +75,32 @@ std::unique_ptr<client::AdminClient> Connect(const ParsedArgs& a, int* code) {
   return std::move(*admin);
 }
 
+nlohmann::ordered_json PartitionJson(const client::PartitionDescription& p) {
+  nlohmann::ordered_json j;
+  j["partition"] = p.partition;
+  j["log_start_offset"] = p.log_start_offset;
+  j["high_watermark"] = p.high_watermark;
+  j["records"] = p.high_watermark - p.log_start_offset;
+  j["segments"] = p.segments;
+  j["bytes"] = p.bytes;
+  j["active_segment_base"] = p.active_segment_base;
+  j["exclusive_lease"] = p.exclusive_lease;
+  j["leader"] = p.leader;
+  j["leader_epoch"] = p.leader_epoch;
+  j["replicas"] = p.replicas;
+  j["isr"] = p.isr;
+  j["local"] = p.local;
+  return j;
+}
+
+std::string Ids(const std::vector<int32_t>& ids) {
+  std::string s;
+  for (int32_t id : ids) s += (s.empty() ? "" : ",") + std::to_string(id);
+  return s.empty() ? "-" : s;
+}
+
+std::string LocalNum(const client::PartitionDescription& p, int64_t v) {
+  return p.local ? std::to_string(v) : "-";
+}
+
 }  // namespace rdmq::cli::admin

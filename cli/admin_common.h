@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -43,5 +44,12 @@ int Usage(const Status& s);
 Result<client::ClientOptions> ClientOptionsFrom(const ParsedArgs& a);
 // Connects, or prints why not. `code` receives the exit status on failure.
 std::unique_ptr<client::AdminClient> Connect(const ParsedArgs& a, int* code);
+
+// A partition as `topic describe --json` and `cluster status --json` show it.
+nlohmann::ordered_json PartitionJson(const client::PartitionDescription& p);
+// Broker ids as "1,2,3" ("-" when none).
+std::string Ids(const std::vector<int32_t>& ids);
+// A log number of the answering broker's replica of `p`, "-" when it holds none.
+std::string LocalNum(const client::PartitionDescription& p, int64_t v);
 
 }  // namespace rdmq::cli::admin

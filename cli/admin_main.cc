@@ -1,7 +1,7 @@
-// rdmq: the admin CLI. Topic administration and cluster status against a broker (AdminClient),
-// consumer groups (group_commands.cc), SASL users (user_commands.cc), ACLs (acl_commands.cc), and
-// `partition inspect`, which reads a partition's files directly. This file holds the topic, partition and
-// cluster commands and the dispatcher.
+// rdmq: the admin CLI. Topic administration against a broker (AdminClient), the cluster's status
+// (cluster_commands.cc), consumer groups (group_commands.cc), SASL users (user_commands.cc), ACLs
+// (acl_commands.cc), and `partition inspect`, which reads a partition's files directly. This file
+// holds the topic and partition commands and the dispatcher.
 //
 //   rdmq [--broker ADDR] [--json] <command> <subcommand> [options] [arguments]
 //
@@ -16,6 +16,7 @@
 
 #include "acl_commands.h"
 #include "admin_common.h"
+#include "cluster_commands.h"
 #include "config_list.h"
 #include "group_commands.h"
 #include "rdmq/cli/args.h"
@@ -30,16 +31,19 @@ namespace rdmq::cli {
 namespace {
 
 using admin::AclCommands;
+using admin::ClusterCommands;
 using admin::CommandGroup;
 using admin::Connect;
 using admin::Fail;
 using admin::GlobalOptions;
 using admin::GroupCommands;
+using admin::Ids;
+using admin::LocalNum;
+using admin::PartitionJson;
 using admin::Subcommand;
 using admin::Usage;
 using admin::UserCommands;
 using admin::WithGlobals;
-using client::AdminClient;
 using client::TopicDescription;
 using nlohmann::ordered_json;
 using Configs = std::vector<std::pair<std::string, std::string>>;
@@ -55,19 +59,6 @@ Result<Configs> ConfigsFrom(const ParsedArgs& a) {
     out.emplace_back("partitions", std::to_string(n));
   }
   return out;
-}
-
-ordered_json PartitionJson(const client::PartitionDescription& p) {
-  ordered_json j;
-  j["partition"] = p.partition;
-  j["log_start_offset"] = p.log_start_offset;
-  j["high_watermark"] = p.high_watermark;
-  j["records"] = p.high_watermark - p.log_start_offset;
-  j["segments"] = p.segments;
-  j["bytes"] = p.bytes;
-  j["active_segment_base"] = p.active_segment_base;
-  j["exclusive_lease"] = p.exclusive_lease;
-  return j;
 }
 
 ordered_json TopicJson(const TopicDescription& t, bool with_partitions) {
@@ -98,14 +89,15 @@ void PrintTopicText(const TopicDescription& t) {
   }
   if (!t.partitions.empty()) {
     std::cout << "\n";
-    Table p({"PARTITION", "LOG START", "HIGH WATERMARK", "RECORDS", "SEGMENTS", "BYTES", "ACTIVE SEGMENT",
-             "PRODUCER"},
-            {Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kRight,
-             Align::kRight});
+    Table p({"PARTITION", "LEADER", "REPLICAS", "ISR", "LOG START", "HIGH WATERMARK", "RECORDS", "SEGMENTS",
+             "BYTES", "ACTIVE SEGMENT", "PRODUCER"},
+            {Align::kRight, Align::kRight, Align::kLeft, Align::kLeft, Align::kRight, Align::kRight,
+             Align::kRight, Align::kRight, Align::kRight, Align::kRight});
     for (const auto& d : t.partitions) {
-      p.AddRow({std::to_string(d.partition), std::to_string(d.log_start_offset),
-                std::to_string(d.high_watermark), std::to_string(d.high_watermark - d.log_start_offset),
-                std::to_string(d.segments), FormatBytes(d.bytes), std::to_string(d.active_segment_base),
+      p.AddRow({std::to_string(d.partition), d.leader >= 0 ? std::to_string(d.leader) : "none",
+                Ids(d.replicas), Ids(d.isr), LocalNum(d, d.log_start_offset), LocalNum(d, d.high_watermark),
+                LocalNum(d, d.high_watermark - d.log_start_offset), LocalNum(d, d.segments),
+                d.local ? FormatBytes(d.bytes) : "-", LocalNum(d, d.active_segment_base),
                 d.exclusive_lease ? "exclusive" : "-"});
     }
     p.Print(std::cout);
@@ -260,90 +252,6 @@ int PartitionInspect(const Subcommand&, const ParsedArgs& a) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// cluster
-
-int ClusterStatus(const Subcommand&, const ParsedArgs& a) {
-  auto opts = admin::ClientOptionsFrom(a);
-  if (!opts.ok()) return Usage(opts.status());
-  const std::string addr = opts->ResolvedBootstrap();
-  const bool json = a.Has("json");
-  auto unreachable = [&](const std::string& what, const Status& s) {
-    if (json) {
-      std::cout << ordered_json{{"broker", addr},
-                                {"reachable", false},
-                                {"error", what + ": " + FormatError(s)}}
-                       .dump(2)
-                << "\n";
-    }
-    return Fail(what, s);
-  };
-  auto admin = AdminClient::Connect(*opts);
-  if (!admin.ok()) return unreachable("cannot reach the broker at " + addr, admin.status());
-  auto topics = (*admin)->ListTopics();
-  if (!topics.ok()) return unreachable("list topics", topics.status());
-  std::sort(topics->begin(), topics->end(), [](const auto& x, const auto& y) { return x.name < y.name; });
-  std::vector<TopicDescription> described;
-  for (const auto& t : *topics) {
-    auto d = (*admin)->DescribeTopic(t.name);
-    if (!d.ok()) {
-      if (d.status().is(Errc::kNotFound)) continue;  // deleted meanwhile
-      return unreachable("describe topic " + t.name, d.status());
-    }
-    described.push_back(std::move(*d));
-  }
-  size_t partitions = 0;
-  int64_t records = 0;
-  uint64_t bytes = 0;
-  for (const auto& t : described) {
-    for (const auto& p : t.partitions) {
-      ++partitions;
-      records += p.high_watermark - p.log_start_offset;
-      bytes += p.bytes;
-    }
-  }
-  if (json) {
-    ordered_json j;
-    j["broker"] = addr;
-    j["reachable"] = true;
-    j["topic_count"] = described.size();
-    j["partition_count"] = partitions;
-    j["records"] = records;
-    j["bytes"] = bytes;
-    ordered_json ts = ordered_json::array();
-    for (const auto& t : described) {
-      ordered_json jt;
-      jt["name"] = t.name;
-      ordered_json ps = ordered_json::array();
-      for (const auto& p : t.partitions) ps.push_back(PartitionJson(p));
-      jt["partitions"] = std::move(ps);
-      ts.push_back(std::move(jt));
-    }
-    j["topics"] = std::move(ts);
-    std::cout << j.dump(2) << "\n";
-    return kExitOk;
-  }
-  std::cout << "broker      " << addr << " (reachable)\n"
-            << "topics      " << described.size() << "\n"
-            << "partitions  " << partitions << "\n"
-            << "records     " << records << " (" << FormatBytes(bytes) << " in segments)\n";
-  if (partitions > 0) {
-    std::cout << "\n";
-    Table t({"TOPIC", "PARTITION", "LOG START", "HIGH WATERMARK", "RECORDS", "SEGMENTS", "BYTES", "PRODUCER"},
-            {Align::kLeft, Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kRight,
-             Align::kRight});
-    for (const auto& d : described) {
-      for (const auto& p : d.partitions) {
-        t.AddRow({d.name, std::to_string(p.partition), std::to_string(p.log_start_offset),
-                  std::to_string(p.high_watermark), std::to_string(p.high_watermark - p.log_start_offset),
-                  std::to_string(p.segments), FormatBytes(p.bytes), p.exclusive_lease ? "exclusive" : "-"});
-      }
-    }
-    t.Print(std::cout);
-  }
-  return kExitOk;
-}
-
-// ---------------------------------------------------------------------------------------------
 // The command tree
 
 std::vector<CommandGroup> Commands() {
@@ -449,18 +357,7 @@ std::vector<CommandGroup> Commands() {
       "config",
       "The configuration keys of every component.",
       {Subcommand{ConfigListSpec(), [](const Subcommand&, const ParsedArgs& a) { return ConfigList(a); }}}});
-  g.push_back(CommandGroup{
-      "cluster",
-      "Broker-wide views.",
-      {Subcommand{CommandSpec{.path = "rdmq cluster status",
-                              .usage = "[options]",
-                              .summary = "Is the broker reachable; its topics, partitions and high "
-                                         "watermarks.",
-                              .options = WithGlobals({}),
-                              .examples = {"rdmq cluster status",
-                                           "rdmq --broker unix:/var/lib/rdmq/rdmq.sock cluster status "
-                                           "--json"}},
-                  ClusterStatus}}});
+  g.push_back(ClusterCommands());
   return g;
 }
 

@@ -76,9 +76,28 @@ class AdminClientImpl final : public AdminClient {
       pd.bytes = p.bytes;
       pd.active_segment_base = p.active_segment_base.value();
       pd.exclusive_lease = p.exclusive_lease != 0;
+      pd.leader = p.leader;
+      pd.leader_epoch = p.leader_epoch;
+      pd.replicas = p.replicas;
+      pd.isr = p.isr;
+      pd.local = p.local != 0;
       d.partitions.push_back(pd);
     }
     return d;
+  }
+
+  Result<ClusterDescription> DescribeCluster() override {
+    RDMQ_ASSIGN_OR_RETURN(
+        auto r, (Call<protocol::DescribeClusterResponse>(Api::kDescribeCluster, protocol::Empty{})));
+    ClusterDescription c;
+    c.clustered = r.clustered != 0;
+    c.controller = r.controller;
+    c.controller_epoch = r.controller_epoch;
+    c.this_broker = r.this_broker;
+    c.zookeeper = std::move(r.zookeeper);
+    for (auto& b : r.brokers)
+      c.brokers.push_back({b.id, std::move(b.control), std::move(b.data), std::move(b.kafka)});
+    return c;
   }
 
   Result<std::vector<TopicDescription>> ListTopics() override {

@@ -178,6 +178,10 @@ class Agent final : public ClusterAgent {
   }
 
   Result<ClusterSnapshot> Snapshot() override { return Read(*Zk(), false); }
+  ClusterSnapshot Cached() const override {
+    MutexLock lock(cache_mu_);
+    return cached_;
+  }
 
   Result<PartitionState> ChangeIsr(const TopicPartition& tp, const PartitionState& from,
                                    std::vector<BrokerId> isr) override {
@@ -333,12 +337,16 @@ class Agent final : public ClusterAgent {
       view = Read(*zk, true);  // what the controller wrote
       if (!view.ok()) return;
     }
+    {
+      MutexLock lock(cache_mu_);
+      cached_ = *view;
+    }
     ReplicaMap mine;
     for (const auto& [name, t] : view->topics) {
       for (int32_t p = 0; p < static_cast<int32_t>(t.replicas.size()); ++p) {
         const auto& replicas = t.replicas[static_cast<size_t>(p)];
         if (std::find(replicas.begin(), replicas.end(), opts_.self.id) == replicas.end()) continue;
-        Replica r{t.id, t.config, replicas, {}};
+        Replica r{t.id, t.created_ms, static_cast<int32_t>(t.replicas.size()), t.config, replicas, {}};
         if (auto st = view->states.find({name, p}); st != view->states.end()) r.state = st->second;
         mine.emplace(TopicPartition{name, p}, std::move(r));
       }
@@ -531,6 +539,9 @@ class Agent final : public ClusterAgent {
   const Layout layout_;
   AgentListener* const listener_;
   std::thread thread_;
+
+  mutable Mutex cache_mu_;  // a leaf
+  ClusterSnapshot cached_ GUARDED_BY(cache_mu_);
 
   mutable Mutex zk_mu_;  // a leaf
   std::shared_ptr<ZkSession> zk_ GUARDED_BY(zk_mu_);

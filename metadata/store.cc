@@ -87,6 +87,13 @@ Result<TopicInfo> MetadataStore::CreateTopic(const std::string& name, const Topi
   return t;
 }
 
+Status MetadataStore::PutTopic(const TopicInfo& info) {
+  RDMQ_RETURN_IF_ERROR(ValidateTopicName(info.name));
+  RDMQ_RETURN_IF_ERROR(ValidateConfig(info.config));
+  MutexLock lock(mu_);
+  return Commit(internal::Mutation::CreateTopic(info));
+}
+
 Status MetadataStore::DeleteTopic(const std::string& name) {
   MutexLock lock(mu_);
   if (state_->topics.count(name) == 0) return Status(MetadataErrc::kNoSuchTopic, name);

@@ -82,6 +82,23 @@ const config::ConfigDef<TopicConfig>& TopicConfigDef() {
                .choices = {{"durable", static_cast<int64_t>(Durability::kDurable)},
                            {"visibility", static_cast<int64_t>(Durability::kVisibility)}}},
               Field(&TopicConfig::durability));
+    d->Define({.name = "replication.factor",
+               .type = Type::kInt,
+               .doc = "Replicas of each partition, on distinct brokers of a cluster (docs/replication.md). "
+                      "Set at creation; a broker on its own serves 1.",
+               .component = topic,
+               .min = 1,
+               .max = 16},
+              Field(&TopicConfig::replication_factor));
+    d->Define(
+        {.name = "min.insync.replicas",
+         .type = Type::kInt,
+         .doc = "In a cluster: the in-sync replicas an acks=all write needs; with fewer, such writes are "
+                "refused (NOT_ENOUGH_REPLICAS).",
+         .component = topic,
+         .min = 1,
+         .max = 16},
+        Field(&TopicConfig::min_insync_replicas));
     return d;
   }();
   return *def;

@@ -18,6 +18,8 @@ std::string_view ApiName(Api api) noexcept {
       return "ListTopics";
     case Api::kAlterTopic:
       return "AlterTopic";
+    case Api::kDescribeCluster:
+      return "DescribeCluster";
     case Api::kInitProducerId:
       return "InitProducerId";
     case Api::kOpenProduce:

@@ -44,13 +44,17 @@ void KafkaFrontDoor::CreateTopics(const KafkaCall& call, Reader& r) {
       fail(ErrorCode::kInvalidRequest, "topic named twice in one request");
     } else if (Status may = d_.authz->CheckCreateTopic(User(call), out.name); !may.ok()) {
       fail(ErrorCode::kTopicAuthorizationFailed, std::string(may.context()));
-    } else if (t.replication_factor > 1) {
+    } else if (t.replication_factor > 1 && d_.cluster == nullptr) {
       fail(ErrorCode::kInvalidReplicationFactor,
            "replication factor " + std::to_string(t.replication_factor) + " is more than this one broker");
     } else if (!t.assignments.empty() && t.num_partitions != -1) {
       fail(ErrorCode::kInvalidRequest, "both a partition count and manual assignments");
     } else {
       for (const auto& a : t.assignments) {
+        if (d_.cluster != nullptr) {
+          fail(ErrorCode::kInvalidReplicaAssignment, "rdmq places replicas itself; give a partition count");
+          break;
+        }
         if (a.broker_ids.size() != 1 || a.broker_ids[0] != node) {
           fail(ErrorCode::kInvalidReplicaAssignment,
                "partitions can only be assigned to broker " + std::to_string(node));
@@ -61,6 +65,8 @@ void KafkaFrontDoor::CreateTopics(const KafkaCall& call, Reader& r) {
     }
     if (out.error_code == ErrorCode::kNone) {
       if (partitions > 0) ct.configs.push_back({"partitions", std::to_string(partitions)});
+      if (t.replication_factor > 0)
+        ct.configs.push_back({"replication.factor", std::to_string(t.replication_factor)});
       for (const auto& c : t.configs) {
         if (!c.value) continue;  // null: the default
         ct.configs.push_back({std::string(c.name), std::string(*c.value)});
@@ -69,7 +75,7 @@ void KafkaFrontDoor::CreateTopics(const KafkaCall& call, Reader& r) {
         // Checks the name and the configs without creating anything.
         if (Status s = metadata::ValidateTopicName(out.name); !s.ok()) {
           fail(ErrorCode::kInvalidTopicException, s.ToString());
-        } else if (d_.meta->GetTopic(out.name).ok()) {
+        } else if (d_.admin->TopicNamed(out.name).ok()) {
           fail(ErrorCode::kTopicAlreadyExists, "topic '" + out.name + "' already exists");
         } else {
           metadata::TopicConfig cfg = d_.cfg->topic_defaults;
@@ -111,7 +117,7 @@ void KafkaFrontDoor::CreatePartitions(const KafkaCall& call, Reader& r) {
   for (const auto& t : req.topics) {
     kafka::CreatePartitionsTopicResponse out;
     out.name = std::string(t.name);
-    auto current = d_.meta->GetTopic(out.name);
+    auto current = d_.admin->TopicNamed(out.name);
     if (!MayTopic(call, AclOperation::kAlter, out.name)) {
       out.error_code = ErrorCode::kTopicAuthorizationFailed;
       out.error_message = "not allowed to alter topic '" + out.name + "'";
@@ -144,7 +150,7 @@ void KafkaFrontDoor::DescribeConfigs(const KafkaCall& call, Reader& r) {
     std::vector<std::pair<std::string, std::string>> entries;
     bool from_topic = false;
     if (res.resource_type == kafka::kResourceTopic) {
-      auto t = d_.meta->GetTopic(out.resource_name);
+      auto t = d_.admin->TopicNamed(out.resource_name);
       if (!MayTopic(call, AclOperation::kDescribe, out.resource_name)) {
         out.error_code = ErrorCode::kTopicAuthorizationFailed;
         out.error_message = "not allowed to describe topic '" + out.resource_name + "'";

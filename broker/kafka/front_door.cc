@@ -73,6 +73,10 @@ kafka::ErrorCode ToKafkaError(const Status& s) {
         return ErrorCode::kGroupAuthorizationFailed;
       case WireError::kClusterAuthorizationFailed:
         return ErrorCode::kClusterAuthorizationFailed;
+      case WireError::kNotLeader:
+        return ErrorCode::kNotLeaderOrFollower;
+      case WireError::kNotEnoughReplicas:
+        return ErrorCode::kNotEnoughReplicas;
       case WireError::kInternal:
       default:
         return ErrorCode::kUnknownServerError;
@@ -92,6 +96,15 @@ std::string_view KafkaFrontDoor::User(const KafkaCall& call) {
 bool KafkaFrontDoor::May(const KafkaCall& call, metadata::AclOperation op, metadata::AclResourceType type,
                          std::string_view name) const {
   return !d_.authz->enabled() || d_.authz->Allowed(User(call), op, type, name);
+}
+
+kafka::ErrorCode KafkaFrontDoor::GroupGate(const KafkaCall& call, metadata::AclOperation op,
+                                           std::string_view group) const {
+  if (!MayGroup(call, op, group)) return ErrorCode::kGroupAuthorizationFailed;
+  if (d_.cluster != nullptr && d_.cluster->CoordinatorOf(std::string(group)) != d_.cluster->id()) {
+    return ErrorCode::kNotCoordinator;
+  }
+  return ErrorCode::kNone;
 }
 
 void KafkaFrontDoor::Malformed(const KafkaCall& call, const Status& why) const {

@@ -29,6 +29,7 @@
 #include "admin_handlers.h"
 #include "authorizer.h"
 #include "broker/kafka/reply.h"
+#include "cluster_member.h"
 #include "counters.h"
 #include "group_coordinator.h"
 #include "lease_manager.h"
@@ -63,6 +64,7 @@ struct KafkaDeps {
   LocalAppender* appender = nullptr;
   Counters* counters = nullptr;
   const Authorizer* authz = nullptr;
+  ClusterMember* cluster = nullptr;  // in a cluster only
   // Bumped by every user deletion: a logged-in connection then checks that its user still exists.
   const std::atomic<uint64_t>* users_deleted = nullptr;
 };
@@ -166,6 +168,9 @@ class KafkaFrontDoor final : public KafkaRequestHandler {
   bool MayGroup(const KafkaCall& call, metadata::AclOperation op, std::string_view group) const {
     return May(call, op, metadata::AclResourceType::kGroup, group);
   }
+  // Before a group request: GROUP_AUTHORIZATION_FAILED without `op` on the group; in a cluster
+  // NOT_COORDINATOR when another broker coordinates it (FindCoordinator says which); else NONE.
+  kafka::ErrorCode GroupGate(const KafkaCall& call, metadata::AclOperation op, std::string_view group) const;
 
   // A request body that does not decode: logged, the connection closed (Kafka's behaviour).
   void Malformed(const KafkaCall& call, const Status& why) const;

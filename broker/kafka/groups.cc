@@ -75,9 +75,9 @@ kafka::ByteSpan Bytes(const std::string& s) {
 void KafkaFrontDoor::JoinGroup(KafkaCall call, Reader& r) {
   kafka::JoinGroupRequest req;
   if (Status s = kafka::Decode(r, call.header.api_version, &req); !s.ok()) return Malformed(call, s);
-  if (!MayGroup(call, AclOperation::kRead, req.group_id)) {
+  if (const ErrorCode gate = GroupGate(call, AclOperation::kRead, req.group_id); gate != ErrorCode::kNone) {
     kafka::JoinGroupResponse resp;
-    resp.error_code = ErrorCode::kGroupAuthorizationFailed;
+    resp.error_code = gate;
     return Reply(call, resp);
   }
   group::ClassicJoinRequest j;
@@ -115,9 +115,9 @@ void KafkaFrontDoor::JoinGroup(KafkaCall call, Reader& r) {
 void KafkaFrontDoor::SyncGroup(KafkaCall call, Reader& r) {
   kafka::SyncGroupRequest req;
   if (Status s = kafka::Decode(r, call.header.api_version, &req); !s.ok()) return Malformed(call, s);
-  if (!MayGroup(call, AclOperation::kRead, req.group_id)) {
+  if (const ErrorCode gate = GroupGate(call, AclOperation::kRead, req.group_id); gate != ErrorCode::kNone) {
     kafka::SyncGroupResponse resp;
-    resp.error_code = ErrorCode::kGroupAuthorizationFailed;
+    resp.error_code = gate;
     return Reply(call, resp);
   }
   group::ClassicSyncRequest sr;
@@ -144,9 +144,9 @@ void KafkaFrontDoor::Heartbeat(const KafkaCall& call, Reader& r) {
   if (Status s = kafka::Decode(r, call.header.api_version, &req); !s.ok()) return Malformed(call, s);
   group::ClassicHeartbeatRequest h{std::string(req.member_id), Str(req.group_instance_id), req.generation_id};
   kafka::HeartbeatResponse resp;
-  resp.error_code = MayGroup(call, AclOperation::kRead, req.group_id)
-                        ? GroupError(d_.groups->ClassicHeartbeat(std::string(req.group_id), h))
-                        : ErrorCode::kGroupAuthorizationFailed;
+  const ErrorCode gate = GroupGate(call, AclOperation::kRead, req.group_id);
+  resp.error_code =
+      gate == ErrorCode::kNone ? GroupError(d_.groups->ClassicHeartbeat(std::string(req.group_id), h)) : gate;
   Reply(call, resp);
 }
 
@@ -159,9 +159,9 @@ void KafkaFrontDoor::LeaveGroup(const KafkaCall& call, Reader& r) {
   } else {
     members.push_back({std::string(req.member_id), ""});
   }
-  if (!MayGroup(call, AclOperation::kRead, req.group_id)) {
+  if (const ErrorCode gate = GroupGate(call, AclOperation::kRead, req.group_id); gate != ErrorCode::kNone) {
     kafka::LeaveGroupResponse resp;
-    resp.error_code = ErrorCode::kGroupAuthorizationFailed;
+    resp.error_code = gate;
     return Reply(call, resp);
   }
   const group::ClassicLeaveResponse lr = d_.groups->LeaveGroup(std::string(req.group_id), members);
@@ -189,7 +189,8 @@ void KafkaFrontDoor::OffsetCommit(const KafkaCall& call, Reader& r) {
   cr.instance_id = Str(req.group_instance_id);
   // Read on the group, and on each topic: the partitions of a topic the client may not read are
   // refused and left out of the commit.
-  const bool group_ok = MayGroup(call, AclOperation::kRead, req.group_id);
+  const ErrorCode gate = GroupGate(call, AclOperation::kRead, req.group_id);
+  const bool group_ok = gate == ErrorCode::kNone;
   std::vector<bool> topic_ok;
   for (const auto& t : req.topics) {
     topic_ok.push_back(MayTopic(call, AclOperation::kRead, t.name));
@@ -210,7 +211,7 @@ void KafkaFrontDoor::OffsetCommit(const KafkaCall& call, Reader& r) {
       kafka::OffsetCommitPartitionResponse pr;
       pr.index = p.index;
       if (!group_ok) {
-        pr.error_code = ErrorCode::kGroupAuthorizationFailed;
+        pr.error_code = gate;
         tr.partitions.push_back(pr);
         continue;
       }
@@ -242,8 +243,8 @@ void KafkaFrontDoor::OffsetFetch(const KafkaCall& call, Reader& r) {
     Reply(call, resp);
     return;
   }
-  if (!MayGroup(call, AclOperation::kDescribe, g)) {
-    resp.error_code = ErrorCode::kGroupAuthorizationFailed;
+  if (const ErrorCode gate = GroupGate(call, AclOperation::kDescribe, g); gate != ErrorCode::kNone) {
+    resp.error_code = gate;
     Reply(call, resp);
     return;
   }
@@ -310,8 +311,8 @@ void KafkaFrontDoor::DescribeGroups(const KafkaCall& call, Reader& r) {
       resp.groups.push_back(std::move(out));
       continue;
     }
-    if (!MayGroup(call, AclOperation::kDescribe, g)) {
-      out.error_code = ErrorCode::kGroupAuthorizationFailed;
+    if (const ErrorCode gate = GroupGate(call, AclOperation::kDescribe, g); gate != ErrorCode::kNone) {
+      out.error_code = gate;
       resp.groups.push_back(std::move(out));
       continue;
     }

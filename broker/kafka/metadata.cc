@@ -29,6 +29,7 @@ void KafkaFrontDoor::ApiVersions(const KafkaCall& call, Reader& r) {
 
 namespace {
 
+// A broker on its own leads every partition.
 kafka::MetadataTopic DescribeTopic(const metadata::TopicInfo& t, int32_t node) {
   kafka::MetadataTopic mt;
   mt.name = t.name;
@@ -43,6 +44,38 @@ kafka::MetadataTopic DescribeTopic(const metadata::TopicInfo& t, int32_t node) {
   return mt;
 }
 
+// In a cluster: each partition's leader, replicas and ISR (LEADER_NOT_AVAILABLE without a leader).
+kafka::MetadataTopic DescribeTopic(const ClusterTopic& t) {
+  kafka::MetadataTopic mt;
+  mt.name = t.info.name;
+  for (int32_t i = 0; i < static_cast<int32_t>(t.replicas.size()); ++i) {
+    const cluster::PartitionState& st = t.states[static_cast<size_t>(i)];
+    kafka::MetadataPartition mp;
+    mp.index = i;
+    mp.leader_id = st.leader;
+    mp.leader_epoch = st.leader_epoch;
+    mp.replica_nodes = t.replicas[static_cast<size_t>(i)];
+    mp.isr_nodes = st.isr;
+    if (st.leader < 0) mp.error_code = ErrorCode::kLeaderNotAvailable;
+    mt.partitions.push_back(std::move(mp));
+  }
+  return mt;
+}
+
+// "host:port" into its parts (false when it is not one).
+bool SplitHostPort(const std::string& hp, std::string* host, int32_t* port) {
+  const size_t colon = hp.rfind(':');
+  if (colon == std::string::npos || colon + 1 >= hp.size()) return false;
+  *host = hp.substr(0, colon);
+  if (host->size() >= 2 && host->front() == '[') *host = host->substr(1, host->size() - 2);
+  try {
+    *port = std::stoi(hp.substr(colon + 1));
+  } catch (...) {
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 void KafkaFrontDoor::Metadata(const KafkaCall& call, Reader& r) {
@@ -50,13 +83,39 @@ void KafkaFrontDoor::Metadata(const KafkaCall& call, Reader& r) {
   if (Status s = kafka::Decode(r, call.header.api_version, &req); !s.ok()) return Malformed(call, s);
   const int32_t node = static_cast<int32_t>(d_.cfg->broker_id);
   kafka::MetadataResponse resp;
-  resp.brokers.push_back({node, host_, port_, std::nullopt});
-  resp.cluster_id = "rdmq-" + std::to_string(node);
-  resp.controller_id = node;
+  const cluster::ClusterSnapshot view =
+      d_.cluster != nullptr ? d_.cluster->View() : cluster::ClusterSnapshot{};
+  if (d_.cluster != nullptr) {
+    for (const auto& [id, b] : view.brokers) {
+      std::string host;
+      int32_t port = 0;
+      if (SplitHostPort(b.kafka, &host, &port)) resp.brokers.push_back({id, host, port, std::nullopt});
+    }
+    resp.cluster_id = "rdmq" + d_.cfg->cluster_root;
+    resp.controller_id = view.controller;
+  } else {
+    resp.brokers.push_back({node, host_, port_, std::nullopt});
+    resp.cluster_id = "rdmq-" + std::to_string(node);
+    resp.controller_id = node;
+  }
+  // The topic as this broker knows it, or nullopt.
+  const auto describe = [&](const std::string& name, bool fresh) -> std::optional<kafka::MetadataTopic> {
+    if (d_.cluster != nullptr) {
+      auto t = fresh ? d_.cluster->GetTopic(name) : ClusterMember::TopicIn(view, name);
+      if (!t) return std::nullopt;
+      return DescribeTopic(*t);
+    }
+    auto t = d_.meta->GetTopic(name);
+    if (!t.ok()) return std::nullopt;
+    return DescribeTopic(*t, node);
+  };
   // Null (v1+), or an empty list in v0: every topic.
   if (!req.topics || (call.header.api_version == 0 && req.topics->empty())) {
-    for (const auto& t : d_.meta->ListTopics()) {
-      if (MayTopic(call, AclOperation::kDescribe, t.name)) resp.topics.push_back(DescribeTopic(t, node));
+    const std::vector<metadata::TopicInfo> all =
+        d_.cluster != nullptr ? d_.cluster->CachedTopics() : d_.meta->ListTopics();
+    for (const auto& t : all) {
+      if (!MayTopic(call, AclOperation::kDescribe, t.name)) continue;
+      if (auto mt = describe(t.name, false)) resp.topics.push_back(std::move(*mt));
     }
   } else {
     // Before v4 the broker decides whether a Metadata request creates topics.
@@ -71,8 +130,9 @@ void KafkaFrontDoor::Metadata(const KafkaCall& call, Reader& r) {
         resp.topics.push_back(std::move(mt));
         continue;
       }
-      auto t = d_.meta->GetTopic(n);
-      if (!t.ok() && create && d_.authz->CheckCreateTopic(User(call), n).ok()) {
+      auto t = describe(n, false);
+      if (!t && d_.cluster != nullptr) t = describe(n, true);  // made since the view was read?
+      if (!t && create && d_.authz->CheckCreateTopic(User(call), n).ok()) {
         auto made = d_.admin->CreateTopic(protocol::CreateTopicRequest{n, {}});
         if (made.ok()) {
           RDMQ_LOG(kInfo, "kafka", "topic auto-created").kv("topic", n).kv("client", call.client_id());
@@ -83,16 +143,16 @@ void KafkaFrontDoor::Metadata(const KafkaCall& call, Reader& r) {
           resp.topics.push_back(std::move(mt));
           continue;
         }
-        t = d_.meta->GetTopic(n);
+        t = describe(n, true);
       }
-      if (!t.ok()) {
+      if (!t) {
         kafka::MetadataTopic mt;
         mt.name = n;
         mt.error_code = ErrorCode::kUnknownTopicOrPartition;
         resp.topics.push_back(std::move(mt));
         continue;
       }
-      resp.topics.push_back(DescribeTopic(*t, node));
+      resp.topics.push_back(std::move(*t));
     }
   }
   Reply(call, resp);
@@ -112,6 +172,16 @@ void KafkaFrontDoor::FindCoordinator(const KafkaCall& call, Reader& r) {
   } else if (!MayGroup(call, AclOperation::kDescribe, req.key)) {
     resp.error_code = ErrorCode::kGroupAuthorizationFailed;
     resp.error_message = "not allowed to describe group '" + std::string(req.key) + "'";
+  } else if (d_.cluster != nullptr) {
+    // One broker coordinates each group, the same whichever broker is asked.
+    const int32_t coordinator = d_.cluster->CoordinatorOf(std::string(req.key));
+    const cluster::ClusterSnapshot view = d_.cluster->View();
+    auto b = view.brokers.find(coordinator);
+    if (b == view.brokers.end() || !SplitHostPort(b->second.kafka, &resp.host, &resp.port)) {
+      resp.error_code = ErrorCode::kCoordinatorNotAvailable;
+    } else {
+      resp.node_id = coordinator;
+    }
   } else {
     resp.node_id = static_cast<int32_t>(d_.cfg->broker_id);
     resp.host = host_;

@@ -157,7 +157,7 @@ TEST_CASE(
   for (const auto& [tp, r] : nodes[gone]->rec.Get()) CHECK_FALSE(r.state.InIsr(leaver));
 }
 
-TEST_CASE("cluster agent: ISR changes are compare-and-set by the leader; topic administration",
+TEST_CASE("cluster agent: ISR changes are compare-and-set by the leader, and topic administration",
           "[cluster][zk]") {
   START_ZK(zk);
   std::vector<std::unique_ptr<Node>> nodes;
@@ -223,7 +223,7 @@ TEST_CASE("cluster agent: ISR changes are compare-and-set by the leader; topic a
   CHECK(twin.status().ToString().find("broker.id 1 is registered") != std::string::npos);
 }
 
-TEST_CASE("cluster agent: a ZooKeeper restart is ridden through; nothing to reach is a clear error",
+TEST_CASE("cluster agent: a ZooKeeper restart is ridden through, and nothing to reach is a clear error",
           "[cluster][zk]") {
   START_ZK(zk);
   std::vector<std::unique_ptr<Node>> nodes;

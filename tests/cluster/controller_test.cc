@@ -76,8 +76,9 @@ TEST_CASE("reconcile: a dead leader is replaced from the ISR, the epoch goes up"
   CHECK(c[0].next.isr == std::vector<BrokerId>{3});
 }
 
-TEST_CASE("reconcile: no live in-sync replica means no leader, until one returns; unclean elects anyway",
-          "[cluster]") {
+TEST_CASE(
+    "reconcile: no live in-sync replica means no leader, until one returns, unless unclean election is on",
+    "[cluster]") {
   auto v = ViewOf({{1, 2, 3}});
   v.states[{"t", 0}] = State(1, 4, {1}, 7);
   auto c = Reconcile(v, {2, 3}, {.controller_epoch = 2});
@@ -97,7 +98,7 @@ TEST_CASE("reconcile: no live in-sync replica means no leader, until one returns
   CHECK(c[0].why.find("unclean") != std::string::npos);
 }
 
-TEST_CASE("reconcile: dead followers leave the ISR; the epoch stays", "[cluster]") {
+TEST_CASE("reconcile: dead followers leave the ISR at the same epoch", "[cluster]") {
   auto v = ViewOf({{1, 2, 3}});
   v.states[{"t", 0}] = State(2, 4, {2, 1, 3}, 7);
   auto c = Reconcile(v, {1, 2}, {.controller_epoch = 2});

@@ -138,7 +138,7 @@ TEST_CASE("zk: ephemeral nodes go with their session, watches see it, sequential
   CHECK(*left == std::vector<std::string>{"ids"});
 }
 
-TEST_CASE("zk: watches are one-shot, on data and on children; Multi is all or nothing", "[coord][zk]") {
+TEST_CASE("zk: watches are one-shot, on data and on children, and Multi is all or nothing", "[coord][zk]") {
   START_ZK(zk);
   auto s = Open(zk.connect());
   REQUIRE_OK(s->CreateParents("/t"));
@@ -176,7 +176,7 @@ TEST_CASE("zk: watches are one-shot, on data and on children; Multi is all or no
   CHECK(s->Get("/t/later").status().is(CoordErrc::kNoNode));
 }
 
-TEST_CASE("zk: a session rides through a ZooKeeper restart; nothing listening is a clear error",
+TEST_CASE("zk: a session rides through a ZooKeeper restart, and nothing listening is a clear error",
           "[coord][zk]") {
   START_ZK(zk);
   std::atomic<int> disconnects{0}, connects{0};

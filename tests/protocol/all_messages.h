@@ -21,6 +21,8 @@ void ForEachMessageType(F&& f) {
   f.template operator()<TopicResponse>();
   f.template operator()<DescribeTopicResponse>();
   f.template operator()<ListTopicsResponse>();
+  f.template operator()<BrokerEntry>();
+  f.template operator()<DescribeClusterResponse>();
   f.template operator()<InitProducerIdResponse>();
   f.template operator()<OpenProduceRequest>();
   f.template operator()<LeaseResponse>();

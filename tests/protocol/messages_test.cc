@@ -244,5 +244,31 @@ TEST_CASE("the ACL RPCs: ids, names, wire errors and the documented encoding", "
   CHECK(Encode(AclsResponse{3}) == std::string("\x03\x00\x00\x00", 4));
 }
 
+TEST_CASE("the cluster's additions: DescribeCluster, NOT_LEADER, NOT_ENOUGH_REPLICAS, partition leadership",
+          "[protocol]") {
+  CHECK(static_cast<uint16_t>(Api::kDescribeCluster) == 15);
+  CHECK(ApiName(Api::kDescribeCluster) == "DescribeCluster");
+  CHECK(static_cast<int>(WireError::kInvalidAcl) == 38);
+  CHECK(static_cast<int>(WireError::kNotLeader) == 39);
+  CHECK(static_cast<int>(WireError::kNotEnoughReplicas) == 40);
+  CHECK(Status(WireError::kNotLeader).is(Errc::kFailedPrecondition));
+  // A partition's leadership follows its log's numbers.
+  PartitionInfo p;
+  p.partition = PartitionId(2);
+  p.leader = 3;
+  p.leader_epoch = 4;
+  p.replicas = {3, 1};
+  p.isr = {3};
+  p.local = 1;
+  const std::string bytes = Encode(p);
+  CHECK(bytes.size() == 4 + 8 + 8 + 4 + 8 + 8 + 1 + 4 + 4 + (4 + 8) + (4 + 4) + 1);
+  auto back = Decode<PartitionInfo>(coding::AsBytes(bytes));
+  REQUIRE_OK(back);
+  CHECK(back->replicas == std::vector<int32_t>{3, 1});
+  CHECK(back->isr == std::vector<int32_t>{3});
+  CHECK(back->leader == 3);
+  CHECK(back->local == 1);
+}
+
 }  // namespace
 }  // namespace rdmq::protocol

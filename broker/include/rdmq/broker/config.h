@@ -65,6 +65,12 @@ struct BrokerConfig {
   std::string super_users;
   // The user names of super.users, without "User:".
   std::vector<std::string> SuperUsers() const;
+  // A cluster (docs/replication.md): "cluster.zookeeper.connect", ZooKeeper's connect string
+  // (host:port[,host:port...]); empty: a broker on its own, with its local metadata WAL.
+  std::string cluster_zookeeper;
+  std::string cluster_root = "/rdmq";          // "cluster.zookeeper.root"
+  uint32_t cluster_session_timeout_ms = 6000;  // "cluster.zookeeper.session.timeout.ms"
+  bool Clustered() const { return !cluster_zookeeper.empty(); }
   uint32_t kafka_threads = 2;                    // "kafka.network.threads"
   uint64_t kafka_max_request_bytes = 100 << 20;  // "socket.request.max.bytes"
   bool auto_create_topics = true;                // "auto.create.topics.enable"

@@ -29,6 +29,27 @@ struct PartitionDescription {
   uint64_t bytes = 0;
   int64_t active_segment_base = 0;
   bool exclusive_lease = false;  // an exclusive producer holds the partition now
+  // Leadership (a cluster's; a broker on its own leads every partition at epoch 0).
+  int32_t leader = -1;  // broker id; -1: no live in-sync replica
+  int32_t leader_epoch = 0;
+  std::vector<int32_t> replicas;  // preference order
+  std::vector<int32_t> isr;       // in sync
+  bool local = true;              // the answering broker holds a replica: the numbers above are its
+};
+
+struct BrokerDescription {
+  int32_t id = 0;
+  std::string control;  // RPC control address
+  std::string data;     // data (one-sided) address
+  std::string kafka;    // advertised Kafka listener, "" when off
+};
+struct ClusterDescription {
+  bool clustered = false;  // a cluster on ZooKeeper (else one broker on its own)
+  int32_t controller = -1;
+  int32_t controller_epoch = 0;
+  int32_t this_broker = 0;  // the broker that answered
+  std::vector<BrokerDescription> brokers;
+  std::string zookeeper;
 };
 
 struct TopicDescription {
@@ -145,6 +166,8 @@ class AdminClient {
   virtual Result<std::vector<TopicDescription>> ListTopics() = 0;
   virtual Result<TopicDescription> AlterTopic(
       const std::string& name, const std::vector<std::pair<std::string, std::string>>& configs) = 0;
+  // The live brokers and the controller (a broker on its own: itself).
+  virtual Result<ClusterDescription> DescribeCluster() = 0;
 
   // --- Consumer groups (docs/groups.md) ---------------------------------------------------------
   // Every group with members or committed offsets, sorted by name.

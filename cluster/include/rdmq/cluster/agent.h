@@ -45,6 +45,8 @@ struct AgentOptions {
 // A partition this broker holds a replica of, as the cluster has it now.
 struct Replica {
   uint64_t topic_id = 0;
+  int64_t created_ms = 0;
+  int32_t partition_count = 0;  // the topic's
   std::vector<std::pair<std::string, std::string>> config;
   std::vector<BrokerId> replicas;
   PartitionState state;  // leader, epoch, ISR; version is the znode's
@@ -92,6 +94,9 @@ class ClusterAgent {
   // Grows the topic to `partitions` (kInvalidArgument when not more than now).
   virtual Result<TopicAssignment> AddPartitions(const std::string& name, int32_t partitions) = 0;
   virtual Result<ClusterSnapshot> Snapshot() = 0;
+  // The cluster as the agent's last round read it (no ZooKeeper round trip; at most a refresh
+  // interval old, or as old as the last change a watch reported).
+  virtual ClusterSnapshot Cached() const = 0;
   // The leader's ISR change: `from` must still be the state (kStaleState otherwise) and this
   // broker its leader (kNotLeader).
   virtual Result<PartitionState> ChangeIsr(const TopicPartition& tp, const PartitionState& from,

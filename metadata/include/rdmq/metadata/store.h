@@ -53,6 +53,9 @@ class MetadataStore {
   // kNoSuchTopic.
   Status DeleteTopic(const std::string& name);
   // Replaces the config. The partition count may grow, never shrink (kBadConfig).
+  // Creates or replaces `info.name` exactly as given, id and config included: a cluster's topic
+  // mirrored from ZooKeeper on a broker that holds replicas of it (docs/replication.md).
+  Status PutTopic(const TopicInfo& info);
   Result<TopicInfo> AlterTopic(const std::string& name, const TopicConfig& config);
   Result<TopicInfo> GetTopic(const std::string& name) const;
   std::optional<TopicInfo> FindTopicById(TopicId id) const;

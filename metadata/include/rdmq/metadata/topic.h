@@ -50,6 +50,8 @@ struct TopicConfig {
   uint32_t index_interval_bytes = 4096;           // "index.interval.bytes"
   uint32_t max_message_bytes = 1u << 20;          // "max.message.bytes" largest record batch
   Durability durability = Durability::kDurable;   // "durability"        visibility|durable
+  int32_t replication_factor = 1;                 // "replication.factor"  1..16, set at creation
+  int32_t min_insync_replicas = 1;                // "min.insync.replicas" 1..16
 
   bool operator==(const TopicConfig&) const = default;
 };

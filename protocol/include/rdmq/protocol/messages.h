@@ -52,7 +52,9 @@
   X(kTopicAuthorizationFailed, kPermissionDenied, "TOPIC_AUTHORIZATION_FAILED")     \
   X(kGroupAuthorizationFailed, kPermissionDenied, "GROUP_AUTHORIZATION_FAILED")     \
   X(kClusterAuthorizationFailed, kPermissionDenied, "CLUSTER_AUTHORIZATION_FAILED") \
-  X(kInvalidAcl, kInvalidArgument, "INVALID_ACL")
+  X(kInvalidAcl, kInvalidArgument, "INVALID_ACL")                                   \
+  X(kNotLeader, kFailedPrecondition, "NOT_LEADER")                                  \
+  X(kNotEnoughReplicas, kFailedPrecondition, "NOT_ENOUGH_REPLICAS")
 RDMQ_DEFINE_ERRORS(rdmq::protocol, WireError, "rdmq", RDMQ_WIRE_ERRORS)
 
 namespace rdmq::protocol {
@@ -68,6 +70,7 @@ enum class Api : uint16_t {
   kDescribeTopic = 12,
   kListTopics = 13,
   kAlterTopic = 14,
+  kDescribeCluster = 15,
   kInitProducerId = 20,
   kOpenProduce = 21,
   kRenewLease = 22,
@@ -187,6 +190,8 @@ struct TopicInfo {
     v(configs);
   }
 };
+// One partition. The log's numbers are those of the answering broker's replica, and only when it
+// holds one (`local`); leadership is the cluster's (a single broker: itself, epoch 0).
 struct PartitionInfo {
   PartitionId partition{0};
   Offset log_start_offset{0};
@@ -195,6 +200,11 @@ struct PartitionInfo {
   uint64_t bytes = 0;
   Offset active_segment_base{0};
   uint8_t exclusive_lease = 0;
+  int32_t leader = -1;  // broker id; -1: none (no in-sync replica is alive)
+  int32_t leader_epoch = 0;
+  std::vector<int32_t> replicas;  // in preference order
+  std::vector<int32_t> isr;       // in-sync replicas
+  uint8_t local = 0;              // 1: the answering broker holds a replica (the log's numbers are its)
   template <class V>
   void Visit(V& v) {
     v(partition);
@@ -204,6 +214,11 @@ struct PartitionInfo {
     v(bytes);
     v(active_segment_base);
     v(exclusive_lease);
+    v(leader);
+    v(leader_epoch);
+    v(replicas);
+    v(isr);
+    v(local);
   }
 };
 struct CreateTopicRequest {
@@ -244,6 +259,38 @@ struct ListTopicsResponse {
   template <class V>
   void Visit(V& v) {
     v(topics);
+  }
+};
+
+// --- DescribeCluster (15): request empty -----------------------------------------------------
+struct BrokerEntry {
+  int32_t id = 0;
+  std::string control;  // its RPC control address
+  std::string data;
+  std::string kafka;  // advertised host:port, "" when its Kafka listener is off
+  template <class V>
+  void Visit(V& v) {
+    v(id);
+    v(control);
+    v(data);
+    v(kafka);
+  }
+};
+struct DescribeClusterResponse {
+  uint8_t clustered = 0;  // 1: a cluster on ZooKeeper; 0: one broker on its own
+  int32_t controller = -1;
+  int32_t controller_epoch = 0;
+  int32_t this_broker = 0;
+  std::vector<BrokerEntry> brokers;  // the live ones, by id
+  std::string zookeeper;             // the connect string, "" when not clustered
+  template <class V>
+  void Visit(V& v) {
+    v(clustered);
+    v(controller);
+    v(controller_epoch);
+    v(this_broker);
+    v(brokers);
+    v(zookeeper);
   }
 };
 

@@ -1,0 +1,322 @@
+#include "cluster_member.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "rdmq/common/log.h"
+
+namespace rdmq::broker::internal {
+
+using protocol::WireError;
+
+namespace {
+
+constexpr int64_t kProducerIdBlock = 1000;
+
+// The agent's errors as the RPC protocol's.
+Status ToWire(const Status& s, const std::string& topic) {
+  if (s.ok()) return s;
+  if (s.is(cluster::ClusterErrc::kNotEnoughBrokers))
+    return Status(WireError::kNotEnoughReplicas, s.ToString());
+  if (s.is(Errc::kAlreadyExists))
+    return Status(WireError::kTopicExists, "topic '" + topic + "' already exists");
+  if (s.is(Errc::kNotFound)) return Status(WireError::kUnknownTopic, "unknown topic '" + topic + "'");
+  if (s.is(Errc::kInvalidArgument)) return Status(WireError::kInvalidConfig, std::string(s.context()));
+  if (s.is(Errc::kUnavailable) || s.is(Errc::kTimeout)) return Status(WireError::kUnavailable, s.ToString());
+  return Status(WireError::kInternal, s.ToString());
+}
+
+// FNV-1a: the same on every broker, whatever its build.
+uint64_t StableHash(std::string_view s) {
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+metadata::TopicInfo InfoOf(const std::string& name, uint64_t id, int64_t created_ms,
+                           const metadata::TopicConfig& c) {
+  return metadata::TopicInfo{name, TopicId(id), c, created_ms};
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> ConfigToEntries(const metadata::TopicConfig& c) {
+  return metadata::ConfigEntries(c);
+}
+
+Result<metadata::TopicConfig> ConfigFromEntries(
+    const std::vector<std::pair<std::string, std::string>>& entries) {
+  metadata::TopicConfig c;
+  for (const auto& [k, v] : entries) RDMQ_RETURN_IF_ERROR(metadata::SetConfig(&c, k, v));
+  RDMQ_RETURN_IF_ERROR(metadata::ValidateConfig(c));
+  return c;
+}
+
+Status ClusterMember::Start(const cluster::BrokerInfo& self) {
+  cluster::AgentOptions o;
+  o.zookeeper = cfg_.cluster_zookeeper;
+  o.root = cfg_.cluster_root;
+  o.session_timeout = std::chrono::milliseconds(cfg_.cluster_session_timeout_ms);
+  o.self = self;
+  auto a = cluster::ClusterAgent::Start(o, this);
+  if (!a.ok()) return a.status().WithContext("cluster.zookeeper.connect=" + cfg_.cluster_zookeeper);
+  {
+    MutexLock lock(agent_mu_);
+    agent_ = std::move(*a);
+  }
+  // The replicas this broker holds, open before it says it is serving.
+  UniqueLock lock(sync_mu_);
+  const auto deadline = std::chrono::steady_clock::now() + o.session_timeout * 2;
+  while (!synced_) {
+    if (!synced_cv_.WaitUntil(lock, deadline) && !synced_) {
+      return Status(Errc::kTimeout, "the cluster's state could not be read from ZooKeeper at " + o.zookeeper);
+    }
+  }
+  return Status::Ok();
+}
+
+void ClusterMember::Stop() {
+  std::shared_ptr<cluster::ClusterAgent> a;
+  {
+    MutexLock lock(agent_mu_);
+    a = std::move(agent_);
+  }
+  a.reset();  // joins the agent's thread (which may be in OnReplicas), then closes the session
+}
+
+Result<metadata::TopicInfo> ClusterMember::CreateTopic(const std::string& name,
+                                                       const metadata::TopicConfig& config) {
+  if (config.replication_factor > 1) {
+    return Status(WireError::kNotEnoughReplicas,
+                  "replication.factor=" + std::to_string(config.replication_factor) +
+                      ": this build does not replicate partitions yet (docs/replication.md); use 1");
+  }
+  const auto agent = Agent();
+  if (!agent) return Status(WireError::kUnavailable, "not in the cluster (yet, or any more)");
+  auto t = agent->CreateTopic(name, ConfigToEntries(config), config.partitions, config.replication_factor);
+  if (!t.ok()) return ToWire(t.status(), name);
+  if (Status s = agent->WaitForLeaders(name, std::chrono::seconds(10)); !s.ok()) {
+    RDMQ_LOG(kWarn, "broker", "a new topic's partitions have no leader yet").kv("topic", name).kv("error", s);
+  }
+  return InfoOf(name, t->id, t->created_ms, config);
+}
+
+Status ClusterMember::DeleteTopic(const std::string& name) {
+  const auto agent = Agent();
+  if (!agent) return Status(WireError::kUnavailable, "not in the cluster (yet, or any more)");
+  return ToWire(agent->DeleteTopic(name), name);
+}
+
+Result<metadata::TopicInfo> ClusterMember::AlterTopic(const std::string& name,
+                                                      const metadata::TopicConfig& config) {
+  auto now = GetTopic(name);
+  if (!now) return Status(WireError::kUnknownTopic, "unknown topic '" + name + "'");
+  const int32_t have = static_cast<int32_t>(now->replicas.size());
+  if (config.partitions < have) {
+    return Status(WireError::kInvalidConfig, "partitions=" + std::to_string(config.partitions) +
+                                                 ": partitions can grow, not shrink (now " +
+                                                 std::to_string(have) + ")");
+  }
+  if (config.replication_factor != now->info.config.replication_factor) {
+    return Status(WireError::kInvalidConfig, "replication.factor is set at creation (" +
+                                                 std::to_string(now->info.config.replication_factor) + ")");
+  }
+  const auto agent = Agent();
+  if (!agent) return Status(WireError::kUnavailable, "not in the cluster (yet, or any more)");
+  if (config.partitions > have) {
+    if (Status s = agent->AddPartitions(name, config.partitions).status(); !s.ok()) return ToWire(s, name);
+  }
+  auto t = agent->AlterTopic(name, ConfigToEntries(config));
+  if (!t.ok()) return ToWire(t.status(), name);
+  (void)agent->WaitForLeaders(name, std::chrono::seconds(10));
+  return InfoOf(name, t->id, t->created_ms, config);
+}
+
+namespace {
+std::vector<metadata::TopicInfo> TopicsOf(const cluster::ClusterSnapshot& s) {
+  std::vector<metadata::TopicInfo> out;
+  for (const auto& [name, t] : s.topics) {
+    auto c = ConfigFromEntries(t.config);
+    if (!c.ok()) continue;
+    c->partitions = static_cast<int32_t>(t.replicas.size());
+    out.push_back(InfoOf(name, t.id, t.created_ms, *c));
+  }
+  return out;
+}
+}  // namespace
+
+std::vector<metadata::TopicInfo> ClusterMember::ListTopics() const {
+  const auto agent = Agent();
+  if (!agent) return {};
+  auto snap = agent->Snapshot();
+  return TopicsOf(snap.ok() ? *snap : agent->Cached());
+}
+
+std::vector<metadata::TopicInfo> ClusterMember::CachedTopics() const { return TopicsOf(View()); }
+
+std::optional<ClusterTopic> ClusterMember::GetTopic(const std::string& name) const {
+  const auto agent = Agent();
+  if (!agent) return std::nullopt;
+  auto snap = agent->Snapshot();
+  return TopicIn(snap.ok() ? *snap : agent->Cached(), name);
+}
+
+std::optional<ClusterTopic> ClusterMember::TopicIn(const cluster::ClusterSnapshot& s,
+                                                   const std::string& name) {
+  auto it = s.topics.find(name);
+  if (it == s.topics.end()) return std::nullopt;
+  auto c = ConfigFromEntries(it->second.config);
+  if (!c.ok()) return std::nullopt;
+  c->partitions = static_cast<int32_t>(it->second.replicas.size());
+  ClusterTopic out;
+  out.info = InfoOf(name, it->second.id, it->second.created_ms, *c);
+  out.replicas = it->second.replicas;
+  for (int32_t p = 0; p < static_cast<int32_t>(out.replicas.size()); ++p) {
+    auto st = s.states.find({name, p});
+    out.states.push_back(st != s.states.end() ? st->second : cluster::PartitionState{});
+  }
+  return out;
+}
+
+protocol::DescribeClusterResponse ClusterMember::Describe() const {
+  const cluster::ClusterSnapshot s = View();
+  protocol::DescribeClusterResponse r;
+  r.clustered = 1;
+  r.controller = s.controller;
+  r.controller_epoch = s.controller_epoch;
+  r.this_broker = id();
+  r.zookeeper = cfg_.cluster_zookeeper;
+  for (const auto& [bid, b] : s.brokers) r.brokers.push_back({bid, b.control, b.data, b.kafka});
+  return r;
+}
+
+Result<ProducerId> ClusterMember::NextProducerId() {
+  MutexLock lock(ids_mu_);
+  if (next_id_ >= id_limit_) {
+    const auto agent = Agent();
+    if (!agent) return Status(WireError::kUnavailable, "not in the cluster (yet, or any more)");
+    auto first = agent->ProducerIdBlock(kProducerIdBlock);
+    if (!first.ok())
+      return Status(WireError::kUnavailable, "a block of producer ids: " + first.status().ToString());
+    next_id_ = *first;
+    id_limit_ = *first + kProducerIdBlock;
+  }
+  return ProducerId(next_id_++);
+}
+
+int32_t ClusterMember::CoordinatorOf(const std::string& group) const {
+  std::vector<int32_t> candidates;
+  for (const auto& [bid, b] : View().brokers) {
+    if (!b.kafka.empty()) candidates.push_back(bid);
+  }
+  if (candidates.empty()) return -1;
+  return candidates[StableHash(group) % candidates.size()];
+}
+
+void ClusterMember::SetServing(Partition& p, bool serving, int32_t leader, int32_t epoch) {
+  const bool was = p.serving();
+  p.SetLeadership(serving, leader, epoch);
+  if (was == serving) return;
+  RDMQ_LOG(kInfo, "broker", serving ? "leading a partition" : "no longer leading a partition")
+      .kv("partition", p.where())
+      .kv("leader", leader)
+      .kv("leader_epoch", epoch);
+  if (!serving) topics_.EndLeases(p, WireError::kNotLeader);
+}
+
+void ClusterMember::OnReplicas(const cluster::ReplicaMap& replicas) {
+  MutexLock lock(sync_mu_);
+  DropUnheld(replicas);
+  OpenHeld(replicas);
+  groups_.TopicsChanged();
+  if (!synced_) {
+    synced_ = true;
+    synced_cv_.NotifyAll();
+  }
+}
+
+void ClusterMember::DropUnheld(const cluster::ReplicaMap& replicas) {
+  std::set<std::string> held;
+  for (const auto& [tp, r] : replicas) held.insert(tp.topic);
+  for (const std::string& name : topics_.TopicNames()) {
+    std::optional<Topic> t = topics_.Get(name);
+    if (!t) continue;
+    for (int32_t i = 0; i < static_cast<int32_t>(t->partitions.size()); ++i) {
+      if (!t->partitions[static_cast<size_t>(i)]) continue;
+      auto r = replicas.find({name, i});
+      if (r != replicas.end() && r->second.topic_id == t->info.id.value()) continue;
+      if (std::shared_ptr<Partition> p = topics_.Take(name, PartitionId(i))) {
+        RDMQ_LOG(kInfo, "broker", "replica no longer held here; closed and removed")
+            .kv("partition", p->where());
+        topics_.Close(*p, true);
+      }
+    }
+  }
+  // Mirrored topics this broker holds nothing of any more (deleted, or moved while it was down).
+  for (const auto& t : meta_.ListTopics()) {
+    if (held.count(t.name) != 0) continue;
+    if (topics_.Get(t.name)) continue;
+    for (int32_t i = 0; i < t.config.partitions; ++i) {
+      std::error_code ec;
+      std::filesystem::remove_all(cfg_.data_dir + "/topics/" + t.name + "-" + std::to_string(i), ec);
+    }
+    (void)meta_.DeleteTopic(t.name);
+    RDMQ_LOG(kInfo, "broker", "topic no longer held here; forgotten").kv("topic", t.name);
+  }
+}
+
+void ClusterMember::OpenHeld(const cluster::ReplicaMap& replicas) {
+  for (const auto& [tp, r] : replicas) {
+    auto config = ConfigFromEntries(r.config);
+    if (!config.ok()) {
+      RDMQ_LOG(kError, "broker", "a topic's config in ZooKeeper is not valid; its replica stays closed")
+          .kv("topic", tp.topic)
+          .kv("error", config.status());
+      continue;
+    }
+    config->partitions = r.partition_count;
+    const metadata::TopicInfo info = InfoOf(tp.topic, r.topic_id, r.created_ms, *config);
+    auto mirrored = meta_.GetTopic(tp.topic);
+    if (!mirrored.ok() || !(*mirrored == info)) {
+      if (Status s = meta_.PutTopic(info); !s.ok()) {
+        RDMQ_LOG(kError, "broker", "mirroring a topic in the metadata store failed")
+            .kv("topic", tp.topic)
+            .kv("error", s);
+        continue;
+      }
+    }
+    const bool serving = r.state.leader == id() && r.state.leader >= 0;
+    std::shared_ptr<Partition> p = topics_.FindReplica(tp.topic, PartitionId(tp.partition));
+    if (!p) {
+      auto opened = topics_.OpenPartition(info, PartitionId(tp.partition));
+      if (!opened.ok()) {
+        RDMQ_LOG(kError, "broker", "opening a replica failed")
+            .kv("topic", tp.topic)
+            .kv("error", opened.status());
+        continue;
+      }
+      p = std::move(*opened);
+      p->SetLeadership(false, r.state.leader, r.state.leader_epoch);
+    } else {
+      MutexLock plock(p->mu);
+      if (!p->deleted() && !(p->config() == info.config)) (void)p->Reconfigure(info.config);
+    }
+    topics_.Place(info, PartitionId(tp.partition), p);
+    SetServing(*p, serving, r.state.leader, r.state.leader_epoch);
+  }
+}
+
+void ClusterMember::OnSessionLost() {
+  MutexLock lock(sync_mu_);
+  // Whatever this broker led, another may lead now: nothing more is served until the new
+  // session's view says so.
+  for (const auto& p : topics_.AllPartitions()) SetServing(*p, false, -1, p->leader_epoch());
+}
+
+}  // namespace rdmq::broker::internal

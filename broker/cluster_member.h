@@ -1,0 +1,109 @@
+// ClusterMember: the broker's side of a cluster (cluster.zookeeper.connect; docs/replication.md).
+// It runs the broker's ClusterAgent and keeps the broker's partitions to what the agent reports:
+// the replicas this broker holds are opened (and their topics mirrored in the local metadata
+// store, id and config as ZooKeeper has them), those it no longer holds are closed and their
+// files removed, and each is served to clients only while this broker leads it and its ZooKeeper
+// session holds (Partition::serving; a lost leadership ends the partition's leases). It also
+// serves the cluster's side of topic administration, the cluster's views (DescribeCluster,
+// DescribeTopic's leadership, the Kafka listener's Metadata and coordinators) and producer ids,
+// handed to the broker in blocks.
+//
+// Not yet: replication. A topic's replication.factor must be 1 (NOT_ENOUGH_REPLICAS otherwise), so
+// a partition whose broker is down has no leader until that broker returns.
+//
+// Threading: thread-safe. OnReplicas and OnSessionLost run on the agent's thread, one at a time
+// (sync_mu_); the administration and views may run on any thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "group_coordinator.h"
+#include "rdmq/broker/config.h"
+#include "rdmq/cluster/agent.h"
+#include "rdmq/common/mutex.h"
+#include "rdmq/metadata/store.h"
+#include "rdmq/protocol/messages.h"
+#include "topic_table.h"
+
+namespace rdmq::broker::internal {
+
+// A topic as the cluster has it: its info and each partition's leadership.
+struct ClusterTopic {
+  metadata::TopicInfo info;
+  std::vector<std::vector<int32_t>> replicas;   // [partition]
+  std::vector<cluster::PartitionState> states;  // [partition]; leader -1 until elected
+};
+
+class ClusterMember final : public cluster::AgentListener {
+ public:
+  ClusterMember(const BrokerConfig& cfg, metadata::MetadataStore& meta, TopicTable& topics,
+                GroupCoordinator& groups)
+      : cfg_(cfg), meta_(meta), topics_(topics), groups_(groups) {}
+
+  // Joins the cluster as `self` and waits (up to the session timeout) until the replicas this
+  // broker holds are open. kUnavailable when ZooKeeper cannot be reached, kAlreadyExists when a
+  // live broker has this broker.id.
+  Status Start(const cluster::BrokerInfo& self);
+  // Leaves the cluster (its partitions get other leaders at once, where they have any).
+  void Stop();
+
+  // Topic administration, in ZooKeeper.
+  Result<metadata::TopicInfo> CreateTopic(const std::string& name, const metadata::TopicConfig& config);
+  Status DeleteTopic(const std::string& name);
+  Result<metadata::TopicInfo> AlterTopic(const std::string& name, const metadata::TopicConfig& config);
+  std::vector<metadata::TopicInfo> ListTopics() const;                  // read fresh from ZooKeeper
+  std::vector<metadata::TopicInfo> CachedTopics() const;                // as the agent last read them
+  std::optional<ClusterTopic> GetTopic(const std::string& name) const;  // read fresh
+  static std::optional<ClusterTopic> TopicIn(const cluster::ClusterSnapshot& view, const std::string& name);
+  protocol::DescribeClusterResponse Describe() const;
+  Result<ProducerId> NextProducerId() EXCLUDES(ids_mu_);
+  // The broker that coordinates `group` for Kafka clients: one of the live brokers with a Kafka
+  // listener, chosen by the group's name (-1 when there is none).
+  int32_t CoordinatorOf(const std::string& group) const;
+  cluster::ClusterSnapshot View() const {
+    auto a = Agent();
+    return a ? a->Cached() : cluster::ClusterSnapshot{};
+  }
+  int32_t id() const { return static_cast<int32_t>(cfg_.broker_id); }
+
+ private:
+  void OnReplicas(const cluster::ReplicaMap& replicas) override EXCLUDES(sync_mu_);
+  void OnSessionLost() override EXCLUDES(sync_mu_);
+  // Closes (and removes the files of) the replicas this broker no longer holds.
+  void DropUnheld(const cluster::ReplicaMap& replicas) REQUIRES(sync_mu_);
+  // Opens the replicas it holds and sets their leadership.
+  void OpenHeld(const cluster::ReplicaMap& replicas) REQUIRES(sync_mu_);
+  void SetServing(Partition& p, bool serving, int32_t leader, int32_t epoch);
+
+  // The agent, once Start made it (null before, and after Stop).
+  std::shared_ptr<cluster::ClusterAgent> Agent() const EXCLUDES(agent_mu_) {
+    MutexLock lock(agent_mu_);
+    return agent_;
+  }
+
+  const BrokerConfig& cfg_;
+  metadata::MetadataStore& meta_;
+  TopicTable& topics_;
+  GroupCoordinator& groups_;
+  mutable Mutex agent_mu_;  // a leaf
+  std::shared_ptr<cluster::ClusterAgent> agent_ GUARDED_BY(agent_mu_);
+
+  Mutex sync_mu_;
+  CondVar synced_cv_;
+  bool synced_ GUARDED_BY(sync_mu_) = false;  // the first OnReplicas was applied
+
+  Mutex ids_mu_;  // a leaf
+  int64_t next_id_ GUARDED_BY(ids_mu_) = 0;
+  int64_t id_limit_ GUARDED_BY(ids_mu_) = 0;
+};
+
+// A topic's config as ZooKeeper holds it (every key, as text) and back.
+std::vector<std::pair<std::string, std::string>> ConfigToEntries(const metadata::TopicConfig& c);
+Result<metadata::TopicConfig> ConfigFromEntries(
+    const std::vector<std::pair<std::string, std::string>>& entries);
+
+}  // namespace rdmq::broker::internal

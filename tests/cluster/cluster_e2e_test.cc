@@ -1,0 +1,192 @@
+// Three rdmq-broker processes in a cluster on a ZooKeeper the test starts (tcp fabric, loopback):
+// topics spread over the brokers; `rdmq cluster status` and `topic describe` from any broker show
+// every broker, the controller and every partition's leader; kcat (librdkafka) produces and
+// consumes through any broker, each request reaching the partition's leader; rdmq's own tools are
+// served by the leader and told NOT_LEADER elsewhere; a killed broker's partitions have no leader
+// until it returns with its data; deleting a topic removes it from every broker's disk; settings
+// that cannot work are refused.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+#include "cli/cli_fixture.h"
+#include "support/zookeeper_server.h"
+
+namespace rdmq::test {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+struct Cluster {
+  ZooKeeperServer zk;
+  TempDir tmp{"rdmq-cluster"};
+  std::map<int, std::unique_ptr<BrokerProcess>> brokers;
+
+  std::unique_ptr<BrokerProcess> Make(int id, const std::string& dir = "") {
+    return std::make_unique<BrokerProcess>(
+        tmp.str() + "/" + (dir.empty() ? "broker" + std::to_string(id) : dir),
+        std::vector<std::string>{"--set", "fabric=tcp", "--set", "listen.control=127.0.0.1:0", "--set",
+                                 "listen.data=127.0.0.1:0", "--set", "broker.id=" + std::to_string(id),
+                                 "--set", "cluster.zookeeper.connect=" + zk.connect(), "--set",
+                                 "cluster.zookeeper.session.timeout.ms=2000"});
+  }
+  void Start(int id) {
+    if (!brokers[id]) brokers[id] = Make(id);
+    std::string error;
+    INFO(error);
+    REQUIRE(brokers[id]->Start(&error));
+  }
+  RunResult Rdmq(int via, std::vector<std::string> args) {
+    args.insert(args.begin(), {Bin("rdmq"), "--broker", brokers.at(via)->address()});
+    return Run(args);
+  }
+  json Json(int via, std::vector<std::string> args) {
+    args.push_back("--json");
+    const RunResult r = Rdmq(via, std::move(args));
+    REQUIRE_RUN(r, 0);
+    return ParseJson(r);
+  }
+  RunResult Kcat(int via, std::vector<std::string> args, const std::string& input = "") {
+    args.insert(args.begin(), {"/usr/bin/kcat", "-b", brokers.at(via)->kafka_address()});
+    return Run(args, input, 120);
+  }
+};
+
+// Waits until `ok` holds (every 100 ms, up to 30 s).
+bool Eventually(const std::function<bool()>& ok) {
+  for (int i = 0; i < 300; ++i) {
+    if (ok()) return true;
+    std::this_thread::sleep_for(100ms);
+  }
+  return ok();
+}
+
+#define START_CLUSTER(c)                                                       \
+  if (!ZooKeeperServer::Available())                                           \
+    RDMQ_SKIP("Debian's zookeeper is not installed (deploy/install-deps.sh)"); \
+  Cluster c;                                                                   \
+  {                                                                            \
+    std::string zk_error;                                                      \
+    INFO(zk_error);                                                            \
+    REQUIRE(c.zk.Start(&zk_error));                                            \
+  }
+
+TEST_CASE("cluster of three: topics spread, any broker answers, kcat reaches every leader, a broker returns",
+          "[e2e][cluster]") {
+  START_CLUSTER(c);
+  for (int id : {1, 2, 3}) c.Start(id);
+
+  json status = c.Json(1, {"cluster", "status"});
+  CHECK(status["clustered"] == true);
+  CHECK(status["brokers"].size() == 3);
+  CHECK(status["controller"].get<int>() >= 1);
+  REQUIRE_RUN(c.Rdmq(2, {"topic", "create", "orders", "--partitions", "6"}), 0);
+
+  // Any broker describes the whole topic: each broker leads two partitions.
+  json d = c.Json(3, {"topic", "describe", "orders"});
+  REQUIRE(d["partitions"].size() == 6);
+  std::map<int, int> leaders;
+  std::map<int, int> leader_of;  // partition -> broker
+  for (const auto& p : d["partitions"]) {
+    ++leaders[p["leader"].get<int>()];
+    leader_of[p["partition"].get<int>()] = p["leader"].get<int>();
+    CHECK(p["replicas"].size() == 1);
+    CHECK(p["isr"] == p["replicas"]);
+    CHECK(p["local"] == (p["leader"].get<int>() == 3));
+  }
+  CHECK(leaders == std::map<int, int>{{1, 2}, {2, 2}, {3, 2}});
+
+  // kcat sees three brokers and produces through broker 1 to every partition's leader.
+  const RunResult meta = c.Kcat(1, {"-L"});
+  REQUIRE_RUN(meta, 0);
+  CHECK(Contains(meta.out, "3 brokers"));
+  std::string lines;
+  for (int i = 0; i < 3000; ++i) lines += "k" + std::to_string(i % 30) + ":" + std::to_string(i) + "\n";
+  REQUIRE_RUN(c.Kcat(1, {"-P", "-t", "orders", "-K", ":"}, lines), 0);
+  const RunResult read = c.Kcat(3, {"-C", "-t", "orders", "-e", "-q", "-f", "%p %k %s\n"});
+  REQUIRE_RUN(read, 0);
+  std::map<std::string, int> last;  // per key: values come in order
+  std::set<int> partitions_used;
+  size_t n = 0;
+  std::istringstream in(read.out);
+  for (std::string p, k, v; in >> p >> k >> v; ++n) {
+    partitions_used.insert(std::stoi(p));
+    const int value = std::stoi(v);
+    CHECK(value > (last.count(k) ? last[k] : -1));
+    last[k] = value;
+  }
+  CHECK(n == 3000);
+  CHECK(partitions_used.size() >= 4);  // 30 keys over 6 partitions
+
+  // rdmq's own producer: the leader serves it, another broker says who leads.
+  const int p0 = leader_of[0];
+  const int other = p0 == 1 ? 2 : 1;
+  const RunResult wrong =
+      Run({Bin("rdmq-produce"), "-b", c.brokers.at(other)->address(), "-p", "0", "orders"}, "x\n", 60);
+  CHECK(wrong.code != 0);
+  CHECK(Contains(wrong.err, "NOT_LEADER"));
+  REQUIRE_RUN(
+      Run({Bin("rdmq-produce"), "-b", c.brokers.at(p0)->address(), "-p", "0", "orders"}, "rdmq\n", 60), 0);
+
+  // A broker dies: its partitions have no leader (replication.factor 1) until it returns, with
+  // its data.
+  const int victim = leader_of[1];
+  const int survivor = victim == 1 ? 2 : 1;
+  c.brokers.at(victim)->Kill();
+  REQUIRE(Eventually([&] {
+    json s = c.Json(survivor, {"cluster", "status"});
+    return s["brokers"].size() == 2 && s["offline_partitions"] == 2;
+  }));
+  c.Start(victim);
+  REQUIRE(Eventually([&] { return c.Json(survivor, {"cluster", "status"})["offline_partitions"] == 0; }));
+  const RunResult again = c.Kcat(survivor, {"-C", "-t", "orders", "-e", "-q"});
+  REQUIRE_RUN(again, 0);
+  CHECK(std::count(again.out.begin(), again.out.end(), '\n') == 3001);
+  d = c.Json(survivor, {"topic", "describe", "orders"});
+  for (const auto& p : d["partitions"]) {
+    if (p["leader"] == victim) CHECK(p["leader_epoch"].get<int>() >= 1);  // elected again
+  }
+
+  // Deleting the topic removes it from every broker's disk.
+  REQUIRE_RUN(c.Rdmq(3, {"topic", "delete", "orders"}), 0);
+  REQUIRE(Eventually([&] {
+    for (const auto& [id, b] : c.brokers) {
+      if (!std::filesystem::is_empty(b->data_dir() + "/topics")) return false;
+    }
+    return true;
+  }));
+  CHECK(c.Json(1, {"topic", "list"})["topics"].empty());
+}
+
+TEST_CASE("cluster: settings that cannot work are refused with the reason", "[e2e][cluster]") {
+  START_CLUSTER(c);
+  c.Start(1);
+  // Replication is not built yet: a factor above 1 is refused, naming why.
+  RunResult r = c.Rdmq(1, {"topic", "create", "rep", "-c", "replication.factor=2"});
+  CHECK(r.code == 1);
+  CHECK(Contains(r.err, "NOT_ENOUGH_REPLICAS"));
+  // A second broker with the same id is refused at start.
+  auto twin = c.Make(1, "twin");
+  std::string error;
+  CHECK_FALSE(twin->Start(&error));
+  CHECK(Contains(twin->Log(), "broker.id 1 is registered in ZooKeeper by a live broker"));
+  // No ZooKeeper to reach: a clear error, not a hang.
+  BrokerProcess lost(c.tmp.str() + "/lost", {"--set", "fabric=tcp", "--set", "listen.control=127.0.0.1:0",
+                                             "--set", "listen.data=127.0.0.1:0", "--set", "broker.id=7",
+                                             "--set", "cluster.zookeeper.connect=127.0.0.1:1"});
+  CHECK_FALSE(lost.Start(&error));
+  CHECK(Contains(lost.Log(), "cluster.zookeeper.connect=127.0.0.1:1"));
+  // A broker on its own refuses a replication factor it cannot hold.
+  Fixture alone;
+  r = alone.Rdmq({"topic", "create", "rep", "-c", "replication.factor=3"});
+  CHECK(r.code == 1);
+  CHECK(Contains(r.err, "a broker on its own holds one replica"));
+}
+
+}  // namespace
+}  // namespace rdmq::test
