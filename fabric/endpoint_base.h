@@ -61,8 +61,9 @@ class EndpointCore : public ConnHandler {
 
   // ---- setup, before the endpoint is shared
   // Connecting side: `fd` (connected to `peer`, also the peer's name) becomes the bootstrap
-  // connection, read with `self` (this endpoint) as its handler.
-  void StartConn(Agent& agent, UniqueFd fd, std::string peer, std::shared_ptr<ConnHandler> self);
+  // connection (inside TLS with `tls`), read with `self` (this endpoint) as its handler.
+  void StartConn(Agent& agent, UniqueFd fd, std::string peer, std::shared_ptr<ConnHandler> self,
+                 std::unique_ptr<TlsSession> tls = nullptr);
   // Accepting side: `conn` becomes the bootstrap connection.
   void set_conn(std::shared_ptr<Conn> conn) { conn_ = std::move(conn); }
   // Accepting side: `self` (this endpoint) takes over the connection's frames from the accept
@@ -74,7 +75,8 @@ class EndpointCore : public ConnHandler {
   // Sends a hello (kFrameHello connecting, kFrameHelloAck accepting), with `fds`.
   Status SendHello(uint8_t frame_type, const wire::Hello& h, std::span<const int> fds = {});
   // Connecting side: waits up to the connect timeout for the acceptor's hello; the fds that came
-  // with it are moved to `fds` if given (else closed with the endpoint).
+  // with it are moved to `fds` if given (else closed with the endpoint). A TLS failure on the
+  // way (kTls) is returned as such, with OpenSSL's reason.
   Result<wire::Hello> AwaitHelloAck(std::vector<UniqueFd>* fds = nullptr) EXCLUDES(mu_);
 
   // ---- control messages over the bootstrap connection (Endpoint::SendControl/RecvControl)
