@@ -57,6 +57,17 @@ Status BrokerImpl::OpenFabrics() {
   fabric::FabricOptions fo;
   fo.provider = provider;
   fo.device = cfg_.device;
+  if (cfg_.RpcTls()) {
+    // The files are checked as the Kafka listener's are, so that a bad one is named by its key.
+    RDMQ_RETURN_IF_ERROR(MakeKafkaTls(cfg_).status());
+    fo.tls.enabled = true;
+    fo.tls.certificate = cfg_.ssl_certificate;
+    fo.tls.key = cfg_.ssl_key;
+    fo.tls.ca = cfg_.ssl_ca;
+    fo.tls.client_auth = cfg_.ssl_client_auth == "required"    ? fabric::TlsOptions::ClientAuth::kRequired
+                         : cfg_.ssl_client_auth == "requested" ? fabric::TlsOptions::ClientAuth::kRequested
+                                                               : fabric::TlsOptions::ClientAuth::kNone;
+  }
   fo.listen = cfg_.ControlAddress();
   auto cf = fabric::Fabric::Open(fo);
   if (!cf.ok()) return cf.status().WithContext("open the control listener " + fo.listen);

@@ -58,6 +58,10 @@ struct BrokerConfig {
   // control path (SaslAuthenticate); empty: no login asked.
   std::string rpc_sasl_mechanisms;
   std::vector<std::string> RpcSaslMechanisms() const;
+  // "rpc.security.protocol": PLAINTEXT | SSL (TLS on the tcp fabric's control and data
+  // listeners, with the ssl.* files above).
+  std::string rpc_security_protocol = "PLAINTEXT";
+  bool RpcTls() const { return rpc_security_protocol == "SSL"; }
   uint32_t kafka_threads = 2;                    // "kafka.network.threads"
   uint64_t kafka_max_request_bytes = 100 << 20;  // "socket.request.max.bytes"
   bool auto_create_topics = true;                // "auto.create.topics.enable"
