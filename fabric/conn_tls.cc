@@ -46,7 +46,10 @@ Status Conn::PumpTlsLocked() {
   if (!tls_->established()) {
     s = tls_->Handshake();
     if (s.ok() && tls_->established()) {
-      RDMQ_LOG(kDebug, "fabric", "TLS established").kv("peer", peer_).kv("client", tls_client_);
+      RDMQ_LOG(kDebug, "fabric", "TLS established")
+          .kv("peer", peer_)
+          .kv("client", tls_client_)
+          .kv("tls", tls_->Describe());
       s = EncryptPlainLocked();  // the frames that waited for it
     }
   }

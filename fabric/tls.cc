@@ -146,6 +146,10 @@ Status TlsSession::Failed(int ret, const char* what) {
   return Status(FabricErrc::kTls, std::string(what) + ": " + why);
 }
 
+std::string TlsSession::Describe() const {
+  return std::string(SSL_get_version(ssl_)) + " " + SSL_CIPHER_get_name(SSL_get_current_cipher(ssl_));
+}
+
 Status TlsSession::Handshake() {
   if (established_) return Status::Ok();
   ERR_clear_error();

@@ -72,6 +72,8 @@ class TlsSession {
   // 0 when more input is needed. kPeerGone when the peer closed the TLS session, kTls on a bad
   // record or an alert.
   Result<size_t> Read(std::byte* dst, size_t room);
+  // "TLSv1.3 TLS_AES_256_GCM_SHA384": the protocol version and cipher agreed (for logs).
+  std::string Describe() const;
   // Ciphertext to send: handshake messages, alerts, records of Write (and of Read: TLS 1.3 key
   // updates).
   CipherOut& out() noexcept { return out_; }
