@@ -26,24 +26,6 @@ using namespace std::chrono_literals;
 using protocol::Api;
 using protocol::WireError;
 
-metadata::ScramSecret SecretOf(auth::ScramHash h, const std::string& password) {
-  auto c = auth::MakeScramCredential(h, password);
-  REQUIRE_OK(c);
-  return {c->salt, c->iterations, c->stored_key, c->server_key};
-}
-
-// `alice` with both mechanisms, written to the broker's metadata store before it starts.
-void AddAlice(const rdmq::test::TempDir& dir) {
-  metadata::StoreOptions so;
-  so.dir = dir.str() + "/meta";
-  auto store = metadata::MetadataStore::Open(so);
-  REQUIRE_OK(store);
-  metadata::UserInfo u{"alice",
-                       {{"SCRAM-SHA-256", SecretOf(auth::ScramHash::kSha256, "alice-secret")},
-                        {"SCRAM-SHA-512", SecretOf(auth::ScramHash::kSha512, "alice-secret")}}};
-  REQUIRE_OK((*store)->CreateUser(u));
-}
-
 BrokerConfig LoginConfig(const rdmq::test::TempDir& dir, const std::string& fabric) {
   BrokerConfig cfg = TestConfig(dir, fabric);
   cfg.rpc_sasl_mechanisms = "SCRAM-SHA-256,SCRAM-SHA-512";

@@ -159,6 +159,23 @@ TEST_CASE("rpc tls: ssl.client.auth=required serves only clients with a certific
   RoundTrip(TlsClient(control, pki, "ca.pem", "client"), "mutual");
 }
 
+TEST_CASE("rpc tls: a SCRAM login runs inside TLS", "[broker][security][tls][sasl]") {
+  rdmq::test::Pki pki;
+  rdmq::test::TempDir dir;
+  AddAlice(dir);
+  BrokerConfig cfg = TlsConfig(dir, pki);
+  cfg.rpc_sasl_mechanisms = "SCRAM-SHA-512";
+  auto b = Broker::Start(cfg);
+  REQUIRE_OK(b);
+  client::ClientOptions opts = TlsClient((*b)->control_address(), pki);
+  CHECK(Refusal(opts).find("asks for a login") != std::string::npos);
+  REQUIRE_OK(opts.Set("security.protocol", "SASL_SSL"));
+  REQUIRE_OK(opts.Set("sasl.mechanism", "SCRAM-SHA-512"));
+  REQUIRE_OK(opts.Set("sasl.username", "alice"));
+  REQUIRE_OK(opts.Set("sasl.password", "alice-secret"));
+  RoundTrip(opts, "logged-in", 50);
+}
+
 TEST_CASE("rpc tls: bad key files stop the broker at start, naming the key", "[broker][security][tls]") {
   rdmq::test::Pki pki;
   const auto refusal = [&](const std::function<void(BrokerConfig&)>& change) {
