@@ -45,26 +45,48 @@ Status UnknownTopic(const std::string& name) {
 
 Status AdminHandlers::Register(rpc::Server& server) {
   using Ctx = const rpc::RequestContext&;
+  using metadata::AclOperation;
+  using metadata::AclResourceType;
   constexpr auto kPool = rpc::RunOn::kWorkerPool;
   RDMQ_RETURN_IF_ERROR(
-      Serve<protocol::HelloRequest>(server, Api::kHello, rpc::RunOn::kDispatcher,
+      Serve<protocol::HelloRequest>(server, Api::kHello, rpc::RunOn::kDispatcher, Open{},
                                     [this](Ctx c, const protocol::HelloRequest& r) { return Hello(c, r); }));
   RDMQ_RETURN_IF_ERROR(Serve<protocol::CreateTopicRequest>(
       server, Api::kCreateTopic, kPool,
+      [this](Ctx c, const protocol::CreateTopicRequest& r) {
+        return authz_.enabled() ? authz_.CheckCreateTopic(authz_.UserOf(c.client_id), r.name) : Status::Ok();
+      },
       [this](Ctx, const protocol::CreateTopicRequest& r) { return CreateTopic(r); }));
   RDMQ_RETURN_IF_ERROR(Serve<protocol::TopicNameRequest>(
       server, Api::kDeleteTopic, kPool,
+      authz_.OnTopic(AclOperation::kDelete, &protocol::TopicNameRequest::name),
       [this](Ctx, const protocol::TopicNameRequest& r) { return DeleteTopic(r); }));
   RDMQ_RETURN_IF_ERROR(Serve<protocol::TopicNameRequest>(
       server, Api::kDescribeTopic, kPool,
+      authz_.OnTopic(AclOperation::kDescribe, &protocol::TopicNameRequest::name),
       [this](Ctx, const protocol::TopicNameRequest& r) { return DescribeTopic(r); }));
-  RDMQ_RETURN_IF_ERROR(Serve<protocol::Empty>(server, Api::kListTopics, kPool,
-                                              [this](Ctx, const protocol::Empty&) { return ListTopics(); }));
+  RDMQ_RETURN_IF_ERROR(Serve<protocol::Empty>(  // the topics the client may describe
+      server, Api::kListTopics, kPool, InHandler{},
+      [this](Ctx c, const protocol::Empty&) -> Result<protocol::ListTopicsResponse> {
+        RDMQ_ASSIGN_OR_RETURN(protocol::ListTopicsResponse r, ListTopics());
+        if (authz_.enabled()) {
+          const std::string user = authz_.UserOf(c.client_id);
+          std::erase_if(r.topics, [&](const protocol::TopicInfo& t) {
+            return !authz_.Allowed(user, AclOperation::kDescribe, AclResourceType::kTopic, t.name);
+          });
+        }
+        return r;
+      }));
   RDMQ_RETURN_IF_ERROR(Serve<protocol::AlterTopicRequest>(
       server, Api::kAlterTopic, kPool,
+      authz_.OnTopic(AclOperation::kAlter, &protocol::AlterTopicRequest::name),
       [this](Ctx, const protocol::AlterTopicRequest& r) { return AlterTopic(r); }));
-  return Serve<protocol::Empty>(server, Api::kInitProducerId, kPool,
-                                [this](Ctx, const protocol::Empty&) { return InitProducerId(); });
+  return Serve<protocol::Empty>(
+      server, Api::kInitProducerId, kPool,
+      [this](Ctx c, const protocol::Empty&) {
+        return authz_.enabled() ? authz_.CheckIdempotentWrite(authz_.UserOf(c.client_id)) : Status::Ok();
+      },
+      [this](Ctx, const protocol::Empty&) { return InitProducerId(); });
 }
 
 Result<protocol::HelloResponse> AdminHandlers::Hello(const rpc::RequestContext& ctx,

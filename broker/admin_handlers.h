@@ -5,6 +5,7 @@
 // deletion and changes are serialised by the handlers' own lock.
 #pragma once
 
+#include "authorizer.h"
 #include "group_coordinator.h"
 #include "rdmq/broker/config.h"
 #include "rdmq/common/mutex.h"
@@ -19,13 +20,14 @@ namespace rdmq::broker::internal {
 class AdminHandlers {
  public:
   AdminHandlers(const BrokerConfig& cfg, const fabric::Fabric& data_fabric, metadata::MetadataStore& meta,
-                SessionTable& sessions, TopicTable& topics, GroupCoordinator& groups)
+                SessionTable& sessions, TopicTable& topics, GroupCoordinator& groups, const Authorizer& authz)
       : cfg_(cfg),
         data_fabric_(data_fabric),
         meta_(meta),
         sessions_(sessions),
         topics_(topics),
-        groups_(groups) {}
+        groups_(groups),
+        authz_(authz) {}
 
   Status Register(rpc::Server& server);
 
@@ -46,7 +48,8 @@ class AdminHandlers {
   SessionTable& sessions_;
   TopicTable& topics_;
   GroupCoordinator& groups_;  // told of topic changes
-  Mutex admin_mu_;            // serialises topic creation, deletion and changes
+  const Authorizer& authz_;
+  Mutex admin_mu_;  // serialises topic creation, deletion and changes
 };
 
 }  // namespace rdmq::broker::internal

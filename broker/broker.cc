@@ -7,6 +7,7 @@
 #include <climits>
 #include <filesystem>
 #include <fstream>
+#include <unordered_map>
 
 #include "broker/kafka/tls.h"
 #include "broker_impl.h"
@@ -110,6 +111,8 @@ Status BrokerImpl::StartKafka() {
   kd.offsets = offsets_.get();
   kd.appender = appender_.get();
   kd.counters = &n_;
+  kd.authz = authz_.get();
+  kd.users_deleted = &users_deleted_;
   kafka_handler_ = std::make_unique<KafkaFrontDoor>(kd);
   std::unique_ptr<boost::asio::ssl::context> tls;
   if (cfg_.KafkaTls()) {
@@ -149,6 +152,7 @@ Status BrokerImpl::Init() {
   RDMQ_ASSIGN_OR_RETURN(meta_, metadata::MetadataStore::Open(mo));
   RDMQ_ASSIGN_OR_RETURN(offsets_, metadata::OffsetStore::Open(mo));
   groups_ = std::make_unique<GroupCoordinator>(cfg_, *meta_, *offsets_);
+  authz_ = std::make_unique<Authorizer>(cfg_, *meta_, sessions_);
   RDMQ_RETURN_IF_ERROR(OpenFabrics());
 
   publisher_ = std::make_unique<Publisher>(data_fabric_->provider(), staging_.get(),
@@ -167,11 +171,14 @@ Status BrokerImpl::Init() {
   rpc::ServerOptions so;
   so.worker_threads = cfg_.rpc_workers;
   RDMQ_ASSIGN_OR_RETURN(rpc_, rpc::Server::Create(*control_fabric_, so));
-  admin_ = std::make_unique<AdminHandlers>(cfg_, *data_fabric_, *meta_, sessions_, *topics_, *groups_);
-  group_rpcs_ = std::make_unique<GroupHandlers>(*groups_, sessions_);
-  user_rpcs_ = std::make_unique<UserHandlers>(*meta_);
-  produce_ = std::make_unique<ProduceHandlers>(sessions_, *topics_, *leases_, *publisher_, n_);
-  consume_ = std::make_unique<ConsumeHandlers>(sessions_, *topics_);
+  admin_ =
+      std::make_unique<AdminHandlers>(cfg_, *data_fabric_, *meta_, sessions_, *topics_, *groups_, *authz_);
+  group_rpcs_ = std::make_unique<GroupHandlers>(*groups_, sessions_, *authz_);
+  user_rpcs_ =
+      std::make_unique<UserHandlers>(*meta_, *authz_, [this](const std::string& u) { CutOffUser(u); });
+  acl_rpcs_ = std::make_unique<AclHandlers>(*meta_, *authz_, [this] { RevokeDenied(); });
+  produce_ = std::make_unique<ProduceHandlers>(sessions_, *topics_, *leases_, *publisher_, n_, *authz_);
+  consume_ = std::make_unique<ConsumeHandlers>(sessions_, *topics_, *authz_);
   appender_ = std::make_unique<LocalAppender>(*leases_, *publisher_, n_);
   login_ = std::make_unique<RpcLogin>(cfg_, *meta_, sessions_);
   RDMQ_RETURN_IF_ERROR(login_->Register(*rpc_));
@@ -184,6 +191,7 @@ Status BrokerImpl::Init() {
     RDMQ_RETURN_IF_ERROR(consume_->Register(server));
     RDMQ_RETURN_IF_ERROR(group_rpcs_->Register(server));
     RDMQ_RETURN_IF_ERROR(user_rpcs_->Register(server));
+    RDMQ_RETURN_IF_ERROR(acl_rpcs_->Register(server));
   }
   rpc_->OnDisconnect([this](uint64_t client_id) {
     login_->Forget(client_id);
@@ -241,6 +249,17 @@ void BrokerImpl::EndSession(uint64_t client_id, const char* why) {
     ids.assign(s->leases.begin(), s->leases.end());
   }
   for (LeaseId id : ids) leases_->EndById(id, protocol::WireError::kLeaseExpired, false);
+  std::vector<std::weak_ptr<Partition>> read;
+  {
+    MutexLock slock(s->mu);
+    read.swap(s->read_partitions);
+  }
+  for (const auto& w : read) {
+    if (auto p = w.lock()) {
+      MutexLock plock(p->mu);
+      p->DropReadGrants(client_id);
+    }
+  }
   {
     MutexLock slock(s->mu);
     s->closed = true;
@@ -251,6 +270,54 @@ void BrokerImpl::EndSession(uint64_t client_id, const char* why) {
       .kv("name", s->Name())
       .kv("why", why)
       .kv("leases", ids.size());
+}
+
+void BrokerImpl::RevokeDenied() {
+  if (!authz_->enabled()) return;
+  using metadata::AclOperation;
+  using metadata::AclResourceType;
+  std::unordered_map<uint64_t, std::string> users;  // client id -> user
+  size_t leases = 0, grants = 0;
+  for (uint64_t id : sessions_.ClientIds()) {
+    std::shared_ptr<Session> s = sessions_.Find(id);
+    if (!s) continue;
+    users[id] = std::string(ActingUser(s->User()));
+    std::vector<LeaseId> ids;
+    {
+      MutexLock slock(s->mu);
+      ids.assign(s->leases.begin(), s->leases.end());
+    }
+    for (LeaseId lid : ids) {
+      auto l = leases_->Find(lid, id);
+      if (l.ok() && !authz_->Allowed(users[id], AclOperation::kWrite, AclResourceType::kTopic,
+                                     (*l)->partition->topic_name())) {
+        leases_->End(*l, protocol::WireError::kTopicAuthorizationFailed, true);
+        ++leases;
+      }
+    }
+  }
+  for (const auto& p : topics_->AllPartitions()) {
+    MutexLock plock(p->mu);
+    grants += p->DropReadGrantsIf([&](uint64_t client) {
+      auto u = users.find(client);
+      return u == users.end() ||
+             !authz_->Allowed(u->second, AclOperation::kRead, AclResourceType::kTopic, p->topic_name());
+    });
+  }
+  RDMQ_LOG(kInfo, "broker", "ACLs changed; access they no longer allow revoked")
+      .kv("leases", static_cast<uint64_t>(leases))
+      .kv("read_grants", static_cast<uint64_t>(grants));
+}
+
+void BrokerImpl::CutOffUser(const std::string& user) {
+  users_deleted_.fetch_add(1);
+  for (uint64_t id : sessions_.ClientIds()) {
+    std::shared_ptr<Session> s = sessions_.Find(id);
+    if (!s || s->User() != user) continue;
+    RDMQ_LOG(kInfo, "broker", "deleted user's client disconnected").kv("client", id).kv("user", user);
+    rpc_->Disconnect(id);
+    EndSession(id, "its user was deleted");
+  }
 }
 
 Status BrokerImpl::Shutdown() {

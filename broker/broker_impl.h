@@ -7,8 +7,9 @@
 //   CommitPoller    the data plane's thread      ProducerStateTable      idempotence (sans-I/O)
 //   DataAcceptor    data endpoint handshakes     Housekeeper             expiry, retention, checkpoints
 //   GroupCoordinator consumer groups (group::Group) and committed offsets (metadata::OffsetStore)
-//   AdminHandlers, ProduceHandlers, ConsumeHandlers, GroupHandlers, UserHandlers: the RPCs,
-//                   grouped by concern
+//   Authorizer      the ACL decision both front doors ask (authorizer.h)
+//   AdminHandlers, ProduceHandlers, ConsumeHandlers, GroupHandlers, UserHandlers, AclHandlers:
+//                   the RPCs, grouped by concern
 //   KafkaListener, KafkaFrontDoor (kafka/): the Kafka protocol's front door; LocalAppender: its
 //                   appends, as one more shared writer
 //
@@ -22,7 +23,9 @@
 #include <memory>
 #include <string>
 
+#include "acl_handlers.h"
 #include "admin_handlers.h"
+#include "authorizer.h"
 #include "broker/kafka/front_door.h"
 #include "broker/kafka/listener.h"
 #include "commit_poller.h"
@@ -75,6 +78,13 @@ class BrokerImpl final : public Broker {
   // A client left (its RPC connection or data endpoint closed, or the broker stops): its leases
   // end, its endpoint closes.
   void EndSession(uint64_t client_id, const char* why);
+  // After an ACL change: ends every lease whose client's user may no longer write its topic
+  // (the producer's last ack says TOPIC_AUTHORIZATION_FAILED) and every read grant whose
+  // client's user may no longer read it.
+  void RevokeDenied();
+  // A user was deleted: its control-path clients are disconnected (the Kafka listener closes its
+  // connections at their next request).
+  void CutOffUser(const std::string& user);
 
   // The HTTP endpoint (metrics_view.cc). A scrape reads the broker's parts only while it serves:
   // Init publishes kServing after the last part is built, and Shutdown stops the endpoint
@@ -95,6 +105,8 @@ class BrokerImpl final : public Broker {
   std::unique_ptr<metadata::MetadataStore> meta_;
   std::unique_ptr<metadata::OffsetStore> offsets_;
   std::unique_ptr<GroupCoordinator> groups_;
+  std::unique_ptr<Authorizer> authz_;
+  std::atomic<uint64_t> users_deleted_{0};  // KafkaDeps: connections check their user again
   std::unique_ptr<fabric::Fabric> control_fabric_;
   std::unique_ptr<fabric::Fabric> data_fabric_;
   std::unique_ptr<fabric::CompletionQueue> data_send_cq_;
@@ -114,6 +126,7 @@ class BrokerImpl final : public Broker {
   std::unique_ptr<ConsumeHandlers> consume_;
   std::unique_ptr<GroupHandlers> group_rpcs_;
   std::unique_ptr<UserHandlers> user_rpcs_;
+  std::unique_ptr<AclHandlers> acl_rpcs_;
   std::unique_ptr<RpcLogin> login_;
   std::unique_ptr<rpc::Server> rpc_;
   std::unique_ptr<DataAcceptor> acceptor_;

@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "rdmq/metadata/user.h"
+
 namespace rdmq::broker {
 namespace {
 
@@ -53,12 +55,12 @@ std::string BrokerConfig::DataAddress() const {
 }
 
 namespace {
-// The non-blank items of a comma-separated list, trimmed.
-std::vector<std::string> SplitList(const std::string& list) {
+// The non-blank items of a list separated by any of `separators`, trimmed.
+std::vector<std::string> SplitList(const std::string& list, const char* separators = ",") {
   std::vector<std::string> out;
   size_t at = 0;
   while (at <= list.size()) {
-    size_t comma = list.find(',', at);
+    size_t comma = list.find_first_of(separators, at);
     if (comma == std::string::npos) comma = list.size();
     std::string m = list.substr(at, comma - at);
     const size_t b = m.find_first_not_of(' '), e = m.find_last_not_of(' ');
@@ -71,6 +73,11 @@ std::vector<std::string> SplitList(const std::string& list) {
 
 std::vector<std::string> BrokerConfig::SaslMechanisms() const { return SplitList(sasl_mechanisms); }
 std::vector<std::string> BrokerConfig::RpcSaslMechanisms() const { return SplitList(rpc_sasl_mechanisms); }
+std::vector<std::string> BrokerConfig::SuperUsers() const {
+  std::vector<std::string> out;
+  for (std::string& u : SplitList(super_users, ";,")) out.push_back(u.starts_with("User:") ? u.substr(5) : u);
+  return out;
+}
 
 const config::ConfigDef<BrokerConfig>& BrokerConfigDef() {
   using config::Field;
@@ -174,6 +181,20 @@ const config::ConfigDef<BrokerConfig>& BrokerConfigDef() {
                .component = broker,
                .choices = {{"none", 0}, {"requested", 1}, {"required", 2}}},
               Field(&BrokerConfig::ssl_client_auth));
+    d->Define({.name = "authorizer.enabled",
+               .type = Type::kBool,
+               .doc = "Enforce the ACLs of `rdmq acl` on both front doors: a client may do only what a "
+                      "binding allows its user (ANONYMOUS without a login; a client certificate's CN on "
+                      "the Kafka listener); leases and read grants end when an ACL no longer allows them "
+                      "(docs/security.md). Off: every client that may connect may do everything.",
+               .component = broker},
+              Field(&BrokerConfig::authorizer_enabled));
+    d->Define({.name = "super.users",
+               .type = Type::kString,
+               .doc = "Users that may do everything whatever the ACLs say (the operators who manage "
+                      "them): User:NAME entries separated by ';' or ','.",
+               .component = broker},
+              Field(&BrokerConfig::super_users));
     d->Define({.name = "kafka.network.threads",
                .type = Type::kInt,
                .doc = "Threads serving the Kafka listener's connections.",
@@ -440,6 +461,12 @@ Status Validate(const BrokerConfig& c) {
     if (m == "PLAIN" && c.kafka_security_protocol == "SASL_PLAINTEXT") {
       return Bad("sasl.enabled.mechanisms", c.sasl_mechanisms,
                  "PLAIN sends the password itself, so it needs kafka.security.protocol=SASL_SSL");
+    }
+  }
+  for (const std::string& u : SplitList(c.super_users, ";,")) {
+    if (!u.starts_with("User:") || !metadata::ValidateUserName(u.substr(5)).ok()) {
+      return Bad("super.users", c.super_users,
+                 "'" + u + "' is not User:NAME with a user name (1 to 128 of A-Z a-z 0-9 . _ @ -)");
     }
   }
   if (c.ssl_client_auth != "none" && c.ssl_ca.empty()) {

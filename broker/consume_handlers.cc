@@ -36,37 +36,62 @@ Status Locate(Partition& p, Offset offset, protocol::ListOffsetsResponse* r) REQ
 
 Status ConsumeHandlers::Register(rpc::Server& server) {
   using Ctx = const rpc::RequestContext&;
+  using metadata::AclOperation;
   constexpr auto kPool = rpc::RunOn::kWorkerPool;
   RDMQ_RETURN_IF_ERROR(Serve<protocol::PartitionRequest>(
       server, Api::kOpenConsume, kPool,
-      [this](Ctx, const protocol::PartitionRequest& r) { return OpenConsume(r); }));
+      authz_.OnTopic(AclOperation::kRead, &protocol::PartitionRequest::topic),
+      [this](Ctx c, const protocol::PartitionRequest& r) { return OpenConsume(c, r); }));
   RDMQ_RETURN_IF_ERROR(Serve<protocol::GetSegmentRequest>(
       server, Api::kGetSegment, kPool,
-      [this](Ctx, const protocol::GetSegmentRequest& r) { return GetSegment(r); }));
+      authz_.OnTopic(AclOperation::kRead, &protocol::GetSegmentRequest::topic),
+      [this](Ctx c, const protocol::GetSegmentRequest& r) { return GetSegment(c, r); }));
   RDMQ_RETURN_IF_ERROR(Serve<protocol::ListOffsetsRequest>(
       server, Api::kListOffsets, kPool,
+      authz_.OnTopic(AclOperation::kDescribe, &protocol::ListOffsetsRequest::topic),
       [this](Ctx, const protocol::ListOffsetsRequest& r) { return ListOffsets(r); }));
   return Serve<protocol::WatchRequest>(
       server, Api::kWatch, rpc::RunOn::kDispatcher,
+      authz_.OnTopic(AclOperation::kRead, &protocol::WatchRequest::topic),
       [this](Ctx c, const protocol::WatchRequest& r) { return Watch(c, r); });
 }
 
-Result<protocol::OpenConsumeResponse> ConsumeHandlers::OpenConsume(const protocol::PartitionRequest& req) {
+Result<std::shared_ptr<Session>> ConsumeHandlers::Reader(const rpc::RequestContext& ctx) const {
+  if (!authz_.enabled()) return std::shared_ptr<Session>();
+  std::shared_ptr<Session> session = sessions_.Find(ctx.client_id);
+  if (!session) return Status(WireError::kInvalidRequest, "no session: Hello first");
+  return session;
+}
+
+Result<protocol::OpenConsumeResponse> ConsumeHandlers::OpenConsume(const rpc::RequestContext& ctx,
+                                                                   const protocol::PartitionRequest& req) {
+  RDMQ_ASSIGN_OR_RETURN(std::shared_ptr<Session> reader, Reader(ctx));
   protocol::OpenConsumeResponse r;
-  if (Status done = topics_.WithPartition(req.topic, req.partition,
-                                          [&](Partition& p) REQUIRES(p.mu) {
-                                            r.slot.bytes = p.slot_descriptor();
-                                            r.log_start_offset = p.log().LogStartOffset();
-                                            r.high_watermark = p.active().high_watermark;
-                                            r.segments = p.ReadLocations();
-                                            return Status::Ok();
-                                          });
+  if (Status done = topics_.WithPartition(
+          req.topic, req.partition,
+          [&](Partition& p) REQUIRES(p.mu) {
+            r.log_start_offset = p.log().LogStartOffset();
+            r.high_watermark = p.active().high_watermark;
+            if (!reader) {
+              r.slot.bytes = p.slot_descriptor();
+              r.segments = p.ReadLocations();
+              return Status::Ok();
+            }
+            RDMQ_ASSIGN_OR_RETURN(r.slot.bytes, p.SlotGrant(reader));
+            for (const auto& loc : p.ReadLocations()) {
+              RDMQ_ASSIGN_OR_RETURN(auto granted, p.GrantedReadLocation(loc.base_offset, reader));
+              r.segments.push_back(std::move(granted));
+            }
+            return Status::Ok();
+          });
       !done.ok())
     return done;
   return r;
 }
 
-Result<protocol::GetSegmentResponse> ConsumeHandlers::GetSegment(const protocol::GetSegmentRequest& req) {
+Result<protocol::GetSegmentResponse> ConsumeHandlers::GetSegment(const rpc::RequestContext& ctx,
+                                                                 const protocol::GetSegmentRequest& req) {
+  RDMQ_ASSIGN_OR_RETURN(std::shared_ptr<Session> reader, Reader(ctx));
   protocol::GetSegmentResponse r;
   if (Status done = topics_.WithPartition(
           req.topic, req.partition,
@@ -79,7 +104,11 @@ Result<protocol::GetSegmentResponse> ConsumeHandlers::GetSegment(const protocol:
                                 " in " + p.where() + " (log start " +
                                 std::to_string(p.log().LogStartOffset().value()) + ")");
             }
-            r.segment = ReadLocation(base, *seg);
+            if (reader) {
+              RDMQ_ASSIGN_OR_RETURN(r.segment, p.GrantedReadLocation(base, reader));
+            } else {
+              r.segment = ReadLocation(base, *seg);
+            }
             return Status::Ok();
           });
       !done.ok())

@@ -15,28 +15,70 @@ Result<protocol::Empty> Done(const Status& s) {
 
 Status GroupHandlers::Register(rpc::Server& server) {
   using Ctx = const rpc::RequestContext&;
+  using metadata::AclOperation;
+  using metadata::AclResourceType;
   constexpr auto kPool = rpc::RunOn::kWorkerPool;
   RDMQ_RETURN_IF_ERROR(Serve<protocol::GroupHeartbeatRequest>(
-      server, Api::kGroupHeartbeat, kPool, [this](Ctx ctx, const protocol::GroupHeartbeatRequest& r) {
+      server, Api::kGroupHeartbeat, kPool,
+      authz_.OnGroup(AclOperation::kRead, &protocol::GroupHeartbeatRequest::group),
+      [this](Ctx ctx, const protocol::GroupHeartbeatRequest& r) {
         const auto session = sessions_.Find(ctx.client_id);
         return groups_.Heartbeat(r, session ? session->Name() : "client-" + std::to_string(ctx.client_id));
       }));
+  // Read on the group and on every topic committed (all or none, as the commit).
+  auto commit_rule = [this](Ctx ctx, const protocol::OffsetCommitRequest& r) -> Status {
+    if (!authz_.enabled()) return Status::Ok();
+    const std::string user = authz_.UserOf(ctx.client_id);
+    RDMQ_RETURN_IF_ERROR(authz_.Check(user, AclOperation::kRead, AclResourceType::kGroup, r.group));
+    for (const auto& o : r.offsets) {
+      RDMQ_RETURN_IF_ERROR(authz_.Check(user, AclOperation::kRead, AclResourceType::kTopic, o.topic));
+    }
+    return Status::Ok();
+  };
   RDMQ_RETURN_IF_ERROR(Serve<protocol::OffsetCommitRequest>(
-      server, Api::kOffsetCommit, kPool,
+      server, Api::kOffsetCommit, kPool, commit_rule,
       [this](Ctx, const protocol::OffsetCommitRequest& r) { return Done(groups_.Commit(r)); }));
+  // Describe on the group and on each topic named; without names, the topics the client may not
+  // describe are left out of the answer.
+  auto fetch_rule = [this](Ctx ctx, const protocol::OffsetFetchRequest& r) -> Status {
+    if (!authz_.enabled()) return Status::Ok();
+    const std::string user = authz_.UserOf(ctx.client_id);
+    RDMQ_RETURN_IF_ERROR(authz_.Check(user, AclOperation::kDescribe, AclResourceType::kGroup, r.group));
+    for (const auto& tp : r.partitions) {
+      RDMQ_RETURN_IF_ERROR(authz_.Check(user, AclOperation::kDescribe, AclResourceType::kTopic, tp.topic));
+    }
+    return Status::Ok();
+  };
   RDMQ_RETURN_IF_ERROR(Serve<protocol::OffsetFetchRequest>(
-      server, Api::kOffsetFetch, kPool,
-      [this](Ctx, const protocol::OffsetFetchRequest& r) { return groups_.Fetch(r); }));
-  RDMQ_RETURN_IF_ERROR(
-      Serve<protocol::Empty>(server, Api::kListGroups, kPool,
-                             [this](Ctx, const protocol::Empty&) -> Result<protocol::ListGroupsResponse> {
-                               return groups_.List();
-                             }));
+      server, Api::kOffsetFetch, kPool, fetch_rule,
+      [this](Ctx ctx, const protocol::OffsetFetchRequest& r) -> Result<protocol::OffsetFetchResponse> {
+        RDMQ_ASSIGN_OR_RETURN(protocol::OffsetFetchResponse f, groups_.Fetch(r));
+        if (authz_.enabled()) {
+          const std::string user = authz_.UserOf(ctx.client_id);
+          std::erase_if(f.offsets, [&](const protocol::OffsetEntry& o) {
+            return !authz_.Allowed(user, AclOperation::kDescribe, AclResourceType::kTopic, o.topic);
+          });
+        }
+        return f;
+      }));
+  RDMQ_RETURN_IF_ERROR(Serve<protocol::Empty>(  // the groups the client may describe
+      server, Api::kListGroups, kPool, InHandler{},
+      [this](Ctx ctx, const protocol::Empty&) -> Result<protocol::ListGroupsResponse> {
+        protocol::ListGroupsResponse l = groups_.List();
+        if (authz_.enabled()) {
+          const std::string user = authz_.UserOf(ctx.client_id);
+          std::erase_if(l.groups, [&](const protocol::GroupListing& g) {
+            return !authz_.Allowed(user, AclOperation::kDescribe, AclResourceType::kGroup, g.group);
+          });
+        }
+        return l;
+      }));
   RDMQ_RETURN_IF_ERROR(Serve<protocol::GroupRequest>(
       server, Api::kDescribeGroup, kPool,
+      authz_.OnGroup(AclOperation::kDescribe, &protocol::GroupRequest::group),
       [this](Ctx, const protocol::GroupRequest& r) { return groups_.Describe(r.group); }));
   return Serve<protocol::GroupRequest>(
-      server, Api::kDeleteGroup, kPool,
+      server, Api::kDeleteGroup, kPool, authz_.OnGroup(AclOperation::kDelete, &protocol::GroupRequest::group),
       [this](Ctx, const protocol::GroupRequest& r) -> Result<protocol::Empty> {
         RDMQ_RETURN_IF_ERROR(groups_.Delete(r.group));
         return protocol::Empty{};

@@ -22,6 +22,7 @@ Status MetadataToWire(const Status& s) {
   if (s.is(MetadataErrc::kBadUser)) return Status(WireError::kInvalidUser, msg);
   if (s.is(MetadataErrc::kUserExists)) return Status(WireError::kUserExists, msg);
   if (s.is(MetadataErrc::kNoSuchUser)) return Status(WireError::kUnknownUser, msg);
+  if (s.is(MetadataErrc::kBadAcl)) return Status(WireError::kInvalidAcl, msg);
   return Status(WireError::kStorageError, "metadata store: " + s.ToString());
 }
 

@@ -197,6 +197,64 @@ std::vector<protocol::SegmentLocation> Partition::ReadLocations() const {
   return out;
 }
 
+namespace {
+
+// Notes in the session that it holds read grants of `p` (once).
+void NoteReader(Session& s, const std::shared_ptr<Partition>& p) {
+  MutexLock lock(s.mu);
+  for (const auto& w : s.read_partitions) {
+    if (w.lock() == p) return;
+  }
+  std::erase_if(s.read_partitions, [](const std::weak_ptr<Partition>& w) { return w.expired(); });
+  s.read_partitions.push_back(p);
+}
+
+}  // namespace
+
+Result<std::string> Partition::SlotGrant(const std::shared_ptr<Session>& s) {
+  auto it = slot_grants_.find(s->client_id);
+  if (it == slot_grants_.end()) {
+    RDMQ_ASSIGN_OR_RETURN(auto g, ReadGrant::Make(s, *slot_region_, slot_.size));
+    it = slot_grants_.emplace(s->client_id, std::move(g)).first;
+    NoteReader(*s, shared_from_this());
+  }
+  return it->second->descriptor();
+}
+
+Result<protocol::SegmentLocation> Partition::GrantedReadLocation(Offset base,
+                                                                 const std::shared_ptr<Session>& s) {
+  auto seg = segments_.find(base);
+  if (seg == segments_.end()) {
+    return Status(WireError::kStaleLocation,
+                  "no segment with base offset " + std::to_string(base.value()) + " in " + where_);
+  }
+  SegmentReg& reg = seg->second;
+  auto it = reg.read_grants.find(s->client_id);
+  if (it == reg.read_grants.end()) {
+    RDMQ_ASSIGN_OR_RETURN(auto g, ReadGrant::Make(s, *reg.region, reg.info.mapping_size));
+    it = reg.read_grants.emplace(s->client_id, std::move(g)).first;
+    NoteReader(*s, shared_from_this());
+  }
+  protocol::SegmentLocation loc = ReadLocation(base, reg);
+  loc.region.bytes = it->second->descriptor();
+  return loc;
+}
+
+void Partition::DropReadGrants(uint64_t client_id) {
+  (void)DropReadGrantsIf([client_id](uint64_t c) { return c == client_id; });
+}
+
+size_t Partition::DropReadGrantsIf(const std::function<bool(uint64_t client_id)>& drop) {
+  size_t n = 0;
+  auto sweep = [&](ReadGrants& grants) {
+    n += std::erase_if(grants, [&](const auto& g) { return drop(g.first); });
+  };
+  sweep(slot_grants_);
+  for (auto& [base, reg] : segments_) sweep(reg.read_grants);
+  for (auto& [when, reg] : retired_) sweep(reg.read_grants);
+  return n;
+}
+
 void Partition::SpoilTail(Position position, uint64_t len) {
   const uint64_t pos = position.value();
   if (active_.data == nullptr || pos >= active_.capacity || len == 0) return;
@@ -312,8 +370,10 @@ Buried Partition::MarkDeleted(bool keep_registrations) {
     b.retired = std::move(retired_);
     b.slot_region = std::move(slot_region_);
     b.slot = std::move(slot_);
+    b.slot_grants = std::move(slot_grants_);
   }
-  // The registrations go before the log that maps what they cover.
+  // The registrations go before the log that maps what they cover (grants before their regions).
+  slot_grants_.clear();
   segments_.clear();
   retired_.clear();
   slot_region_.reset();

@@ -29,6 +29,7 @@
 #include "rdmq/metadata/store.h"
 #include "rdmq/protocol/messages.h"
 #include "rdmq/storage/log.h"
+#include "read_grant.h"
 
 namespace rdmq::broker::internal {
 
@@ -58,6 +59,7 @@ struct SegmentReg {
   std::unique_ptr<WritableAlias> alias;    // verbs: what is registered for a read-only mapping
   std::unique_ptr<fabric::Region> region;  // the whole file: read, write, atomics
   std::string read_descriptor;             // encoded read-only descriptor for consumers
+  ReadGrants read_grants;                  // per-client read access (authorizer.enabled); go first
 };
 
 // Where consumers (and shared producers reading back offsets) find a segment: its read-only
@@ -72,6 +74,7 @@ struct Buried {
   std::vector<std::pair<uint64_t, SegmentReg>> retired;
   std::unique_ptr<fabric::Region> slot_region;
   storage::SlotInfo slot;
+  ReadGrants slot_grants;  // destroyed before the slot's region
 };
 
 // A shared range accepted by Commit whose offsets are not assigned yet.
@@ -152,6 +155,17 @@ class Partition : public std::enable_shared_from_this<Partition> {
   const std::string& slot_descriptor() const REQUIRES(mu) { return slot_descriptor_; }
   uint64_t SlotGeneration() const REQUIRES(mu);
   fabric::Region* slot_region() const REQUIRES(mu) { return slot_region_.get(); }
+
+  // Per-client read access (read_grant.h, with authorizer.enabled): the slot's descriptor and a
+  // segment's location for `s`, through grants of its own made on first use (and noted in the
+  // session, so that EndSession finds them); kStaleLocation for a segment that is gone.
+  Result<std::string> SlotGrant(const std::shared_ptr<Session>& s) REQUIRES(mu);
+  Result<protocol::SegmentLocation> GrantedReadLocation(Offset base, const std::shared_ptr<Session>& s)
+      REQUIRES(mu);
+  // Ends the read grants of client `client_id` / of the clients `drop` names (returns how many
+  // ended), retired segments' included.
+  void DropReadGrants(uint64_t client_id) REQUIRES(mu);
+  size_t DropReadGrantsIf(const std::function<bool(uint64_t client_id)>& drop) REQUIRES(mu);
 
   ProducerStateTable& producers() REQUIRES(mu) { return producers_; }
   const ProducerStateTable& producers() const REQUIRES(mu) { return producers_; }
@@ -243,6 +257,7 @@ class Partition : public std::enable_shared_from_this<Partition> {
   storage::SlotInfo slot_ GUARDED_BY(mu);
   std::unique_ptr<fabric::Region> slot_region_ GUARDED_BY(mu);
   std::string slot_descriptor_ GUARDED_BY(mu);  // encoded read-only
+  ReadGrants slot_grants_ GUARDED_BY(mu);       // per client, on slot_region_
   ActiveSegment active_ GUARDED_BY(mu);         // cached from the log
 
   std::shared_ptr<Lease> exclusive_ GUARDED_BY(mu);

@@ -16,15 +16,20 @@ Status ProduceHandlers::Register(rpc::Server& server) {
   constexpr auto kPool = rpc::RunOn::kWorkerPool;
   RDMQ_RETURN_IF_ERROR(Serve<protocol::OpenProduceRequest>(
       server, Api::kOpenProduce, kPool,
+      authz_.OnTopic(metadata::AclOperation::kWrite, &protocol::OpenProduceRequest::topic),
       [this](Ctx c, const protocol::OpenProduceRequest& r) { return OpenProduce(c, r); }));
+  // Write on the lease's topic, checked again at every renewal.
   RDMQ_RETURN_IF_ERROR(Serve<protocol::LeaseRequest>(
-      server, Api::kRenewLease, kPool,
+      server, Api::kRenewLease, kPool, InHandler{},
       [this](Ctx c, const protocol::LeaseRequest& r) { return RenewLease(c, r); }));
+  // Giving a lease back needs no right.
   RDMQ_RETURN_IF_ERROR(Serve<protocol::LeaseRequest>(
-      server, Api::kReleaseLease, kPool,
+      server, Api::kReleaseLease, kPool, Open{},
       [this](Ctx c, const protocol::LeaseRequest& r) { return ReleaseLease(c, r); }));
+  // The lease is the right: granted with Write, ended as soon as an ACL takes Write away
+  // (Broker's revocation sweep), so a Commit under a live lease is allowed.
   return Serve<protocol::CommitRequest>(
-      server, Api::kCommit, rpc::RunOn::kDispatcher,
+      server, Api::kCommit, rpc::RunOn::kDispatcher, InHandler{},
       [this](Ctx c, const protocol::CommitRequest& r) { return Commit(c, r); });
 }
 
@@ -69,9 +74,16 @@ Result<protocol::LeaseResponse> ProduceHandlers::OpenProduce(const rpc::RequestC
 Result<protocol::LeaseResponse> ProduceHandlers::RenewLease(const rpc::RequestContext& ctx,
                                                             const protocol::LeaseRequest& req) {
   protocol::LeaseResponse r;
+  const std::string user = authz_.enabled() ? authz_.UserOf(ctx.client_id) : std::string();
   if (Status done = leases_.WithLease(
           req.lease_id, ctx.client_id,
           [&](Partition& p, const std::shared_ptr<Lease>& l) REQUIRES(p.mu) -> Status {
+            if (Status may = authz_.Check(user, metadata::AclOperation::kWrite,
+                                          metadata::AclResourceType::kTopic, p.topic_name());
+                !may.ok()) {
+              leases_.EndLocked(p, l, WireError::kTopicAuthorizationFailed, true);
+              return may;
+            }
             if ((req.flags & (protocol::kRenewRoll | protocol::kRenewActive)) != 0) {
               leases_.Active(*l);
             } else {

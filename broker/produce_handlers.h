@@ -7,6 +7,7 @@
 // on the worker pool.
 #pragma once
 
+#include "authorizer.h"
 #include "counters.h"
 #include "lease_manager.h"
 #include "publisher.h"
@@ -19,8 +20,13 @@ namespace rdmq::broker::internal {
 class ProduceHandlers {
  public:
   ProduceHandlers(SessionTable& sessions, TopicTable& topics, LeaseManager& leases, Publisher& publisher,
-                  Counters& counters)
-      : sessions_(sessions), topics_(topics), leases_(leases), publisher_(publisher), n_(counters) {}
+                  Counters& counters, const Authorizer& authz)
+      : sessions_(sessions),
+        topics_(topics),
+        leases_(leases),
+        publisher_(publisher),
+        n_(counters),
+        authz_(authz) {}
 
   Status Register(rpc::Server& server);
 
@@ -39,6 +45,7 @@ class ProduceHandlers {
   LeaseManager& leases_;
   Publisher& publisher_;
   Counters& n_;
+  const Authorizer& authz_;
 };
 
 }  // namespace rdmq::broker::internal

@@ -62,7 +62,7 @@ std::unique_ptr<rpc::Server> RpcLogin::Gate(rpc::Server& server) const {
 
 Status RpcLogin::Register(rpc::Server& server) {
   return Serve<protocol::SaslAuthenticateRequest>(
-      server, Api::kSaslAuthenticate, rpc::RunOn::kWorkerPool,
+      server, Api::kSaslAuthenticate, rpc::RunOn::kWorkerPool, Open{},
       [this](const rpc::RequestContext& ctx, const protocol::SaslAuthenticateRequest& r) {
         return Step(ctx.client_id, std::string(ctx.peer), r);
       });

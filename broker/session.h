@@ -21,6 +21,8 @@
 
 namespace rdmq::broker::internal {
 
+class Partition;
+
 struct Session {
   explicit Session(uint64_t id);
 
@@ -54,6 +56,8 @@ struct Session {
   std::unique_ptr<fabric::Endpoint> ep GUARDED_BY(mu);  // bound by the data-endpoint handshake
   uint32_t recv_owed GUARDED_BY(mu) = 0;                // receives consumed and not yet reposted
   std::set<LeaseId> leases GUARDED_BY(mu);              // the leases it holds
+  // Partitions it holds read grants of (read_grant.h), for EndSession to end them.
+  std::vector<std::weak_ptr<Partition>> read_partitions GUARDED_BY(mu);
   bool closed GUARDED_BY(mu) = false;
 
   // True while the endpoint can post (bound and not closed).

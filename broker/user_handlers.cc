@@ -34,18 +34,19 @@ Result<protocol::Empty> Done(const Status& s) {
 
 Status UserHandlers::Register(rpc::Server& server) {
   using Ctx = const rpc::RequestContext&;
+  using metadata::AclOperation;
   constexpr auto kPool = rpc::RunOn::kWorkerPool;
   RDMQ_RETURN_IF_ERROR(Serve<protocol::UserRequest>(
-      server, Api::kCreateUser, kPool,
+      server, Api::kCreateUser, kPool, authz_.OnCluster(AclOperation::kAlter),
       [this](Ctx, const protocol::UserRequest& r) { return Done(CreateUser(r)); }));
   RDMQ_RETURN_IF_ERROR(Serve<protocol::UserRequest>(
-      server, Api::kAlterUser, kPool,
+      server, Api::kAlterUser, kPool, authz_.OnCluster(AclOperation::kAlter),
       [this](Ctx, const protocol::UserRequest& r) { return Done(AlterUser(r)); }));
   RDMQ_RETURN_IF_ERROR(Serve<protocol::UserNameRequest>(
-      server, Api::kDeleteUser, kPool,
+      server, Api::kDeleteUser, kPool, authz_.OnCluster(AclOperation::kAlter),
       [this](Ctx, const protocol::UserNameRequest& r) { return Done(DeleteUser(r)); }));
   return Serve<protocol::Empty>(
-      server, Api::kListUsers, kPool,
+      server, Api::kListUsers, kPool, authz_.OnCluster(AclOperation::kDescribe),
       [this](Ctx, const protocol::Empty&) -> Result<protocol::ListUsersResponse> { return ListUsers(); });
 }
 
@@ -66,6 +67,7 @@ Status UserHandlers::AlterUser(const protocol::UserRequest& req) {
 Status UserHandlers::DeleteUser(const protocol::UserNameRequest& req) {
   RDMQ_RETURN_IF_ERROR(MetadataToWire(meta_.DeleteUser(req.name)));
   RDMQ_LOG(kInfo, "broker", "user deleted").kv("user", req.name);
+  deleted_(req.name);
   return Status::Ok();
 }
 

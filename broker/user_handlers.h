@@ -1,9 +1,14 @@
 // The SASL user RPCs (docs/protocol.md, "Users"): CreateUser, AlterUser, DeleteUser, ListUsers,
 // on the worker pool (each change is fdatasync'ed in the metadata store before it is answered).
 // The requests carry SCRAM secrets the client derived, never a password; ListUsers answers names
-// and mechanisms only. Changes are logged at INFO with the user's name, never a secret.
+// and mechanisms only. Changes are logged at INFO with the user's name, never a secret. A deleted
+// user's connections are cut off (`deleted`, the broker's).
 #pragma once
 
+#include <functional>
+#include <string>
+
+#include "authorizer.h"
 #include "rdmq/common/status.h"
 #include "rdmq/metadata/store.h"
 #include "rdmq/protocol/user_messages.h"
@@ -13,7 +18,9 @@ namespace rdmq::broker::internal {
 
 class UserHandlers {
  public:
-  explicit UserHandlers(metadata::MetadataStore& meta) : meta_(meta) {}
+  UserHandlers(metadata::MetadataStore& meta, const Authorizer& authz,
+               std::function<void(const std::string&)> deleted)
+      : meta_(meta), authz_(authz), deleted_(std::move(deleted)) {}
   Status Register(rpc::Server& server);
 
   Status CreateUser(const protocol::UserRequest& req);
@@ -23,6 +30,8 @@ class UserHandlers {
 
  private:
   metadata::MetadataStore& meta_;
+  const Authorizer& authz_;
+  std::function<void(const std::string&)> deleted_;
 };
 
 }  // namespace rdmq::broker::internal

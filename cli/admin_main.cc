@@ -1,7 +1,7 @@
 // rdmq: the admin CLI. Topic administration and cluster status against a broker (AdminClient),
-// consumer groups (group_commands.cc), SASL users (user_commands.cc), and `partition inspect`,
-// which reads a partition's files directly. This file holds the topic, partition and cluster
-// commands and the dispatcher.
+// consumer groups (group_commands.cc), SASL users (user_commands.cc), ACLs (acl_commands.cc), and
+// `partition inspect`, which reads a partition's files directly. This file holds the topic, partition and
+// cluster commands and the dispatcher.
 //
 //   rdmq [--broker ADDR] [--json] <command> <subcommand> [options] [arguments]
 //
@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "acl_commands.h"
 #include "admin_common.h"
 #include "config_list.h"
 #include "group_commands.h"
@@ -28,6 +29,7 @@
 namespace rdmq::cli {
 namespace {
 
+using admin::AclCommands;
 using admin::CommandGroup;
 using admin::Connect;
 using admin::Fail;
@@ -411,6 +413,7 @@ std::vector<CommandGroup> Commands() {
       }});
   g.push_back(GroupCommands());
   g.push_back(UserCommands());
+  g.push_back(AclCommands());
   g.push_back(CommandGroup{
       "partition",
       "Look inside partition logs.",
@@ -466,7 +469,8 @@ CommandSpec TopSpec(const std::vector<CommandGroup>& groups) {
   s.path = "rdmq";
   s.usage = "[--broker ADDR] [--json] <command> <subcommand> [options] [arguments]";
   s.summary =
-      "Administer an rdmq broker: topics, consumer groups, SASL users, partitions, cluster status; list "
+      "Administer an rdmq broker: topics, consumer groups, SASL users, ACLs, partitions, cluster status; "
+      "list "
       "config keys.";
   s.description =
       "Every command takes --help. Exit status: 0 success, 1 the operation failed, 2 bad command line.\n"
@@ -481,6 +485,7 @@ CommandSpec TopSpec(const std::vector<CommandGroup>& groups) {
                 "rdmq group describe billing",
                 "rdmq group reset-offsets billing --topic orders --to-earliest --execute",
                 "rdmq user add alice --password-file alice.pw",
+                "rdmq acl add --principal User:alice --operation write --topic orders",
                 "rdmq cluster status",
                 "rdmq partition inspect rdmq-data/topics/orders-0",
                 "rdmq config list producer"};
@@ -528,7 +533,7 @@ int Main(int argc, char** argv) {
   }
   if (group == nullptr) {
     return Usage(UsageError("unknown command '" + cmd +
-                            "' (commands: topic, group, user, partition, config, cluster); " +
+                            "' (commands: topic, group, user, acl, partition, config, cluster); " +
                             top.SeeHelp()));
   }
   const CommandSpec gspec = group->Spec();

@@ -11,7 +11,7 @@
 #include "rdmq/cli/output.h"
 #include "rdmq/metadata/user.h"
 #include "rdmq/protocol/messages.h"
-#include "user_backend.h"
+#include "security_backend.h"
 
 namespace rdmq::cli::admin {
 namespace {
@@ -75,7 +75,7 @@ int PutUser(const ParsedArgs& a, bool create) {
   auto user = CredentialsFrom(a);
   if (!user.ok()) return Refused(what, user.status());
   int code = 0;
-  auto users = OpenUserBackend(a, &code);
+  auto users = OpenSecurityBackend(a, &code);
   if (!users) return code;
   const Status s = create ? users->Create(*user) : users->Alter(*user);
   if (!s.ok()) {
@@ -101,7 +101,7 @@ int UserPasswd(const Subcommand&, const ParsedArgs& a) { return PutUser(a, false
 
 int UserList(const Subcommand&, const ParsedArgs& a) {
   int code = 0;
-  auto backend = OpenUserBackend(a, &code);
+  auto backend = OpenSecurityBackend(a, &code);
   if (!backend) return code;
   auto users = backend->List();
   if (!users.ok()) return Fail("user list", users.status());
@@ -123,7 +123,7 @@ int UserList(const Subcommand&, const ParsedArgs& a) {
 
 int UserDelete(const Subcommand&, const ParsedArgs& a) {
   int code = 0;
-  auto users = OpenUserBackend(a, &code);
+  auto users = OpenSecurityBackend(a, &code);
   if (!users) return code;
   ordered_json deleted = ordered_json::array();
   for (const auto& name : a.positional()) {
@@ -214,8 +214,8 @@ CommandGroup UserCommands() {
               CommandSpec{.path = "rdmq user delete",
                           .usage = "NAME... [options]",
                           .summary = "Delete users: they can no longer log in.",
-                          .description = "New logins fail at once; connections already logged in keep going "
-                                         "until they close.",
+                          .description = "New logins fail at once, and the user's connections are cut off "
+                                         "(rdmq clients at once, Kafka clients at their next request).",
                           .options = WithGlobals({{"if-exists", 0, "", "succeed if a user does not exist"},
                                                   {"data-dir", 0, "DIR", kDataDirHelp}}),
                           .examples = {"rdmq user delete alice", "rdmq user delete a b c --if-exists"},

@@ -8,6 +8,7 @@
 
 #include "rdmq/client/backoff.h"
 #include "rdmq/client/connection.h"
+#include "rdmq/protocol/acl_messages.h"
 #include "rdmq/protocol/group_messages.h"
 #include "rdmq/protocol/user_messages.h"
 
@@ -234,7 +235,35 @@ class AdminClientImpl final : public AdminClient {
     return out;
   }
 
+  Result<uint32_t> CreateAcls(const std::vector<AclBinding>& acls) override {
+    RDMQ_ASSIGN_OR_RETURN(auto r, (Call<protocol::AclsResponse>(Api::kCreateAcls, ToWire(acls))));
+    return r.changed;
+  }
+  Result<uint32_t> DeleteAcls(const std::vector<AclBinding>& acls) override {
+    RDMQ_ASSIGN_OR_RETURN(auto r, (Call<protocol::AclsResponse>(Api::kDeleteAcls, ToWire(acls))));
+    return r.changed;
+  }
+  Result<std::vector<AclBinding>> ListAcls() override {
+    RDMQ_ASSIGN_OR_RETURN(auto r, (Call<protocol::ListAclsResponse>(Api::kListAcls, protocol::Empty{})));
+    std::vector<AclBinding> out;
+    out.reserve(r.acls.size());
+    for (auto& e : r.acls) {
+      out.push_back({std::move(e.principal), std::move(e.permission), std::move(e.operation),
+                     std::move(e.resource_type), std::move(e.pattern_type), std::move(e.resource_name)});
+    }
+    return out;
+  }
+
  private:
+  static protocol::AclsRequest ToWire(const std::vector<AclBinding>& acls) {
+    protocol::AclsRequest req;
+    for (const auto& b : acls) {
+      req.acls.push_back(
+          {b.principal, b.permission, b.operation, b.resource_type, b.pattern_type, b.resource_name});
+    }
+    return req;
+  }
+
   // One admin RPC, retried with backoff (retry.backoff.ms, doubling up to
   // reconnect.backoff.max.ms) while the broker is away, reconnecting before each retry, until
   // request.timeout.ms passes. Errors the broker returns are not retried.

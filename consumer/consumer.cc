@@ -330,6 +330,9 @@ class ConsumerImpl final : public Consumer {
 
   Status ReadSlot(Part& p, format::PartitionSlot* out) {
     if (p.slot_mapped != nullptr) {
+      // The mapping stays readable after the broker revoked this client's grant (an ACL change):
+      // the key page says so.
+      if (p.slot->revoked()) return Status(fabric::FabricErrc::kRevoked, "partition slot of " + Name(p));
       auto s = format::ReadPartitionSlot(p.slot_mapped);
       if (!s.ok()) return s.status().WithContext("partition slot of " + Name(p));
       *out = *s;
@@ -409,9 +412,10 @@ class ConsumerImpl final : public Consumer {
     if (!rs.ok() || (slot.flags & format::kSlotClosed) != 0) {
       // The slot went away (its region was unregistered: the topic was deleted) or says the
       // log closed (deleted, or the broker is restarting): open the partition again.
+      // Or the client's read grant ended: its user may no longer read the topic.
       p.opened = false;
       Status s = Open(p);
-      if (s.is(WireError::kUnknownTopic)) return s;
+      if (s.is(WireError::kUnknownTopic) || s.is(WireError::kTopicAuthorizationFailed)) return s;
       return Status::Ok();
     }
     if (p.need != Part::Need::kNone) RDMQ_RETURN_IF_ERROR(Locate(p));

@@ -45,6 +45,9 @@ pkgs=(
   dpkg-dev systemd
   # TLS (the Kafka listener; OpenSSL through Boost.Asio) and the tests' throwaway CA
   libssl-dev openssl
+  # A cluster's metadata and elections: ZooKeeper's C client, and the server the tests and
+  # deploy/run-cluster.sh start (Java)
+  libzookeeper-mt-dev zookeeper
 )
 if [[ $with_peers == 1 ]]; then
   pkgs+=(redis-server redis-tools libhiredis-dev nats-server libnats-dev)

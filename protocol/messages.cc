@@ -56,6 +56,12 @@ std::string_view ApiName(Api api) noexcept {
       return "DeleteUser";
     case Api::kListUsers:
       return "ListUsers";
+    case Api::kCreateAcls:
+      return "CreateAcls";
+    case Api::kDeleteAcls:
+      return "DeleteAcls";
+    case Api::kListAcls:
+      return "ListAcls";
   }
   return "Unknown";
 }

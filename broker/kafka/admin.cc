@@ -12,6 +12,8 @@
 namespace rdmq::broker::internal {
 
 using kafka::ErrorCode;
+using metadata::AclOperation;
+using metadata::AclResourceType;
 
 namespace {
 
@@ -40,6 +42,8 @@ void KafkaFrontDoor::CreateTopics(const KafkaCall& call, Reader& r) {
     int32_t partitions = t.num_partitions;
     if (!seen.insert(t.name).second) {
       fail(ErrorCode::kInvalidRequest, "topic named twice in one request");
+    } else if (Status may = d_.authz->CheckCreateTopic(User(call), out.name); !may.ok()) {
+      fail(ErrorCode::kTopicAuthorizationFailed, std::string(may.context()));
     } else if (t.replication_factor > 1) {
       fail(ErrorCode::kInvalidReplicationFactor,
            "replication factor " + std::to_string(t.replication_factor) + " is more than this one broker");
@@ -92,7 +96,9 @@ void KafkaFrontDoor::DeleteTopics(const KafkaCall& call, Reader& r) {
   for (const std::string_view name : req.topic_names) {
     kafka::DeleteTopicsTopicResponse out;
     out.name = std::string(name);
-    out.error_code = ToKafkaError(d_.admin->DeleteTopic(protocol::TopicNameRequest{out.name}).status());
+    out.error_code = MayTopic(call, AclOperation::kDelete, name)
+                         ? ToKafkaError(d_.admin->DeleteTopic(protocol::TopicNameRequest{out.name}).status())
+                         : ErrorCode::kTopicAuthorizationFailed;
     resp.responses.push_back(std::move(out));
   }
   Reply(call, resp);
@@ -106,7 +112,10 @@ void KafkaFrontDoor::CreatePartitions(const KafkaCall& call, Reader& r) {
     kafka::CreatePartitionsTopicResponse out;
     out.name = std::string(t.name);
     auto current = d_.meta->GetTopic(out.name);
-    if (!current.ok()) {
+    if (!MayTopic(call, AclOperation::kAlter, out.name)) {
+      out.error_code = ErrorCode::kTopicAuthorizationFailed;
+      out.error_message = "not allowed to alter topic '" + out.name + "'";
+    } else if (!current.ok()) {
       out.error_code = ErrorCode::kUnknownTopicOrPartition;
       out.error_message = "unknown topic '" + out.name + "'";
     } else if (t.count <= current->config.partitions) {
@@ -136,7 +145,10 @@ void KafkaFrontDoor::DescribeConfigs(const KafkaCall& call, Reader& r) {
     bool from_topic = false;
     if (res.resource_type == kafka::kResourceTopic) {
       auto t = d_.meta->GetTopic(out.resource_name);
-      if (!t.ok()) {
+      if (!MayTopic(call, AclOperation::kDescribe, out.resource_name)) {
+        out.error_code = ErrorCode::kTopicAuthorizationFailed;
+        out.error_message = "not allowed to describe topic '" + out.resource_name + "'";
+      } else if (!t.ok()) {
         out.error_code = ErrorCode::kUnknownTopicOrPartition;
         out.error_message = "unknown topic '" + out.resource_name + "'";
       } else {
@@ -144,7 +156,12 @@ void KafkaFrontDoor::DescribeConfigs(const KafkaCall& call, Reader& r) {
         from_topic = true;
       }
     } else if (res.resource_type == kafka::kResourceBroker) {
-      entries = BrokerConfigDef().Entries(*d_.cfg);
+      if (May(call, AclOperation::kDescribe, AclResourceType::kCluster, metadata::kClusterResourceName)) {
+        entries = BrokerConfigDef().Entries(*d_.cfg);
+      } else {
+        out.error_code = ErrorCode::kClusterAuthorizationFailed;
+        out.error_message = "not allowed to describe the cluster";
+      }
     } else {
       out.error_code = ErrorCode::kInvalidRequest;
       out.error_message = "resource type " + std::to_string(res.resource_type) + " is not described";

@@ -28,6 +28,8 @@ void KafkaConnection::Start() {
             .kv("error", ec.message());
         return self->Fail("handshake", asio::error::operation_aborted);
       }
+      // Who the client is for ACLs when it does not log in with SASL (authorizer.h).
+      self->session_->cert_user = self->stream_.PeerCommonName();
       self->Read();
     });
   });

@@ -27,6 +27,7 @@ struct FetchState : std::enable_shared_from_this<FetchState> {
 
   KafkaCall call;
   kafka::FetchRequest req;
+  std::vector<bool> may_read;  // per req.topics: the client may read the topic (ACLs)
   TopicTable* topics = nullptr;
   asio::strand<asio::io_context::executor_type> strand;
   asio::steady_timer timer;
@@ -106,10 +107,19 @@ void FetchState::Attempt(bool final) {
   std::vector<std::pair<std::shared_ptr<Partition>, uint64_t>> watch;
   // What the answer carries, counted on its partitions once it goes: (partition, bytes, offsets).
   std::vector<std::tuple<std::shared_ptr<Partition>, uint64_t, uint64_t>> served;
-  for (const auto& t : req.topics) {
+  for (size_t ti = 0; ti < req.topics.size(); ++ti) {
+    const auto& t = req.topics[ti];
     kafka::FetchTopicResponse tr;
     tr.name = std::string(t.name);
     for (const auto& fp : t.partitions) {
+      if (!may_read[ti]) {
+        kafka::FetchPartitionResponse refused;
+        refused.index = fp.index;
+        refused.error_code = ErrorCode::kTopicAuthorizationFailed;
+        tr.partitions.push_back(std::move(refused));
+        error = true;
+        continue;
+      }
       // KIP-74: the first batch goes out even when it is larger than max_bytes.
       PartRead pr = ReadPartition(*topics, tr.name, fp, total == 0 ? std::max<size_t>(budget, 1) : budget);
       total += pr.bytes;
@@ -195,6 +205,8 @@ void KafkaFrontDoor::Fetch(KafkaCall call, Reader& r) {
     return;
   }
   st->topics = d_.topics;
+  for (const auto& t : st->req.topics)
+    st->may_read.push_back(MayTopic(st->call, metadata::AclOperation::kRead, t.name));
   st->deadline =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max(st->req.max_wait_ms, 0));
   asio::dispatch(st->strand, [st] { st->Attempt(false); });
@@ -207,9 +219,15 @@ void KafkaFrontDoor::ListOffsets(const KafkaCall& call, Reader& r) {
   for (const auto& t : req.topics) {
     kafka::ListOffsetsTopicResponse tr;
     tr.name = std::string(t.name);
+    const bool may = MayTopic(call, metadata::AclOperation::kDescribe, t.name);
     for (const auto& lp : t.partitions) {
       kafka::ListOffsetsPartitionResponse out;
       out.index = lp.index;
+      if (!may) {
+        out.error_code = ErrorCode::kTopicAuthorizationFailed;
+        tr.partitions.push_back(out);
+        continue;
+      }
       Status s = d_.topics->WithPartition(tr.name, PartitionId(lp.index), [&](Partition& p) REQUIRES(p.mu) {
         storage::PartitionLog& log = p.log();
         if (lp.timestamp == kafka::kListOffsetsLatest) {

@@ -67,6 +67,12 @@ kafka::ErrorCode ToKafkaError(const Status& s) {
         return ErrorCode::kGroupMaxSizeReached;
       case WireError::kNotSupported:
         return ErrorCode::kUnsupportedVersion;
+      case WireError::kTopicAuthorizationFailed:
+        return ErrorCode::kTopicAuthorizationFailed;
+      case WireError::kGroupAuthorizationFailed:
+        return ErrorCode::kGroupAuthorizationFailed;
+      case WireError::kClusterAuthorizationFailed:
+        return ErrorCode::kClusterAuthorizationFailed;
       case WireError::kInternal:
       default:
         return ErrorCode::kUnknownServerError;
@@ -77,6 +83,15 @@ kafka::ErrorCode ToKafkaError(const Status& s) {
   if (s.is(Errc::kCorruption)) return ErrorCode::kCorruptMessage;
   if (s.is(Errc::kInvalidArgument)) return ErrorCode::kInvalidRequest;
   return ErrorCode::kUnknownServerError;
+}
+
+std::string_view KafkaFrontDoor::User(const KafkaCall& call) {
+  return call.frame->session ? call.frame->session->Principal() : std::string_view(kAnonymousUser);
+}
+
+bool KafkaFrontDoor::May(const KafkaCall& call, metadata::AclOperation op, metadata::AclResourceType type,
+                         std::string_view name) const {
+  return !d_.authz->enabled() || d_.authz->Allowed(User(call), op, type, name);
 }
 
 void KafkaFrontDoor::Malformed(const KafkaCall& call, const Status& why) const {

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "admin_handlers.h"
+#include "authorizer.h"
 #include "broker/kafka/reply.h"
 #include "counters.h"
 #include "group_coordinator.h"
@@ -61,6 +62,9 @@ struct KafkaDeps {
   metadata::OffsetStore* offsets = nullptr;
   LocalAppender* appender = nullptr;
   Counters* counters = nullptr;
+  const Authorizer* authz = nullptr;
+  // Bumped by every user deletion: a logged-in connection then checks that its user still exists.
+  const std::atomic<uint64_t>* users_deleted = nullptr;
 };
 
 // One request being served: its header, its frame (which decoded views point into) and where its
@@ -149,6 +153,19 @@ class KafkaFrontDoor final : public KafkaRequestHandler {
                 const Status& failure) const;
   // A bare token frame after SaslHandshake v0.
   void RawSaslToken(const KafkaFrame& frame, const KafkaRespond& respond);
+
+  // Authorization (authorizer.h): the user the call's connection acts as (KafkaSession::Principal;
+  // ANONYMOUS without a session), and whether it may `op` the resource (always, with
+  // authorizer.enabled off).
+  static std::string_view User(const KafkaCall& call);
+  bool May(const KafkaCall& call, metadata::AclOperation op, metadata::AclResourceType type,
+           std::string_view name) const;
+  bool MayTopic(const KafkaCall& call, metadata::AclOperation op, std::string_view topic) const {
+    return May(call, op, metadata::AclResourceType::kTopic, topic);
+  }
+  bool MayGroup(const KafkaCall& call, metadata::AclOperation op, std::string_view group) const {
+    return May(call, op, metadata::AclResourceType::kGroup, group);
+  }
 
   // A request body that does not decode: logged, the connection closed (Kafka's behaviour).
   void Malformed(const KafkaCall& call, const Status& why) const;

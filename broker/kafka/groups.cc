@@ -15,6 +15,7 @@ namespace rdmq::broker::internal {
 
 using group::ClassicErrc;
 using kafka::ErrorCode;
+using metadata::AclOperation;
 
 namespace {
 
@@ -74,6 +75,11 @@ kafka::ByteSpan Bytes(const std::string& s) {
 void KafkaFrontDoor::JoinGroup(KafkaCall call, Reader& r) {
   kafka::JoinGroupRequest req;
   if (Status s = kafka::Decode(r, call.header.api_version, &req); !s.ok()) return Malformed(call, s);
+  if (!MayGroup(call, AclOperation::kRead, req.group_id)) {
+    kafka::JoinGroupResponse resp;
+    resp.error_code = ErrorCode::kGroupAuthorizationFailed;
+    return Reply(call, resp);
+  }
   group::ClassicJoinRequest j;
   j.member_id = std::string(req.member_id);
   j.instance_id = Str(req.group_instance_id);
@@ -109,6 +115,11 @@ void KafkaFrontDoor::JoinGroup(KafkaCall call, Reader& r) {
 void KafkaFrontDoor::SyncGroup(KafkaCall call, Reader& r) {
   kafka::SyncGroupRequest req;
   if (Status s = kafka::Decode(r, call.header.api_version, &req); !s.ok()) return Malformed(call, s);
+  if (!MayGroup(call, AclOperation::kRead, req.group_id)) {
+    kafka::SyncGroupResponse resp;
+    resp.error_code = ErrorCode::kGroupAuthorizationFailed;
+    return Reply(call, resp);
+  }
   group::ClassicSyncRequest sr;
   sr.member_id = std::string(req.member_id);
   sr.instance_id = Str(req.group_instance_id);
@@ -133,7 +144,9 @@ void KafkaFrontDoor::Heartbeat(const KafkaCall& call, Reader& r) {
   if (Status s = kafka::Decode(r, call.header.api_version, &req); !s.ok()) return Malformed(call, s);
   group::ClassicHeartbeatRequest h{std::string(req.member_id), Str(req.group_instance_id), req.generation_id};
   kafka::HeartbeatResponse resp;
-  resp.error_code = GroupError(d_.groups->ClassicHeartbeat(std::string(req.group_id), h));
+  resp.error_code = MayGroup(call, AclOperation::kRead, req.group_id)
+                        ? GroupError(d_.groups->ClassicHeartbeat(std::string(req.group_id), h))
+                        : ErrorCode::kGroupAuthorizationFailed;
   Reply(call, resp);
 }
 
@@ -145,6 +158,11 @@ void KafkaFrontDoor::LeaveGroup(const KafkaCall& call, Reader& r) {
     for (const auto& m : req.members) members.push_back({std::string(m.member_id), Str(m.group_instance_id)});
   } else {
     members.push_back({std::string(req.member_id), ""});
+  }
+  if (!MayGroup(call, AclOperation::kRead, req.group_id)) {
+    kafka::LeaveGroupResponse resp;
+    resp.error_code = ErrorCode::kGroupAuthorizationFailed;
+    return Reply(call, resp);
   }
   const group::ClassicLeaveResponse lr = d_.groups->LeaveGroup(std::string(req.group_id), members);
   kafka::LeaveGroupResponse resp;
@@ -169,21 +187,38 @@ void KafkaFrontDoor::OffsetCommit(const KafkaCall& call, Reader& r) {
   cr.generation_id = req.generation_id;
   cr.member_id = std::string(req.member_id);
   cr.instance_id = Str(req.group_instance_id);
+  // Read on the group, and on each topic: the partitions of a topic the client may not read are
+  // refused and left out of the commit.
+  const bool group_ok = MayGroup(call, AclOperation::kRead, req.group_id);
+  std::vector<bool> topic_ok;
   for (const auto& t : req.topics) {
+    topic_ok.push_back(MayTopic(call, AclOperation::kRead, t.name));
+    if (!group_ok || !topic_ok.back()) continue;
     for (const auto& p : t.partitions) {
       cr.offsets.push_back({std::string(t.name), p.index, p.committed_offset, p.committed_leader_epoch,
                             Str(p.committed_metadata)});
     }
   }
-  const ClassicCommitResponse res = d_.groups->CommitClassic(cr);
+  const ClassicCommitResponse res = group_ok ? d_.groups->CommitClassic(cr) : ClassicCommitResponse{};
   kafka::OffsetCommitResponse resp;
   size_t i = 0;
-  for (const auto& t : req.topics) {
+  for (size_t ti = 0; ti < req.topics.size(); ++ti) {
+    const auto& t = req.topics[ti];
     kafka::OffsetCommitTopicResponse tr;
     tr.name = std::string(t.name);
     for (const auto& p : t.partitions) {
       kafka::OffsetCommitPartitionResponse pr;
       pr.index = p.index;
+      if (!group_ok) {
+        pr.error_code = ErrorCode::kGroupAuthorizationFailed;
+        tr.partitions.push_back(pr);
+        continue;
+      }
+      if (!topic_ok[ti]) {
+        pr.error_code = ErrorCode::kTopicAuthorizationFailed;
+        tr.partitions.push_back(pr);
+        continue;
+      }
       if (!res.status.ok()) {
         pr.error_code = GroupError(res.status);
       } else if (i < res.partitions.size()) {
@@ -207,6 +242,11 @@ void KafkaFrontDoor::OffsetFetch(const KafkaCall& call, Reader& r) {
     Reply(call, resp);
     return;
   }
+  if (!MayGroup(call, AclOperation::kDescribe, g)) {
+    resp.error_code = ErrorCode::kGroupAuthorizationFailed;
+    Reply(call, resp);
+    return;
+  }
   auto fill = [](kafka::OffsetFetchPartitionResponse& pr, const std::optional<metadata::CommittedOffset>& c) {
     if (!c) return;
     pr.committed_offset = c->offset;
@@ -217,10 +257,16 @@ void KafkaFrontDoor::OffsetFetch(const KafkaCall& call, Reader& r) {
     for (const auto& t : *req.topics) {
       kafka::OffsetFetchTopicResponse tr;
       tr.name = std::string(t.name);
+      const bool may = MayTopic(call, AclOperation::kDescribe, t.name);
       for (int32_t p : t.partitions) {
         kafka::OffsetFetchPartitionResponse pr;
         pr.index = p;
         pr.metadata = "";
+        if (!may) {
+          pr.error_code = ErrorCode::kTopicAuthorizationFailed;
+          tr.partitions.push_back(std::move(pr));
+          continue;
+        }
         fill(pr, d_.offsets->Fetch(g, tr.name, p));
         tr.partitions.push_back(std::move(pr));
       }
@@ -228,6 +274,7 @@ void KafkaFrontDoor::OffsetFetch(const KafkaCall& call, Reader& r) {
     }
   } else {
     for (const auto& [key, c] : d_.offsets->FetchGroup(g)) {
+      if (!MayTopic(call, AclOperation::kDescribe, key.first)) continue;
       if (resp.topics.empty() || resp.topics.back().name != key.first) resp.topics.push_back({key.first, {}});
       kafka::OffsetFetchPartitionResponse pr;
       pr.index = key.second;
@@ -242,7 +289,9 @@ void KafkaFrontDoor::ListGroups(const KafkaCall& call, Reader& r) {
   kafka::ListGroupsRequest req;
   if (Status s = kafka::Decode(r, call.header.api_version, &req); !s.ok()) return Malformed(call, s);
   kafka::ListGroupsResponse resp;
-  for (const auto& g : d_.groups->Overview()) resp.groups.push_back({g.group, g.protocol_type});
+  for (const auto& g : d_.groups->Overview()) {
+    if (MayGroup(call, AclOperation::kDescribe, g.group)) resp.groups.push_back({g.group, g.protocol_type});
+  }
   Reply(call, resp);
 }
 
@@ -258,6 +307,11 @@ void KafkaFrontDoor::DescribeGroups(const KafkaCall& call, Reader& r) {
     out.group_id = g;
     if (Status s = metadata::ValidateGroupId(g); !s.ok()) {
       out.error_code = ErrorCode::kInvalidGroupId;
+      resp.groups.push_back(std::move(out));
+      continue;
+    }
+    if (!MayGroup(call, AclOperation::kDescribe, g)) {
+      out.error_code = ErrorCode::kGroupAuthorizationFailed;
       resp.groups.push_back(std::move(out));
       continue;
     }
@@ -282,8 +336,8 @@ void KafkaFrontDoor::DeleteGroups(const KafkaCall& call, Reader& r) {
   for (const std::string_view id : req.group_names) {
     kafka::DeleteGroupsGroupResponse out;
     out.group_id = std::string(id);
-    const Status s = d_.groups->Delete(out.group_id);
-    out.error_code = GroupError(s);
+    out.error_code = MayGroup(call, AclOperation::kDelete, id) ? GroupError(d_.groups->Delete(out.group_id))
+                                                               : ErrorCode::kGroupAuthorizationFailed;
     resp.results.push_back(std::move(out));
   }
   Reply(call, resp);

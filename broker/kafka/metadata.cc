@@ -10,6 +10,7 @@
 namespace rdmq::broker::internal {
 
 using kafka::ErrorCode;
+using metadata::AclOperation;
 
 void KafkaFrontDoor::ApiVersions(const KafkaCall& call, Reader& r) {
   // A version this broker does not know is answered too (in v0, with UNSUPPORTED_VERSION and the
@@ -54,15 +55,24 @@ void KafkaFrontDoor::Metadata(const KafkaCall& call, Reader& r) {
   resp.controller_id = node;
   // Null (v1+), or an empty list in v0: every topic.
   if (!req.topics || (call.header.api_version == 0 && req.topics->empty())) {
-    for (const auto& t : d_.meta->ListTopics()) resp.topics.push_back(DescribeTopic(t, node));
+    for (const auto& t : d_.meta->ListTopics()) {
+      if (MayTopic(call, AclOperation::kDescribe, t.name)) resp.topics.push_back(DescribeTopic(t, node));
+    }
   } else {
     // Before v4 the broker decides whether a Metadata request creates topics.
     const bool create =
         d_.cfg->auto_create_topics && (call.header.api_version < 4 || req.allow_auto_topic_creation);
     for (const std::string_view name : *req.topics) {
       const std::string n(name);
+      if (!MayTopic(call, AclOperation::kDescribe, n)) {
+        kafka::MetadataTopic mt;
+        mt.name = n;
+        mt.error_code = ErrorCode::kTopicAuthorizationFailed;
+        resp.topics.push_back(std::move(mt));
+        continue;
+      }
       auto t = d_.meta->GetTopic(n);
-      if (!t.ok() && create) {
+      if (!t.ok() && create && d_.authz->CheckCreateTopic(User(call), n).ok()) {
         auto made = d_.admin->CreateTopic(protocol::CreateTopicRequest{n, {}});
         if (made.ok()) {
           RDMQ_LOG(kInfo, "kafka", "topic auto-created").kv("topic", n).kv("client", call.client_id());
@@ -99,6 +109,9 @@ void KafkaFrontDoor::FindCoordinator(const KafkaCall& call, Reader& r) {
   } else if (Status s = metadata::ValidateGroupId(std::string(req.key)); !s.ok()) {
     resp.error_code = ErrorCode::kInvalidGroupId;
     resp.error_message = s.ToString();
+  } else if (!MayGroup(call, AclOperation::kDescribe, req.key)) {
+    resp.error_code = ErrorCode::kGroupAuthorizationFailed;
+    resp.error_message = "not allowed to describe group '" + std::string(req.key) + "'";
   } else {
     resp.node_id = static_cast<int32_t>(d_.cfg->broker_id);
     resp.host = host_;
@@ -113,6 +126,8 @@ void KafkaFrontDoor::InitProducerId(const KafkaCall& call, Reader& r) {
   kafka::InitProducerIdResponse resp;
   if (req.transactional_id) {
     resp.error_code = ErrorCode::kTransactionalIdAuthorizationFailed;
+  } else if (!d_.authz->CheckIdempotentWrite(User(call)).ok()) {
+    resp.error_code = ErrorCode::kClusterAuthorizationFailed;
   } else if (auto id = d_.admin->InitProducerId(); id.ok()) {
     // The same allocator as rdmq's own producers: ids never collide between the two paths.
     resp.producer_id = id->producer_id.value();

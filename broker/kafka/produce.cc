@@ -160,9 +160,14 @@ void KafkaFrontDoor::ProduceRun(std::vector<std::pair<KafkaCall, Reader>>& run) 
     states.push_back(st);
     for (size_t ti = 0; ti < reqs[i].topics.size(); ++ti) {
       const auto& t = reqs[i].topics[ti];
+      const bool may = MayTopic(st->call, metadata::AclOperation::kWrite, t.name);
       for (size_t pi = 0; pi < t.partitions.size(); ++pi) {
         const auto& part = t.partitions[pi];
         kafka::ProducePartitionResponse* out = &st->resp.topics[ti].partitions[pi];
+        if (!may) {
+          out->error_code = ErrorCode::kTopicAuthorizationFailed;
+          continue;
+        }
         if (!part.records || part.records->empty()) {
           out->error_code = ErrorCode::kCorruptMessage;
           out->error_message = "no records";

@@ -38,7 +38,23 @@ bool CheckPlain(const metadata::MetadataStore& meta, const auth::PlainCredential
 }  // namespace
 
 bool KafkaFrontDoor::Authenticated(const KafkaFrame& frame) const {
-  return !d_.cfg->KafkaSasl() || (frame.session && frame.session->authenticated);
+  if (!d_.cfg->KafkaSasl()) return true;
+  KafkaSession* s = frame.session.get();
+  if (s == nullptr || !s->authenticated) return false;
+  // A user deleted since this connection last looked: is it still there? (One load per request
+  // otherwise.)
+  const uint64_t deleted = d_.users_deleted != nullptr ? d_.users_deleted->load() : 0;
+  if (s->users_deleted_seen != deleted) {
+    s->users_deleted_seen = deleted;
+    if (!d_.meta->GetUser(s->user)) {
+      RDMQ_LOG(kInfo, "kafka", "the connection's user was deleted; it is logged out")
+          .kv("peer", frame.peer)
+          .kv("user", s->user);
+      s->authenticated = false;
+      return false;
+    }
+  }
+  return true;
 }
 
 void KafkaFrontDoor::SaslHandshake(const KafkaCall& call, Reader& r) {

@@ -9,6 +9,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "rdmq/auth/scram.h"
 
@@ -19,7 +20,17 @@ struct KafkaSession {
   std::unique_ptr<auth::ScramServer> scram;  // the exchange under way (SCRAM mechanisms)
   std::string user;                          // set once authenticated
   bool authenticated = false;
-  bool raw_tokens = false;  // a SaslHandshake v0: the tokens come as bare frames until logged in
+  bool raw_tokens = false;          // a SaslHandshake v0: the tokens come as bare frames until logged in
+  std::string cert_user;            // the CN of the client's certificate (TLS), set before the first frame
+  uint64_t users_deleted_seen = 0;  // the broker's user-deletion count when the user was last checked
+
+  // Who the connection acts as for ACLs: its SASL login, else its certificate's CN, else
+  // ANONYMOUS (authorizer.h).
+  std::string_view Principal() const {
+    if (authenticated) return user;
+    if (!cert_user.empty()) return cert_user;
+    return "ANONYMOUS";
+  }
 };
 
 }  // namespace rdmq::broker::internal

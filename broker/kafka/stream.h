@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <utility>
 
 #include "broker/kafka/asio.h"
@@ -35,6 +36,10 @@ class KafkaStream {
                         [h = std::forward<Handler>(h)]() mutable { h(boost::system::error_code()); });
     }
   }
+  // The common name of the certificate the client presented and the handshake verified; empty
+  // without TLS, without a certificate, or without a CN. (tls.cc)
+  std::string PeerCommonName();
+
   template <class Buffers, class Handler>
   void async_read_some(const Buffers& b, Handler&& h) {
     if (tls_) {

@@ -1,6 +1,7 @@
 #include "broker/kafka/tls.h"
 
 #include <openssl/ssl.h>
+#include <openssl/x509.h>
 
 namespace rdmq::broker::internal {
 
@@ -36,6 +37,30 @@ Result<std::unique_ptr<ssl::context>> MakeKafkaTls(const BrokerConfig& cfg) {
                          ec);
   }
   return ctx;
+}
+
+}  // namespace rdmq::broker::internal
+
+namespace rdmq::broker::internal {
+
+std::string KafkaStream::PeerCommonName() {
+  if (!tls_) return {};
+  SSL* ssl = tls_->native_handle();
+  if (SSL_get_verify_result(ssl) != X509_V_OK) return {};
+  X509* cert = SSL_get1_peer_certificate(ssl);
+  if (cert == nullptr) return {};
+  std::string cn;
+  X509_NAME* subject = X509_get_subject_name(cert);
+  const int at = subject ? X509_NAME_get_index_by_NID(subject, NID_commonName, -1) : -1;
+  if (at >= 0) {
+    const ASN1_STRING* data = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subject, at));
+    unsigned char* utf8 = nullptr;
+    const int n = ASN1_STRING_to_UTF8(&utf8, data);
+    if (n > 0) cn.assign(reinterpret_cast<const char*>(utf8), static_cast<size_t>(n));
+    OPENSSL_free(utf8);
+  }
+  X509_free(cert);
+  return cn;
 }
 
 }  // namespace rdmq::broker::internal

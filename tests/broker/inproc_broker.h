@@ -7,10 +7,8 @@
 #include <string>
 #include <utility>
 
-#include "rdmq/auth/scram.h"
 #include "rdmq/broker/broker.h"
 #include "rdmq/client/admin.h"
-#include "rdmq/metadata/store.h"
 #include "support/test_util.h"
 
 namespace rdmq::broker::test {
@@ -31,24 +29,6 @@ inline BrokerConfig TestConfig(const rdmq::test::TempDir& dir, const std::string
   cfg.listen_http = "127.0.0.1:0";
   cfg.log_level = "warn";
   return cfg;
-}
-
-// `alice` (password "alice-secret") with both SCRAM mechanisms, written to the metadata store in
-// `dir` before a broker starts there (as `rdmq user add --data-dir` does).
-inline void AddAlice(const rdmq::test::TempDir& dir) {
-  const auto secret = [](auth::ScramHash h) {
-    auto c = auth::MakeScramCredential(h, "alice-secret");
-    REQUIRE_OK(c);
-    return metadata::ScramSecret{c->salt, c->iterations, c->stored_key, c->server_key};
-  };
-  metadata::StoreOptions so;
-  so.dir = dir.str() + "/meta";
-  auto store = metadata::MetadataStore::Open(so);
-  REQUIRE_OK(store);
-  metadata::UserInfo u{"alice",
-                       {{"SCRAM-SHA-256", secret(auth::ScramHash::kSha256)},
-                        {"SCRAM-SHA-512", secret(auth::ScramHash::kSha512)}}};
-  REQUIRE_OK((*store)->CreateUser(u));
 }
 
 struct Running {

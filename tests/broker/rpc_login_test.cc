@@ -17,6 +17,7 @@
 #include "rdmq/protocol/data_plane.h"
 #include "rdmq/protocol/messages.h"
 #include "rdmq/rpc/client.h"
+#include "security_util.h"
 #include "support/test_util.h"
 
 namespace rdmq::broker::test {
@@ -26,21 +27,13 @@ using namespace std::chrono_literals;
 using protocol::Api;
 using protocol::WireError;
 
+// `alice` with both mechanisms, written to the broker's metadata store before it starts.
+void AddAlice(const rdmq::test::TempDir& dir) { Provision(dir, {"alice"}); }
+
 BrokerConfig LoginConfig(const rdmq::test::TempDir& dir, const std::string& fabric) {
   BrokerConfig cfg = TestConfig(dir, fabric);
   cfg.rpc_sasl_mechanisms = "SCRAM-SHA-256,SCRAM-SHA-512";
   return cfg;
-}
-
-client::ClientOptions As(const std::string& bootstrap, const std::string& user, const std::string& password,
-                         const std::string& mechanism = "SCRAM-SHA-256") {
-  client::ClientOptions o;
-  o.bootstrap = bootstrap;
-  o.sasl_username = user;
-  o.sasl_password = password;
-  o.sasl_mechanism = mechanism;
-  o.request_timeout = 10s;
-  return o;
 }
 
 std::string Refusal(const client::ClientOptions& o) {

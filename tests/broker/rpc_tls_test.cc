@@ -13,6 +13,7 @@
 #include "inproc_broker.h"
 #include "rdmq/consumer/consumer.h"
 #include "rdmq/producer/producer.h"
+#include "security_util.h"
 #include "support/pki.h"
 #include "support/test_util.h"
 
@@ -162,7 +163,7 @@ TEST_CASE("rpc tls: ssl.client.auth=required serves only clients with a certific
 TEST_CASE("rpc tls: a SCRAM login runs inside TLS", "[broker][security][tls][sasl]") {
   rdmq::test::Pki pki;
   rdmq::test::TempDir dir;
-  AddAlice(dir);
+  Provision(dir, {"alice"});
   BrokerConfig cfg = TlsConfig(dir, pki);
   cfg.rpc_sasl_mechanisms = "SCRAM-SHA-512";
   auto b = Broker::Start(cfg);

@@ -1,6 +1,7 @@
 // Every request and response type, for tests and the fuzzer that must cover them all.
 #pragma once
 
+#include "rdmq/protocol/acl_messages.h"
 #include "rdmq/protocol/group_messages.h"
 #include "rdmq/protocol/messages.h"
 #include "rdmq/protocol/user_messages.h"
@@ -47,6 +48,10 @@ void ForEachMessageType(F&& f) {
   f.template operator()<UserNameRequest>();
   f.template operator()<UserListing>();
   f.template operator()<ListUsersResponse>();
+  f.template operator()<AclEntry>();
+  f.template operator()<AclsRequest>();
+  f.template operator()<AclsResponse>();
+  f.template operator()<ListAclsResponse>();
 }
 
 }  // namespace rdmq::protocol::testing

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <random>
 
+#include "rdmq/protocol/acl_messages.h"
 #include "rdmq/protocol/user_messages.h"
 #include "support/test_util.h"
 #include "tests/protocol/all_messages.h"
@@ -205,6 +206,42 @@ TEST_CASE("the user RPCs: ids, names, wire errors and the documented encoding", 
   lw.LE<uint32_t>(13);
   lw.Bytes("SCRAM-SHA-512");
   CHECK(Encode(l) == lwant);
+}
+
+TEST_CASE("the ACL RPCs: ids, names, wire errors and the documented encoding", "[protocol]") {
+  CHECK(static_cast<uint16_t>(Api::kCreateAcls) == 60);
+  CHECK(static_cast<uint16_t>(Api::kDeleteAcls) == 61);
+  CHECK(static_cast<uint16_t>(Api::kListAcls) == 62);
+  CHECK(ApiName(Api::kCreateAcls) == "CreateAcls");
+  CHECK(ApiName(Api::kDeleteAcls) == "DeleteAcls");
+  CHECK(ApiName(Api::kListAcls) == "ListAcls");
+  // Appended after AUTHENTICATION_REQUIRED (34), never renumbered.
+  CHECK(static_cast<int>(WireError::kAuthenticationRequired) == 34);
+  CHECK(static_cast<int>(WireError::kTopicAuthorizationFailed) == 35);
+  CHECK(static_cast<int>(WireError::kGroupAuthorizationFailed) == 36);
+  CHECK(static_cast<int>(WireError::kClusterAuthorizationFailed) == 37);
+  CHECK(static_cast<int>(WireError::kInvalidAcl) == 38);
+  CHECK(Status(WireError::kTopicAuthorizationFailed).is(Errc::kPermissionDenied));
+  CHECK(Status(WireError::kGroupAuthorizationFailed).is(Errc::kPermissionDenied));
+  CHECK(Status(WireError::kClusterAuthorizationFailed).is(Errc::kPermissionDenied));
+  CHECK(Status(WireError::kInvalidAcl).is(Errc::kInvalidArgument));
+
+  // u32 count 1 | then six strings (u32 length + bytes): principal, permission, operation,
+  // resource type, pattern type, resource name
+  AclsRequest r{{{"User:al", "allow", "write", "topic", "prefixed", "or"}}};
+  std::string want;
+  coding::Writer w(&want);
+  w.LE<uint32_t>(1);
+  for (const char* f : {"User:al", "allow", "write", "topic", "prefixed", "or"}) {
+    w.LE<uint32_t>(static_cast<uint32_t>(std::string_view(f).size()));
+    w.Bytes(f);
+  }
+  CHECK(Encode(r) == want);
+  auto back = Decode<AclsRequest>(coding::AsBytes(want));
+  REQUIRE_OK(back);
+  REQUIRE(back->acls.size() == 1);
+  CHECK(back->acls[0] == r.acls[0]);
+  CHECK(Encode(AclsResponse{3}) == std::string("\x03\x00\x00\x00", 4));
 }
 
 }  // namespace

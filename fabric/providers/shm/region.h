@@ -64,6 +64,7 @@ class ShmRemote final : public AttachedRegion {
   Status WaitWhileEqual(uint64_t offset, uint64_t expected, std::chrono::nanoseconds timeout) override;
   Status Wake(uint64_t offset) override;
   const std::byte* mapped() const noexcept override { return ptr_; }
+  bool revoked() const noexcept override { return !Valid(); }
 
   // The key is still valid (not revoked by the owner).
   bool Valid() const noexcept { return slot_->load(std::memory_order_acquire) == descriptor().key; }

@@ -62,6 +62,13 @@ struct BrokerConfig {
   // listeners, with the ssl.* files above).
   std::string rpc_security_protocol = "PLAINTEXT";
   bool RpcTls() const { return rpc_security_protocol == "SSL"; }
+  // Authorization (docs/security.md): "authorizer.enabled" makes both front doors ask the ACLs of
+  // the metadata store (`rdmq acl`); without it every client that may connect may do everything.
+  // "super.users": users ("User:NAME", separated by ';' or ',') that may do everything anyway.
+  bool authorizer_enabled = false;
+  std::string super_users;
+  // The user names of super.users, without "User:".
+  std::vector<std::string> SuperUsers() const;
   uint32_t kafka_threads = 2;                    // "kafka.network.threads"
   uint64_t kafka_max_request_bytes = 100 << 20;  // "socket.request.max.bytes"
   bool auto_create_topics = true;                // "auto.create.topics.enable"

@@ -1,10 +1,11 @@
 // AdminClient: topic administration and partition inspection against a broker (the control
-// plane only), consumer-group administration (docs/groups.md), and SASL users. What
-// `rdmq topic ...`, `rdmq group ...` and `rdmq user ...` use.
+// plane only), consumer-group administration (docs/groups.md), SASL users and ACLs. What
+// `rdmq topic ...`, `rdmq group ...`, `rdmq user ...` and `rdmq acl ...` use.
 //
 // Thread safety: every method is thread-safe. Errors: protocol::WireError codes carried in the
 // Status (UNKNOWN_TOPIC, TOPIC_EXISTS, INVALID_CONFIG, UNKNOWN_GROUP, GROUP_NOT_EMPTY,
-// USER_EXISTS, UNKNOWN_USER, INVALID_USER, ...) with the broker's message, or kUnavailable when
+// USER_EXISTS, UNKNOWN_USER, INVALID_USER, INVALID_ACL, TOPIC_/GROUP_/CLUSTER_AUTHORIZATION_FAILED,
+// ...) with the broker's message, or kUnavailable when
 // the broker cannot be reached.
 #pragma once
 
@@ -115,6 +116,21 @@ struct UserListing {
   std::vector<std::string> mechanisms;  // sorted; never a secret
 };
 
+// --- ACLs (docs/protocol.md, "ACLs"; docs/security.md, "Authorization") ----------------------
+
+// One binding: `principal` may (allow) or may not (deny) do `operation` to the resource. Names
+// as `rdmq acl` spells them, in any case; the broker checks them (INVALID_ACL names what is
+// wrong) and answers them in lower case.
+struct AclBinding {
+  std::string principal;                 // "User:NAME" or "User:*"
+  std::string permission = "allow";      // allow | deny
+  std::string operation;                 // read | write | create | delete | alter | describe | all
+  std::string resource_type = "topic";   // topic | group | cluster
+  std::string pattern_type = "literal";  // literal | prefixed
+  std::string resource_name;             // a name, "*" (literal: every name), or the prefix; "cluster"
+  bool operator==(const AclBinding&) const = default;
+};
+
 class AdminClient {
  public:
   static Result<std::unique_ptr<AdminClient>> Connect(const ClientOptions& options);
@@ -160,6 +176,15 @@ class AdminClient {
   virtual Status DeleteUser(const std::string& name) = 0;
   // Every user with its mechanisms, sorted by name.
   virtual Result<std::vector<UserListing>> ListUsers() = 0;
+
+  // --- ACLs ------------------------------------------------------------------------------------
+  // Stores the bindings (all checked first: INVALID_ACL stores none); returns how many were new.
+  virtual Result<uint32_t> CreateAcls(const std::vector<AclBinding>& acls) = 0;
+  // Removes exactly these bindings; returns how many there were. Leases and read grants that no
+  // binding allows any more end at once.
+  virtual Result<uint32_t> DeleteAcls(const std::vector<AclBinding>& acls) = 0;
+  // Every binding, in the broker's stable order.
+  virtual Result<std::vector<AclBinding>> ListAcls() = 0;
 };
 
 }  // namespace rdmq::client

@@ -142,6 +142,10 @@ class RemoteRegion {
   // shm only: the local mapping of the remote region (nullptr elsewhere). Lets same-host code
   // (benchmarks, the consumer's zero-copy path) read in place; all writes still go through Post.
   virtual const std::byte* mapped() const noexcept = 0;
+  // Whether the owner has revoked the key this region was attached with, as far as can be told
+  // without an operation: shm looks at the owner's key page (one load), so that code reading the
+  // mapping in place can notice; tcp and verbs say false (the next operation fails instead).
+  virtual bool revoked() const noexcept { return false; }
 };
 
 // A revocable, peer-scoped capability on part of a region (verbs: a type-2 memory window bound to

@@ -48,7 +48,11 @@
   X(kUserExists, kAlreadyExists, "USER_EXISTS")                                     \
   X(kUnknownUser, kNotFound, "UNKNOWN_USER")                                        \
   X(kAuthenticationFailed, kPermissionDenied, "AUTHENTICATION_FAILED")              \
-  X(kAuthenticationRequired, kPermissionDenied, "AUTHENTICATION_REQUIRED")
+  X(kAuthenticationRequired, kPermissionDenied, "AUTHENTICATION_REQUIRED")          \
+  X(kTopicAuthorizationFailed, kPermissionDenied, "TOPIC_AUTHORIZATION_FAILED")     \
+  X(kGroupAuthorizationFailed, kPermissionDenied, "GROUP_AUTHORIZATION_FAILED")     \
+  X(kClusterAuthorizationFailed, kPermissionDenied, "CLUSTER_AUTHORIZATION_FAILED") \
+  X(kInvalidAcl, kInvalidArgument, "INVALID_ACL")
 RDMQ_DEFINE_ERRORS(rdmq::protocol, WireError, "rdmq", RDMQ_WIRE_ERRORS)
 
 namespace rdmq::protocol {
@@ -83,6 +87,9 @@ enum class Api : uint16_t {
   kAlterUser = 51,
   kDeleteUser = 52,
   kListUsers = 53,
+  kCreateAcls = 60,  // acl_messages.h
+  kDeleteAcls = 61,
+  kListAcls = 62,
 };
 std::string_view ApiName(Api api) noexcept;
 
