@@ -281,7 +281,7 @@ void BrokerImpl::RevokeDenied() {
   for (uint64_t id : sessions_.ClientIds()) {
     std::shared_ptr<Session> s = sessions_.Find(id);
     if (!s) continue;
-    users[id] = std::string(ActingUser(s->User()));
+    users[id] = std::string(ActingUser(s->Principal()));
     std::vector<LeaseId> ids;
     {
       MutexLock slock(s->mu);

@@ -184,8 +184,9 @@ const config::ConfigDef<BrokerConfig>& BrokerConfigDef() {
     d->Define({.name = "authorizer.enabled",
                .type = Type::kBool,
                .doc = "Enforce the ACLs of `rdmq acl` on both front doors: a client may do only what a "
-                      "binding allows its user (ANONYMOUS without a login; a client certificate's CN on "
-                      "the Kafka listener); leases and read grants end when an ACL no longer allows them "
+                      "binding allows its user (ANONYMOUS without a login; a verified client "
+                      "certificate's CN on TLS listeners); leases and read grants end when an ACL no longer "
+                      "allows them "
                       "(docs/security.md). Off: every client that may connect may do everything.",
                .component = broker},
               Field(&BrokerConfig::authorizer_enabled));

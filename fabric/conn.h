@@ -97,6 +97,9 @@ class Conn : public std::enable_shared_from_this<Conn> {
   const std::string& peer() const noexcept { return peer_; }
   int fd() const noexcept { return fd_; }
   bool tls() const noexcept { return tls_ != nullptr; }
+  // TLS: the CN of the peer's verified certificate, once the handshake finished ("" before,
+  // without TLS, or without one).
+  std::string peer_identity() EXCLUDES(mu_);
 
  private:
   struct OutChunk {
@@ -169,6 +172,7 @@ class Conn : public std::enable_shared_from_this<Conn> {
   const bool tls_client_;  // with a session: it starts the handshake (set before tls_ is)
   const std::unique_ptr<TlsSession> tls_ PT_GUARDED_BY(mu_);
   std::vector<std::byte> tls_plain_ GUARDED_BY(mu_);
+  std::string peer_identity_ GUARDED_BY(mu_);
 
   std::recursive_mutex handler_mu_;  // recursive: a handler may ClearHandler from its callback
   std::shared_ptr<ConnHandler> handler_;

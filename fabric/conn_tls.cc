@@ -31,6 +31,11 @@ void MakeRoom(std::vector<std::byte>& buf, size_t& begin, size_t& end, size_t ro
 }
 }  // namespace
 
+std::string Conn::peer_identity() {
+  MutexLock l(mu_);
+  return peer_identity_;
+}
+
 void Conn::StartTls() {
   Status s;
   {
@@ -46,10 +51,12 @@ Status Conn::PumpTlsLocked() {
   if (!tls_->established()) {
     s = tls_->Handshake();
     if (s.ok() && tls_->established()) {
+      peer_identity_ = tls_->PeerCommonName();
       RDMQ_LOG(kDebug, "fabric", "TLS established")
           .kv("peer", peer_)
           .kv("client", tls_client_)
-          .kv("tls", tls_->Describe());
+          .kv("tls", tls_->Describe())
+          .kv("peer_cn", peer_identity_);
       s = EncryptPlainLocked();  // the frames that waited for it
     }
   }

@@ -24,6 +24,7 @@ void EndpointCore::StartConn(Agent& agent, UniqueFd fd, std::string peer, std::s
 }
 
 bool EndpointCore::TakeOverConn(std::shared_ptr<ConnHandler> self) {
+  peer_identity_ = conn_->peer_identity();  // (the hello came after the TLS handshake)
   conn_->SetHandler(std::move(self));
   return !conn_->closed();
 }
@@ -55,6 +56,7 @@ Result<wire::Hello> EndpointCore::AwaitHelloAck(std::vector<UniqueFd>* fds) {
     return Status(Errc::kTimeout, name + " connect: no answer (is anyone calling Accept?)");
   }
   if (fds != nullptr) *fds = std::move(hello_fds_);
+  peer_identity_ = conn_->peer_identity();
   return hello_;
 }
 

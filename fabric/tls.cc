@@ -150,6 +150,23 @@ std::string TlsSession::Describe() const {
   return std::string(SSL_get_version(ssl_)) + " " + SSL_CIPHER_get_name(SSL_get_current_cipher(ssl_));
 }
 
+std::string TlsSession::PeerCommonName() const {
+  if (SSL_get_verify_result(ssl_) != X509_V_OK) return {};
+  X509* cert = SSL_get0_peer_certificate(ssl_);
+  if (cert == nullptr) return {};
+  // (Only a verified certificate counts: without SSL_VERIFY_PEER the result stays X509_V_OK.)
+  if ((SSL_get_verify_mode(ssl_) & SSL_VERIFY_PEER) == 0) return {};
+  X509_NAME* subject = X509_get_subject_name(cert);
+  const int at = subject != nullptr ? X509_NAME_get_index_by_NID(subject, NID_commonName, -1) : -1;
+  if (at < 0) return {};
+  unsigned char* utf8 = nullptr;
+  const int n = ASN1_STRING_to_UTF8(&utf8, X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subject, at)));
+  std::string cn;
+  if (n > 0) cn.assign(reinterpret_cast<const char*>(utf8), static_cast<size_t>(n));
+  OPENSSL_free(utf8);
+  return cn;
+}
+
 Status TlsSession::Handshake() {
   if (established_) return Status::Ok();
   ERR_clear_error();

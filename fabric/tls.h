@@ -74,6 +74,8 @@ class TlsSession {
   Result<size_t> Read(std::byte* dst, size_t room);
   // "TLSv1.3 TLS_AES_256_GCM_SHA384": the protocol version and cipher agreed (for logs).
   std::string Describe() const;
+  // Once established: the CN of the peer's certificate if it sent one and it was verified, else "".
+  std::string PeerCommonName() const;
   // Ciphertext to send: handshake messages, alerts, records of Write (and of Read: TLS 1.3 key
   // updates).
   CipherOut& out() noexcept { return out_; }

@@ -3,8 +3,9 @@
 // administer, produce and consume (the data endpoint inside TLS too); a client without TLS, one
 // trusting another CA, and one checking a name the broker's certificate does not hold are
 // refused; with ssl.client.auth=required only clients with a certificate from ssl.ca.location
-// are served (producers and consumers included); bad key files stop the broker at start, naming
-// the key. (A plaintext broker with plaintext clients is what every other tcp test runs.)
+// are served (producers and consumers included); with ACLs the certificate's CN is the user;
+// bad key files stop the broker at start, naming the key. (A plaintext broker with plaintext clients is what
+// every other tcp test runs.)
 #include <catch2/catch.hpp>
 #include <functional>
 #include <string>
@@ -175,6 +176,42 @@ TEST_CASE("rpc tls: a SCRAM login runs inside TLS", "[broker][security][tls][sas
   REQUIRE_OK(opts.Set("sasl.username", "alice"));
   REQUIRE_OK(opts.Set("sasl.password", "alice-secret"));
   RoundTrip(opts, "logged-in", 50);
+}
+
+TEST_CASE("rpc tls: with ACLs, a client certificate's CN is the user of a client that does not log in",
+          "[broker][security][tls][acl]") {
+  rdmq::test::Pki pki;
+  rdmq::test::TempDir dir;
+  using metadata::AclOperation;
+  using metadata::AclResourceType;
+  // client.pem's CN is alice: she may create, write and read topic "certs", nothing else.
+  std::vector<metadata::AclBinding> acls;
+  for (AclOperation op : {AclOperation::kCreate, AclOperation::kWrite, AclOperation::kRead}) {
+    metadata::AclBinding b;
+    b.principal = "User:alice";
+    b.operation = op;
+    b.resource_type = AclResourceType::kTopic;
+    b.resource_name = "certs";
+    acls.push_back(b);
+  }
+  Provision(dir, {}, acls);
+  BrokerConfig cfg = TlsConfig(dir, pki, "requested");
+  cfg.authorizer_enabled = true;
+  auto b = Broker::Start(cfg);
+  REQUIRE_OK(b);
+  const std::string control = (*b)->control_address();
+  RoundTrip(TlsClient(control, pki, "ca.pem", "client"), "certs", 50);
+  auto alice = client::AdminClient::Connect(TlsClient(control, pki, "ca.pem", "client"));
+  REQUIRE_OK(alice);
+  const auto other = (*alice)->CreateTopic("other", {});
+  REQUIRE_FALSE(other.ok());
+  CHECK(other.status().ToString().find("User:alice may not create topic 'other'") != std::string::npos);
+  // Without a certificate (requested, not required) the same client is ANONYMOUS.
+  auto anonymous = client::AdminClient::Connect(TlsClient(control, pki));
+  REQUIRE_OK(anonymous);
+  const auto denied = (*anonymous)->DescribeTopic("certs");
+  REQUIRE_FALSE(denied.ok());
+  CHECK(denied.status().ToString().find("User:ANONYMOUS") != std::string::npos);
 }
 
 TEST_CASE("rpc tls: bad key files stop the broker at start, naming the key", "[broker][security][tls]") {

@@ -70,6 +70,7 @@ Listening Listen(const TlsOptions& tls) {
 struct Outcome {
   Status client;
   bool accepted = false;
+  std::string server_cn, client_cn;  // peer_identity() of each side's endpoint: whom it verified
 };
 Outcome Try(Listening& server, const TlsOptions& tls, const std::string& address = "") {
   FabricOptions o;
@@ -102,7 +103,9 @@ Outcome Try(Listening& server, const TlsOptions& tls, const std::string& address
   auto ep = (*f)->Connect(address.empty() ? server.fabric->address() : address, eo);
   connected = true;
   t.join();
-  Outcome out{ep.status(), accepted.ok()};
+  Outcome out{ep.status(), accepted.ok(), {}, {}};
+  if (ep.ok()) out.server_cn = (*ep)->peer_identity();
+  if (accepted.ok()) out.client_cn = (*accepted)->peer_identity();
   if (ep.ok() && accepted.ok()) {
     REQUIRE_OK((*ep)->SendControl(coding::AsBytes(std::string("ping"))));
     auto got = (*accepted)->RecvControl(10s);
@@ -184,12 +187,28 @@ TEST_CASE("tls: client certificates, required and requested", "[fabric][tls]") {
     CheckRefused(server, ClientTls(pki, "ca.pem"));                  // no certificate
     CheckRefused(server, ClientTls(pki, "ca.pem", "rogue-client"));  // one from another CA
     CheckServed(server, ClientTls(pki, "ca.pem", "client"));
+    // Each side knows whom it verified: the client's CN (alice), the server's (localhost).
+    const Outcome o = Try(server, ClientTls(pki, "ca.pem", "client"));
+    CHECK(o.client_cn == "alice");
+    CHECK(o.server_cn == "localhost");
   }
   {
     Listening server = Listen(ServerTls(pki, ClientAuth::kRequested));
     CheckServed(server, ClientTls(pki, "ca.pem"));
     CheckRefused(server, ClientTls(pki, "ca.pem", "rogue-client"));
     CheckServed(server, ClientTls(pki, "ca.pem", "client"));
+    CHECK(Try(server, ClientTls(pki, "ca.pem")).client_cn.empty());  // none sent
+    CHECK(Try(server, ClientTls(pki, "ca.pem", "client")).client_cn == "alice");
+  }
+  {
+    // Not asked for, a client's certificate is neither sent nor reported; without TLS nothing is.
+    Listening server = Listen(ServerTls(pki, ClientAuth::kNone));
+    CHECK(Try(server, ClientTls(pki, "ca.pem", "client")).client_cn.empty());
+    Listening plain = Listen(TlsOptions{});
+    const Outcome o = Try(plain, TlsOptions{});
+    CHECK(o.accepted);
+    CHECK(o.client_cn.empty());
+    CHECK(o.server_cn.empty());
   }
 }
 

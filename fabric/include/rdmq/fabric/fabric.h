@@ -231,6 +231,10 @@ class Endpoint {
   virtual Provider provider() const noexcept = 0;
   // The peer's bootstrap address (the connecting side) or its socket address (accepting side).
   virtual const std::string& peer() const noexcept = 0;
+  // tcp with TLS: the common name (CN) of the certificate the peer presented and this side
+  // verified (a listener's client certificate, a connector's server certificate); "" without
+  // TLS or without such a certificate.
+  virtual const std::string& peer_identity() const noexcept = 0;
   // False once the peer is known to be gone or Close() was called.
   virtual bool connected() const noexcept = 0;
 
