@@ -2,9 +2,12 @@
 // the baseline each provider should be compared with, measured in the same run:
 //   shm    memcpy between the same buffers (the provider's data path is a memcpy)
 //   tcp    raw loopback TCP between two threads, with the same request/acknowledge pattern
+//   tcp-tls  the tcp provider with TLS on its connection, next to the tcp provider without it
+//            (certificates from --tls-dir, a directory made by tests/kafka_e2e/test_ca.sh)
 //   verbs  none (under Soft-RoCE the numbers say nothing about RDMA hardware)
 //
-//   rdmq-fabric-bench [--providers shm,tcp[,verbs]] [--quick] [--trials N] [--json FILE]
+//   rdmq-fabric-bench [--providers shm,tcp[,tcp-tls,verbs]] [--tls-dir DIR] [--quick] [--trials N]
+//                     [--json FILE]
 //
 // Latency: one 64-byte operation in flight, signalled; the completion queue is polled and, when
 // empty, waited on (CompletionQueue::Wait); p50 and p99 over many operations. Bandwidth: 64 KiB and 1 MiB
@@ -51,8 +54,16 @@ T Must(Result<T> r, const std::string& what) {
   return std::move(r).value();
 }
 
+// What to measure: a provider, and for tcp whether its connection is inside TLS.
+struct Flavor {
+  Provider provider = Provider::kShm;
+  bool tls = false;
+  std::string Name() const { return std::string(ProviderName(provider)) + (tls ? "-tls" : ""); }
+};
+
 struct Options {
-  std::vector<Provider> providers{Provider::kShm, Provider::kTcp};
+  std::vector<Flavor> providers{{Provider::kShm}, {Provider::kTcp}};
+  std::string tls_dir;  // ca.pem, server.pem/.key, client.pem/.key
   bool quick = false;
   int trials = 5;
   std::string json;
@@ -86,9 +97,20 @@ struct Setup {
   std::unique_ptr<RemoteRegion> remote;
   std::string dir;
 
-  explicit Setup(Provider p) {
+  Setup(Provider p, const std::string& tls_dir) {
     FabricOptions oa;
     oa.provider = p;
+    FabricOptions ob;
+    ob.provider = p;
+    if (!tls_dir.empty()) {  // mutual TLS, as a broker with ssl.client.auth=required has it
+      oa.tls.enabled = ob.tls.enabled = true;
+      oa.tls.ca = ob.tls.ca = tls_dir + "/ca.pem";
+      oa.tls.certificate = tls_dir + "/server.pem";
+      oa.tls.key = tls_dir + "/server.key";
+      oa.tls.client_auth = TlsOptions::ClientAuth::kRequired;
+      ob.tls.certificate = tls_dir + "/client.pem";
+      ob.tls.key = tls_dir + "/client.key";
+    }
     if (p == Provider::kShm) {
       char tmpl[] = "/tmp/rdmq-bench-XXXXXX";
       dir = ::mkdtemp(tmpl);
@@ -100,8 +122,6 @@ struct Setup {
       oa.listen = e ? e : ":0";
     }
     a = Must(Fabric::Open(oa), "open fabric");
-    FabricOptions ob;
-    ob.provider = p;
     b = Must(Fabric::Open(ob), "open fabric");
     a_cq = Must(a->CreateCompletionQueue(1024), "cq");
     b_cq = Must(b->CreateCompletionQueue(1024), "cq");
@@ -350,12 +370,17 @@ class RawTcp {
 
 // ------------------------------------------------------------------------------ driver
 
-void RunProvider(Provider p, const Options& o, std::vector<Row>& rows) {
-  const std::string name(ProviderName(p));
+void RunProvider(Flavor flavor, const Options& o, std::vector<Row>& rows) {
+  const Provider p = flavor.provider;
+  const std::string name = flavor.Name();
   std::fprintf(stderr, "-- %s\n", name.c_str());
-  Setup s(p);
+  Setup s(p, flavor.tls ? o.tls_dir : "");
+  // tcp-tls is judged against the tcp provider without TLS, measured alongside.
+  std::unique_ptr<Setup> plain;
+  if (flavor.tls) plain = std::make_unique<Setup>(p, "");
+  const std::string plain_name = "tcp without TLS";
   std::unique_ptr<RawTcp> raw;
-  if (p == Provider::kTcp) raw = std::make_unique<RawTcp>();
+  if (p == Provider::kTcp && !flavor.tls) raw = std::make_unique<RawTcp>();
   const int lat_iters = o.quick ? 2000 : (p == Provider::kShm ? 200000 : 20000);
   for (Opcode op : {Opcode::kWrite, Opcode::kRead}) {
     const bool read = op == Opcode::kRead;
@@ -372,6 +397,11 @@ void RunProvider(Provider p, const Options& o, std::vector<Row>& rows) {
       p50.baseline = Percentile(base, 0.50);
       p99.baseline = Percentile(base, 0.99);
       p50.baseline_name = p99.baseline_name = "raw loopback TCP";
+    } else if (plain) {
+      auto base = plain->Latency(op, 64, lat_iters);
+      p50.baseline = Percentile(base, 0.50);
+      p99.baseline = Percentile(base, 0.99);
+      p50.baseline_name = p99.baseline_name = plain_name;
     }
     rows.push_back(p50);
     rows.push_back(p99);
@@ -386,11 +416,12 @@ void RunProvider(Provider p, const Options& o, std::vector<Row>& rows) {
         f.push_back(s.Bandwidth(op, size, window, total));
         if (p == Provider::kShm) b.push_back(s.MemcpyBandwidth(read, size, total));
         if (raw) b.push_back(raw->Bandwidth(read, size, window, total));
+        if (plain) b.push_back(plain->Bandwidth(op, size, window, total));
       }
       Row r{name, std::string(OpcodeName(op)), "bandwidth (GB/s)", size, Median(f), 0, ""};
       if (!b.empty()) {
         r.baseline = Median(b);
-        r.baseline_name = p == Provider::kShm ? "memcpy" : "raw loopback TCP";
+        r.baseline_name = p == Provider::kShm ? "memcpy" : plain ? plain_name : "raw loopback TCP";
       }
       rows.push_back(r);
     }
@@ -408,12 +439,15 @@ std::string SizeName(size_t n) {
 int main(int argc, char** argv) {
   const rdmq::config::CommandSpec spec{
       .path = "rdmq-fabric-bench",
-      .usage = "[--providers shm,tcp,verbs] [--quick] [--trials N] [--json FILE]",
+      .usage = "[--providers shm,tcp,tcp-tls,verbs] [--tls-dir DIR] [--quick] [--trials N] [--json FILE]",
       .summary = "WRITE and READ latency and bandwidth per fabric provider, next to their baselines.",
-      .options = {{"providers", 0, "LIST", "comma-separated providers (default shm,tcp)"},
-                  {"quick", 0, "", "one short trial per point"},
-                  {"trials", 0, "N", "trials per point; the median is reported (default 5)"},
-                  {"json", 0, "FILE", "write the rows as JSON to this file"}}};
+      .options = {
+          {"providers", 0, "LIST", "comma-separated providers (default shm,tcp); tcp-tls: tcp with TLS"},
+          {"tls-dir", 0, "DIR",
+           "for tcp-tls: ca.pem, server.pem/.key and client.pem/.key (tests/kafka_e2e/test_ca.sh DIR)"},
+          {"quick", 0, "", "one short trial per point"},
+          {"trials", 0, "N", "trials per point; the median is reported (default 5)"},
+          {"json", 0, "FILE", "write the rows as JSON to this file"}}};
   int exit_code = 0;
   const auto args = rdmq::config::ParseCommandLine(spec, argc, argv, &exit_code);
   if (!args) return exit_code;
@@ -430,26 +464,36 @@ int main(int argc, char** argv) {
     o.trials = 1;
   }
   o.json = args->GetOr("json", "");
+  o.tls_dir = args->GetOr("tls-dir", "");
   if (auto list = args->Get("providers")) {
     o.providers.clear();
     for (size_t pos = 0; pos <= list->size();) {
       const size_t comma = std::min(list->find(',', pos), list->size());
-      o.providers.push_back(Must(ParseProvider(list->substr(pos, comma - pos)), "--providers"));
+      const std::string item(list->substr(pos, comma - pos));
+      if (item == "tcp-tls") {
+        o.providers.push_back({Provider::kTcp, true});
+      } else {
+        o.providers.push_back({Must(ParseProvider(item), "--providers")});
+      }
       pos = comma + 1;
     }
   }
   std::vector<Row> rows;
-  for (Provider p : o.providers) {
-    FabricOptions probe;
-    probe.provider = p;
-    if (auto f = Fabric::Open(probe); !f.ok()) {
-      std::fprintf(stderr, "-- %s: skipped (%s)\n", std::string(ProviderName(p)).c_str(),
-                   f.status().ToString().c_str());
+  for (const Flavor& fl : o.providers) {
+    if (fl.tls && o.tls_dir.empty()) {
+      std::fprintf(stderr,
+                   "-- tcp-tls: skipped (give --tls-dir: tests/kafka_e2e/test_ca.sh DIR makes one)\n");
       continue;
     }
-    RunProvider(p, o, rows);
+    FabricOptions probe;
+    probe.provider = fl.provider;
+    if (auto f = Fabric::Open(probe); !f.ok()) {
+      std::fprintf(stderr, "-- %s: skipped (%s)\n", fl.Name().c_str(), f.status().ToString().c_str());
+      continue;
+    }
+    RunProvider(fl, o, rows);
   }
-  std::printf("%-6s %-6s %-8s %-18s %10s %10s %8s  %s\n", "fabric", "op", "size", "metric", "fabric",
+  std::printf("%-7s %-6s %-8s %-18s %10s %10s %8s  %s\n", "fabric", "op", "size", "metric", "fabric",
               "baseline", "ratio", "baseline is");
   for (const Row& r : rows) {
     char ratio[16] = "-";  // fabric / baseline: a time ratio for latency, a fraction for bandwidth
@@ -458,7 +502,7 @@ int main(int argc, char** argv) {
       std::snprintf(ratio, sizeof ratio, "%.2f", r.fabric / r.baseline);
       std::snprintf(base, sizeof base, "%.2f", r.baseline);
     }
-    std::printf("%-6s %-6s %-8s %-18s %10.2f %10s %8s  %s\n", r.provider.c_str(), r.op.c_str(),
+    std::printf("%-7s %-6s %-8s %-18s %10.2f %10s %8s  %s\n", r.provider.c_str(), r.op.c_str(),
                 SizeName(r.size).c_str(), r.metric.c_str(), r.fabric, base, ratio, r.baseline_name.c_str());
   }
   if (!o.json.empty()) {

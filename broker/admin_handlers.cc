@@ -102,6 +102,7 @@ Result<protocol::HelloResponse> AdminHandlers::Hello(const rpc::RequestContext& 
                                                 std::to_string(protocol::kProtocolVersion));
   }
   const auto session = sessions_.Hello(ctx.client_id, req.client_name);
+  if (!ctx.peer_identity.empty()) session->SetCertUser(std::string(ctx.peer_identity));
   protocol::HelloResponse r;
   r.sasl_mechanisms = cfg_.RpcSaslMechanisms();
   if (r.sasl_mechanisms.empty()) session->logged_in.store(true);
@@ -115,7 +116,8 @@ Result<protocol::HelloResponse> AdminHandlers::Hello(const rpc::RequestContext& 
   RDMQ_LOG(kDebug, "broker", "hello")
       .kv("client", ctx.client_id)
       .kv("name", req.client_name)
-      .kv("peer", ctx.peer);
+      .kv("peer", ctx.peer)
+      .kv("cert_cn", ctx.peer_identity);
   return r;
 }
 

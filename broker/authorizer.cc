@@ -41,7 +41,7 @@ Authorizer::Authorizer(const BrokerConfig& cfg, const metadata::MetadataStore& m
 
 std::string Authorizer::UserOf(uint64_t client_id) const {
   const std::shared_ptr<Session> s = sessions_.Find(client_id);
-  return std::string(ActingUser(s ? s->User() : std::string()));
+  return std::string(ActingUser(s ? s->Principal() : std::string()));
 }
 
 void Authorizer::Reload() {

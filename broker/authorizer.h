@@ -5,8 +5,8 @@
 // matching allow grants, else refused).
 //
 // Who asks: the user a client logged in as, or ANONYMOUS when its front door asks for no login
-// (Kafka's name for it); on the Kafka listener a client certificate's CN when the client did
-// not log in with SASL.
+// (Kafka's name for it); a verified client certificate's CN when the client did not log in with
+// SASL (on the Kafka listener, and on the tcp control path with rpc.security.protocol=SSL).
 //
 // Threading: thread-safe. The bindings are an immutable snapshot, replaced by Reload after
 // every change; a decision takes a reference to it under a leaf lock and decides without it.

@@ -58,6 +58,17 @@ Status BrokerImpl::OpenFabrics() {
   fabric::FabricOptions fo;
   fo.provider = provider;
   fo.device = cfg_.device;
+  if (cfg_.RpcTls()) {
+    // The files are checked as the Kafka listener's are, so that a bad one is named by its key.
+    RDMQ_RETURN_IF_ERROR(MakeKafkaTls(cfg_).status());
+    fo.tls.enabled = true;
+    fo.tls.certificate = cfg_.ssl_certificate;
+    fo.tls.key = cfg_.ssl_key;
+    fo.tls.ca = cfg_.ssl_ca;
+    fo.tls.client_auth = cfg_.ssl_client_auth == "required"    ? fabric::TlsOptions::ClientAuth::kRequired
+                         : cfg_.ssl_client_auth == "requested" ? fabric::TlsOptions::ClientAuth::kRequested
+                                                               : fabric::TlsOptions::ClientAuth::kNone;
+  }
   fo.listen = cfg_.ControlAddress();
   auto cf = fabric::Fabric::Open(fo);
   if (!cf.ok()) return cf.status().WithContext("open the control listener " + fo.listen);
@@ -285,7 +296,7 @@ void BrokerImpl::RevokeDenied() {
   for (uint64_t id : sessions_.ClientIds()) {
     std::shared_ptr<Session> s = sessions_.Find(id);
     if (!s) continue;
-    users[id] = std::string(ActingUser(s->User()));
+    users[id] = std::string(ActingUser(s->Principal()));
     std::vector<LeaseId> ids;
     {
       MutexLock slock(s->mu);

@@ -147,9 +147,19 @@ const config::ConfigDef<BrokerConfig>& BrokerConfigDef() {
                       "anything else is served (their sasl.username and sasl.password). Empty: no login.",
                .component = broker},
               Field(&BrokerConfig::rpc_sasl_mechanisms));
+    d->Define({.name = "rpc.security.protocol",
+               .type = Type::kEnum,
+               .doc = "PLAINTEXT; SSL: TLS (1.2 or later) on every connection to the control and data "
+                      "listeners (fabric=tcp only), with ssl.certificate.location and ssl.key.location; "
+                      "ssl.client.auth=required then authenticates clients by certificate "
+                      "(docs/security.md).",
+               .component = broker,
+               .choices = {{"PLAINTEXT", 0}, {"SSL", 1}}},
+              Field(&BrokerConfig::rpc_security_protocol));
     d->Define({.name = "ssl.certificate.location",
                .type = Type::kString,
-               .doc = "The broker's certificate chain (PEM) for its TLS listeners.",
+               .doc = "The broker's certificate chain (PEM) for its TLS listeners (Kafka, and the control "
+                      "and data listeners with rpc.security.protocol=SSL).",
                .component = broker},
               Field(&BrokerConfig::ssl_certificate));
     d->Define({.name = "ssl.key.location",
@@ -166,7 +176,7 @@ const config::ConfigDef<BrokerConfig>& BrokerConfigDef() {
                .type = Type::kEnum,
                .doc = "Client certificates on TLS listeners: none; requested (checked when sent); "
                       "required (a client without a certificate from ssl.ca.location is refused: this "
-                      "authenticates Kafka clients, so the listener may face the network without "
+                      "authenticates clients, so the listener may face the network without "
                       "security.allow.anonymous).",
                .component = broker,
                .choices = {{"none", 0}, {"requested", 1}, {"required", 2}}},
@@ -174,8 +184,9 @@ const config::ConfigDef<BrokerConfig>& BrokerConfigDef() {
     d->Define({.name = "authorizer.enabled",
                .type = Type::kBool,
                .doc = "Enforce the ACLs of `rdmq acl` on both front doors: a client may do only what a "
-                      "binding allows its user (ANONYMOUS without a login; a client certificate's CN on "
-                      "the Kafka listener); leases and read grants end when an ACL no longer allows them "
+                      "binding allows its user (ANONYMOUS without a login; a verified client "
+                      "certificate's CN on TLS listeners); leases and read grants end when an ACL no longer "
+                      "allows them "
                       "(docs/security.md). Off: every client that may connect may do everything.",
                .component = broker},
               Field(&BrokerConfig::authorizer_enabled));
@@ -422,7 +433,12 @@ Status Validate(const BrokerConfig& c) {
         c.KafkaSasl() || (c.kafka_security_protocol == "SSL" && c.ssl_client_auth == "required");
     std::vector<std::pair<const char*, std::string>> net = {{"listen.http", c.listen_http}};
     if (!kafka_authenticated) net.emplace_back("listen.kafka", c.listen_kafka);
-    if (c.fabric != "shm" && c.RpcSaslMechanisms().empty()) {
+    // The control path authenticates with SCRAM logins or with required client certificates
+    // (the data listener then binds endpoints to authenticated sessions, or asks for the same
+    // certificates).
+    const bool rpc_authenticated =
+        !c.RpcSaslMechanisms().empty() || (c.RpcTls() && c.ssl_client_auth == "required");
+    if (c.fabric != "shm" && !rpc_authenticated) {
       net.emplace_back("listen.control", c.ControlAddress());
       net.emplace_back("listen.data", c.DataAddress());
     }
@@ -438,11 +454,22 @@ Status Validate(const BrokerConfig& c) {
     return Bad("kafka.security.protocol", c.kafka_security_protocol,
                "needs ssl.certificate.location and ssl.key.location");
   }
+  if (c.RpcTls()) {
+    if (c.fabric != "tcp") {
+      return Bad("rpc.security.protocol", c.rpc_security_protocol,
+                 c.fabric == "shm" ? "TLS is for fabric=tcp; shm stays on this host, behind data.dir's "
+                                     "permissions"
+                                   : "TLS is for fabric=tcp; the verbs fabric has no TLS yet");
+    }
+    if (c.ssl_certificate.empty() || c.ssl_key.empty()) {
+      return Bad("rpc.security.protocol", c.rpc_security_protocol,
+                 "needs ssl.certificate.location and ssl.key.location");
+    }
+  }
   for (const std::string& m : c.RpcSaslMechanisms()) {
     if (m != "SCRAM-SHA-256" && m != "SCRAM-SHA-512") {
-      return Bad(
-          "rpc.sasl.enabled.mechanisms", c.rpc_sasl_mechanisms,
-          "'" + m + "' is not one of SCRAM-SHA-256, SCRAM-SHA-512 (the control path has no TLS for PLAIN)");
+      return Bad("rpc.sasl.enabled.mechanisms", c.rpc_sasl_mechanisms,
+                 "'" + m + "' is not one of SCRAM-SHA-256, SCRAM-SHA-512 (the control path offers no PLAIN)");
     }
   }
   const std::vector<std::string> mechanisms = c.SaslMechanisms();

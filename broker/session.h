@@ -46,6 +46,16 @@ struct Session {
     MutexLock lock(name_mu_);
     user_ = user;
   }
+  // Who it acts as for ACLs (authorizer.h): its login, else the CN of the TLS client certificate
+  // its control connection presented (rpc.security.protocol=SSL), else "" (ANONYMOUS).
+  std::string Principal() const EXCLUDES(name_mu_) {
+    MutexLock lock(name_mu_);
+    return user_.empty() ? cert_user_ : user_;
+  }
+  void SetCertUser(std::string cn) EXCLUDES(name_mu_) {
+    MutexLock lock(name_mu_);
+    cert_user_ = std::move(cn);
+  }
   // The data endpoint's id, 0 until bound; read without `mu` to tell whether it is bound.
   std::atomic<uint64_t> ep_id{0};
   // May use the broker: set by Hello when no login is asked, else by a successful
@@ -69,6 +79,7 @@ struct Session {
   mutable Mutex name_mu_;  // a leaf: nothing is locked under it
   std::string name_ GUARDED_BY(name_mu_);
   std::string user_ GUARDED_BY(name_mu_);
+  std::string cert_user_ GUARDED_BY(name_mu_);
 };
 
 class SessionTable {

@@ -20,6 +20,28 @@ Result<fabric::Provider> ProviderOfAddress(std::string_view a) {
                                             "verbs:host:port");
 }
 
+Result<fabric::TlsOptions> TlsOptionsOf(const ClientOptions& o, fabric::Provider provider) {
+  fabric::TlsOptions t;
+  if (!o.Tls()) return t;
+  if (provider != fabric::Provider::kTcp) {
+    return Status(Errc::kInvalidArgument, "security.protocol=" + o.security_protocol +
+                                              ": TLS is for tcp: brokers, not " +
+                                              std::string(fabric::ProviderName(provider)) + " ones");
+  }
+  if (o.ssl_certificate.empty() != o.ssl_key.empty()) {
+    return Status(Errc::kInvalidArgument, o.ssl_certificate.empty()
+                                              ? "ssl.key.location is set without ssl.certificate.location"
+                                              : "ssl.certificate.location is set without ssl.key.location");
+  }
+  t.enabled = true;
+  t.ca = o.ssl_ca;
+  t.certificate = o.ssl_certificate;
+  t.key = o.ssl_key;
+  t.verify_peer = o.ssl_verify;
+  t.verify_name = o.ssl_endpoint_identification == "https";
+  return t;
+}
+
 std::string NormalizeAddress(std::string_view a) {
   if (!a.empty() && a.find(':') == std::string_view::npos) return "unix:" + std::string(a);
   return std::string(a);
@@ -36,9 +58,13 @@ Result<std::unique_ptr<Connection>> Connection::Open(const ClientOptions& client
   fabric::FabricOptions fo;
   fo.provider = c->provider_;
   fo.device = client.device;
+  RDMQ_ASSIGN_OR_RETURN(fo.tls, TlsOptionsOf(client, c->provider_));
   auto fab = fabric::Fabric::Open(fo);
-  if (!fab.ok())
-    return fab.status().WithContext("open the " + std::string(fabric::ProviderName(fo.provider)) + " fabric");
+  if (!fab.ok()) {
+    return fab.status().WithContext(
+        "open the " + std::string(fabric::ProviderName(fo.provider)) + " fabric" +
+        (fo.tls.enabled ? " with TLS (ssl.ca.location, ssl.certificate.location, ssl.key.location)" : ""));
+  }
   c->fabric_ = std::move(*fab);
   if (opts.data_endpoint) {
     RDMQ_ASSIGN_OR_RETURN(c->send_cq_, c->fabric_->CreateCompletionQueue(opts.cq_depth));
@@ -74,8 +100,20 @@ Result<std::unique_ptr<Connection::Link>> Connection::DialOne(const std::string&
       std::min<std::chrono::milliseconds>(options_.request_timeout, std::chrono::milliseconds(10000)));
   auto rpc = rpc::Client::Connect(*fabric_, address, ro);
   if (!rpc.ok()) {
-    return Status(Errc::kUnavailable, "cannot reach the rdmq broker at " + address + ": " +
-                                          rpc.status().ToString() + " (is rdmq-broker running there?)");
+    std::string hint = " (is rdmq-broker running there?)";
+    if (rpc.status().is(fabric::FabricErrc::kTls)) {
+      hint =
+          " (security.protocol, ssl.ca.location, ssl.certificate.location, ssl.key.location and "
+          "ssl.endpoint.identification.algorithm: docs/security.md)";
+    } else if (provider_ == fabric::Provider::kTcp && !options_.Tls() &&
+               rpc.status().is(fabric::FabricErrc::kPeerGone)) {
+      hint =
+          " (a broker with rpc.security.protocol=SSL closes connections without TLS: is "
+          "security.protocol=SSL "
+          "needed?)";
+    }
+    return Status(Errc::kUnavailable,
+                  "cannot reach the rdmq broker at " + address + ": " + rpc.status().ToString() + hint);
   }
   link->rpc = std::shared_ptr<rpc::Client>(std::move(*rpc));
 

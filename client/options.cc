@@ -84,6 +84,45 @@ const config::ConfigDef<ClientOptions>& ClientConfigDef() {
                .component = client,
                .default_text = "$RDMQ_SASL_PASSWORD"},
               config::Field(&ClientOptions::sasl_password));
+    d->Define({.name = "security.protocol",
+               .type = Type::kEnum,
+               .doc = "PLAINTEXT; SSL: TLS to a broker with rpc.security.protocol=SSL (tcp), on the "
+                      "control connection and the data endpoint. SASL_PLAINTEXT and SASL_SSL are "
+                      "accepted as the same two (the login happens whenever the broker asks for one).",
+               .component = client,
+               .choices = {{"PLAINTEXT", 0}, {"SSL", 1}, {"SASL_PLAINTEXT", 2}, {"SASL_SSL", 3}}},
+              config::Field(&ClientOptions::security_protocol));
+    d->Define({.name = "ssl.ca.location",
+               .type = Type::kString,
+               .doc = "The CA certificates (PEM) the broker's certificate must chain to. Empty: the "
+                      "system's default CAs.",
+               .component = client},
+              config::Field(&ClientOptions::ssl_ca));
+    d->Define({.name = "ssl.certificate.location",
+               .type = Type::kString,
+               .doc = "This client's certificate chain (PEM), for a broker that asks for client "
+                      "certificates (ssl.client.auth).",
+               .component = client},
+              config::Field(&ClientOptions::ssl_certificate));
+    d->Define({.name = "ssl.key.location",
+               .type = Type::kString,
+               .doc = "The private key (PEM, unencrypted) of ssl.certificate.location.",
+               .component = client},
+              config::Field(&ClientOptions::ssl_key));
+    d->Define({.name = "ssl.endpoint.identification.algorithm",
+               .type = Type::kEnum,
+               .doc = "https: the broker's certificate must name the host or IP address connected to "
+                      "(for the data endpoint: the data address the broker announces); none: any "
+                      "name (the chain is still verified).",
+               .component = client,
+               .choices = {{"https", 0}, {"none", 1}}},
+              config::Field(&ClientOptions::ssl_endpoint_identification));
+    d->Define({.name = "enable.ssl.certificate.verification",
+               .type = Type::kBool,
+               .doc = "Verify the broker's certificate chain. false encrypts without knowing who "
+                      "answers: for tests only.",
+               .component = client},
+              config::Field(&ClientOptions::ssl_verify));
     return d;
   }();
   return *def;

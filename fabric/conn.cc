@@ -32,13 +32,20 @@ void AttachRights(msghdr& msg, char* cbuf, const int* fds, size_t n) {
 }
 }  // namespace
 
-std::shared_ptr<Conn> Conn::Create(Agent& agent, UniqueFd fd, std::string peer) {
-  return std::shared_ptr<Conn>(new Conn(agent, std::move(fd), std::move(peer)));
+std::shared_ptr<Conn> Conn::Create(Agent& agent, UniqueFd fd, std::string peer,
+                                   std::unique_ptr<TlsSession> tls) {
+  return std::shared_ptr<Conn>(new Conn(agent, std::move(fd), std::move(peer), std::move(tls)));
 }
 
-Conn::Conn(Agent& agent, UniqueFd fd, std::string peer)
-    : agent_(agent), fd_(fd.get()), sd_(agent.io(), fd.release()), peer_(std::move(peer)) {
+Conn::Conn(Agent& agent, UniqueFd fd, std::string peer, std::unique_ptr<TlsSession> tls)
+    : agent_(agent),
+      fd_(fd.get()),
+      sd_(agent.io(), fd.release()),
+      peer_(std::move(peer)),
+      tls_client_(tls != nullptr && !tls->server()),
+      tls_(std::move(tls)) {
   in_.resize(kInitialRead);
+  if (tls_) cipher_in_.resize(kInitialRead);
 }
 
 Conn::~Conn() {
@@ -52,7 +59,10 @@ void Conn::Start(std::shared_ptr<ConnHandler> handler) {
     handler_ = std::move(handler);
   }
   auto self = shared_from_this();
-  agent_.Post([self] { self->ArmRead(); });
+  agent_.Post([self] {
+    if (self->tls_client_) self->StartTls();
+    self->ArmRead();
+  });
 }
 
 void Conn::SetHandler(std::shared_ptr<ConnHandler> handler) {
@@ -82,6 +92,7 @@ void Conn::ArmRead() {
 }
 
 void Conn::OnReadable() {
+  if (tls_) return OnReadableTls();
   alignas(cmsghdr) char cbuf[CMSG_SPACE(sizeof(int) * kMaxReadFds)];
   for (int round = 0; round < 64; ++round) {
     if (in_.size() - in_end_ < kMinReadRoom) {
@@ -218,55 +229,74 @@ Status Conn::SendFramed(std::span<const iovec> parts, bool borrow) {
 }
 
 Status Conn::SendLocked(std::span<const iovec> parts, size_t total, std::span<const int> fds, bool borrow) {
-  if (closed()) return Status(FabricErrc::kPeerGone, "connection to " + peer_ + " is closed");
-  size_t written = 0;
+  if (tls_) return SendTlsLocked(parts, total, fds);
+  return SendRawLocked(parts, total, fds, borrow);
+}
+
+bool Conn::DirectLocked(size_t total) const {
   // Inside a read burst the agent queues small frames so that they leave in one write; a large
   // one goes out at once when nothing is queued before it (saving a copy).
   constexpr size_t kDirectFromAgent = size_t{64} << 10;
-  const bool direct = out_.empty() && (!(dispatching_ && agent_.InThread()) || total >= kDirectFromAgent);
-  if (direct) {
-    constexpr size_t kMaxIov = 1024;
-    size_t first = 0, skip = 0;  // iovec index and offset within it where the unwritten bytes start
-    alignas(cmsghdr) char cbuf[CMSG_SPACE(sizeof(int) * kMaxFrameFds)];
-    std::vector<iovec> iov;
-    while (written < total) {
-      iov.clear();
-      for (size_t i = first; i < parts.size() && iov.size() < kMaxIov; ++i) {
-        const size_t off = i == first ? skip : 0;
-        if (parts[i].iov_len > off) {
-          iov.push_back(iovec{static_cast<std::byte*>(parts[i].iov_base) + off, parts[i].iov_len - off});
-        }
-      }
-      msghdr msg{};
-      msg.msg_iov = iov.data();
-      msg.msg_iovlen = iov.size();
-      if (written == 0 && !fds.empty()) AttachRights(msg, cbuf, fds.data(), fds.size());
-      const ssize_t n = ::sendmsg(fd_, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-        const Status s = Status::FromErrno(errno, "send to " + peer_);
-        ShutdownLocked();
-        return Status(FabricErrc::kPeerGone, s.ToString());
-      }
-      written += static_cast<size_t>(n);
-      size_t left = static_cast<size_t>(n);
-      while (left > 0 && first < parts.size()) {
-        const size_t avail = parts[first].iov_len - skip;
-        if (left >= avail) {
-          left -= avail;
-          ++first;
-          skip = 0;
-        } else {
-          skip += left;
-          left = 0;
-        }
-      }
-      if (static_cast<size_t>(n) == 0) break;
-    }
+  return out_.empty() && (!(dispatching_ && agent_.InThread()) || total >= kDirectFromAgent);
+}
+
+Status Conn::SendRawLocked(std::span<const iovec> parts, size_t total, std::span<const int> fds,
+                           bool borrow) {
+  if (closed()) return Status(FabricErrc::kPeerGone, "connection to " + peer_ + " is closed");
+  size_t written = 0;
+  if (DirectLocked(total)) {
+    Status err;
+    written = WriteNowLocked(parts, total, fds, &err);
+    if (!err.ok()) return err;
     if (written == total) return Status::Ok();
   }
   return QueueLocked(parts, written, fds, borrow);
+}
+
+size_t Conn::WriteNowLocked(std::span<const iovec> parts, size_t total, std::span<const int> fds,
+                            Status* err) {
+  constexpr size_t kMaxIov = 1024;
+  size_t written = 0;
+  size_t first = 0, skip = 0;  // iovec index and offset within it where the unwritten bytes start
+  alignas(cmsghdr) char cbuf[CMSG_SPACE(sizeof(int) * kMaxFrameFds)];
+  std::vector<iovec> iov;
+  while (written < total) {
+    iov.clear();
+    for (size_t i = first; i < parts.size() && iov.size() < kMaxIov; ++i) {
+      const size_t off = i == first ? skip : 0;
+      if (parts[i].iov_len > off) {
+        iov.push_back(iovec{static_cast<std::byte*>(parts[i].iov_base) + off, parts[i].iov_len - off});
+      }
+    }
+    msghdr msg{};
+    msg.msg_iov = iov.data();
+    msg.msg_iovlen = iov.size();
+    if (written == 0 && !fds.empty()) AttachRights(msg, cbuf, fds.data(), fds.size());
+    const ssize_t n = ::sendmsg(fd_, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      const Status s = Status::FromErrno(errno, "send to " + peer_);
+      ShutdownLocked();
+      *err = Status(FabricErrc::kPeerGone, s.ToString());
+      return written;
+    }
+    written += static_cast<size_t>(n);
+    size_t left = static_cast<size_t>(n);
+    while (left > 0 && first < parts.size()) {
+      const size_t avail = parts[first].iov_len - skip;
+      if (left >= avail) {
+        left -= avail;
+        ++first;
+        skip = 0;
+      } else {
+        skip += left;
+        left = 0;
+      }
+    }
+    if (static_cast<size_t>(n) == 0) break;
+  }
+  return written;
 }
 
 Status Conn::QueueLocked(std::span<const iovec> parts, size_t written, std::span<const int> fds,

@@ -9,6 +9,13 @@
 // Threading: Conn methods are thread-safe unless noted. Handlers run on the agent thread.
 // Conn::Send from the agent thread (inside a handler) only queues; the queue is flushed when the
 // handler returns, so that a burst of responses goes out in one write.
+//
+// TLS (tcp only, tls.h; conn_tls.cc): a connection created with a TlsSession sends and receives
+// the same frames inside TLS records. Frames sent before the handshake finished wait for it (as
+// plaintext, under mu_); no frame is delivered before it finished. Sends encrypt under mu_ and
+// write the ciphertext as above (never by reference: `borrow` does not apply); the agent
+// decrypts what it reads under mu_ before parsing frames. A connection without a session takes
+// none of these paths.
 #pragma once
 
 #include <sys/uio.h>
@@ -29,6 +36,7 @@
 #include "rdmq/common/mutex.h"
 #include "rdmq/common/status.h"
 #include "rdmq/fabric/fabric.h"
+#include "tls.h"
 #include "wire.h"
 
 namespace rdmq::fabric::internal {
@@ -51,8 +59,10 @@ class ConnHandler {
 
 class Conn : public std::enable_shared_from_this<Conn> {
  public:
-  // Takes ownership of a connected stream socket.
-  static std::shared_ptr<Conn> Create(Agent& agent, UniqueFd fd, std::string peer);
+  // Takes ownership of a connected stream socket; with `tls`, everything on it is inside TLS
+  // (the session's side, client or server, says who starts the handshake).
+  static std::shared_ptr<Conn> Create(Agent& agent, UniqueFd fd, std::string peer,
+                                      std::unique_ptr<TlsSession> tls = nullptr);
   ~Conn();
   Conn(const Conn&) = delete;
   Conn& operator=(const Conn&) = delete;
@@ -66,7 +76,7 @@ class Conn : public std::enable_shared_from_this<Conn> {
   void ClearHandler();
 
   // Sends one frame made of `parts` (gathered), with `fds` (duplicated if they must wait).
-  // kPeerGone when the connection is closed.
+  // kPeerGone when the connection is closed; kInvalidArgument for fds on a TLS connection.
   Status Send(uint8_t type, uint16_t flags, std::span<const iovec> parts, std::span<const int> fds = {})
       EXCLUDES(mu_);
   Status Send(uint8_t type, uint16_t flags, std::span<const std::byte> payload) EXCLUDES(mu_) {
@@ -86,6 +96,10 @@ class Conn : public std::enable_shared_from_this<Conn> {
   bool closed() const noexcept { return closed_.load(std::memory_order_acquire); }
   const std::string& peer() const noexcept { return peer_; }
   int fd() const noexcept { return fd_; }
+  bool tls() const noexcept { return tls_ != nullptr; }
+  // TLS: the CN of the peer's verified certificate, once the handshake finished ("" before,
+  // without TLS, or without one).
+  std::string peer_identity() EXCLUDES(mu_);
 
  private:
   struct OutChunk {
@@ -96,7 +110,7 @@ class Conn : public std::enable_shared_from_this<Conn> {
     size_t sent = 0;
     std::vector<UniqueFd> fds;  // sent with the first byte
   };
-  Conn(Agent& agent, UniqueFd fd, std::string peer);
+  Conn(Agent& agent, UniqueFd fd, std::string peer, std::unique_ptr<TlsSession> tls);
   void ArmRead() EXCLUDES(mu_);
   void OnReadable() EXCLUDES(mu_);
   void ArmWriteLocked() REQUIRES(mu_);
@@ -109,9 +123,35 @@ class Conn : public std::enable_shared_from_this<Conn> {
   void ShutdownLocked() noexcept REQUIRES(mu_);
   Status SendLocked(std::span<const iovec> parts, size_t total, std::span<const int> fds, bool borrow = false)
       REQUIRES(mu_);
+  // The socket side of SendLocked: writes at once what the socket takes (when nothing is queued
+  // and this is not a burst from the agent), queues the rest.
+  Status SendRawLocked(std::span<const iovec> parts, size_t total, std::span<const int> fds, bool borrow)
+      REQUIRES(mu_);
+  // Whether SendRawLocked may write `total` bytes at once rather than queue them.
+  bool DirectLocked(size_t total) const REQUIRES(mu_);
+  // Writes `parts` until the socket would block: the bytes written. On a socket error `*err` is
+  // set and the connection is being shut down.
+  size_t WriteNowLocked(std::span<const iovec> parts, size_t total, std::span<const int> fds, Status* err)
+      REQUIRES(mu_);
   // Queues what SendLocked could not write (from byte `written` of `parts` on).
   Status QueueLocked(std::span<const iovec> parts, size_t written, std::span<const int> fds, bool borrow)
       REQUIRES(mu_);
+
+  // ---- TLS (conn_tls.cc), only with tls_
+  // The client's first handshake flight. Agent thread.
+  void StartTls() EXCLUDES(mu_);
+  void OnReadableTls() EXCLUDES(mu_);
+  // Drives the session over the ciphertext it was given: the handshake, then records decrypted
+  // into in_; writes what it produced. kTls (or kPeerGone) when the connection must end.
+  Status PumpTlsLocked() REQUIRES(mu_);
+  Status SendTlsLocked(std::span<const iovec> parts, size_t total, std::span<const int> fds) REQUIRES(mu_);
+  // Encrypts the plaintext waiting in tls_plain_ (once established).
+  Status EncryptPlainLocked() REQUIRES(mu_);
+  // Hands the session's ciphertext to the socket (SendRawLocked's rules, without a copy).
+  Status WriteCipherLocked() REQUIRES(mu_);
+  // Ends the connection after a TLS failure: logs it, sends what the session produced (its
+  // alert) and fails.
+  void FailTls(const Status& why) EXCLUDES(mu_);
 
   Agent& agent_;
   const int fd_;  // owned by sd_
@@ -127,13 +167,23 @@ class Conn : public std::enable_shared_from_this<Conn> {
   // it without.
   bool finished_ = false;
 
+  // TLS: the session (its state guarded by mu_), and frames waiting as plaintext for the
+  // handshake or for the end of the agent's burst (then encrypted as one run of records).
+  const bool tls_client_;  // with a session: it starts the handshake (set before tls_ is)
+  const std::unique_ptr<TlsSession> tls_ PT_GUARDED_BY(mu_);
+  std::vector<std::byte> tls_plain_ GUARDED_BY(mu_);
+  std::string peer_identity_ GUARDED_BY(mu_);
+
   std::recursive_mutex handler_mu_;  // recursive: a handler may ClearHandler from its callback
   std::shared_ptr<ConnHandler> handler_;
 
-  // Agent-thread read state.
+  // Agent-thread read state (with TLS: the plaintext, written by PumpTlsLocked).
   std::vector<std::byte> in_;
   size_t in_begin_ = 0, in_end_ = 0;
   std::deque<UniqueFd> in_fds_;
+  // TLS: ciphertext read from the socket and not yet consumed by the session.
+  std::vector<std::byte> cipher_in_;
+  size_t cipher_begin_ = 0, cipher_end_ = 0;
 };
 
 }  // namespace rdmq::fabric::internal

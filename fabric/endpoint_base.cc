@@ -16,13 +16,15 @@ EndpointCore::EndpointCore(Provider provider, const EndpointOptions& o)
       max_send_(o.max_send_wr),
       max_recv_(o.max_recv_wr) {}
 
-void EndpointCore::StartConn(Agent& agent, UniqueFd fd, std::string peer, std::shared_ptr<ConnHandler> self) {
+void EndpointCore::StartConn(Agent& agent, UniqueFd fd, std::string peer, std::shared_ptr<ConnHandler> self,
+                             std::unique_ptr<TlsSession> tls) {
   peer_node_ = peer;
-  conn_ = Conn::Create(agent, std::move(fd), std::move(peer));
+  conn_ = Conn::Create(agent, std::move(fd), std::move(peer), std::move(tls));
   conn_->Start(std::move(self));
 }
 
 bool EndpointCore::TakeOverConn(std::shared_ptr<ConnHandler> self) {
+  peer_identity_ = conn_->peer_identity();  // (the hello came after the TLS handshake)
   conn_->SetHandler(std::move(self));
   return !conn_->closed();
 }
@@ -49,10 +51,12 @@ Result<wire::Hello> EndpointCore::AwaitHelloAck(std::vector<UniqueFd>* fds) {
   if (!handshake_.ok()) return handshake_;
   if (!handshake_done_) {
     const std::string name(ProviderName(provider_));
+    if (!alive() && gone_reason_.is(FabricErrc::kTls)) return gone_reason_.WithContext(name + " connect");
     if (!alive()) return Status(FabricErrc::kPeerGone, name + " connect: the acceptor closed the connection");
     return Status(Errc::kTimeout, name + " connect: no answer (is anyone calling Accept?)");
   }
   if (fds != nullptr) *fds = std::move(hello_fds_);
+  peer_identity_ = conn_->peer_identity();
   return hello_;
 }
 

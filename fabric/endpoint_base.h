@@ -58,11 +58,15 @@ class EndpointCore : public ConnHandler {
   const std::shared_ptr<Conn>& conn() const noexcept { return conn_; }
   // The peer's bootstrap address (or, accepting, a name for its socket), for messages.
   const std::string& peer_node() const noexcept { return peer_node_; }
+  // The CN of the peer's verified TLS certificate (Endpoint::peer_identity), taken from the
+  // connection once its hello arrived.
+  const std::string& peer_identity() const noexcept { return peer_identity_; }
 
   // ---- setup, before the endpoint is shared
   // Connecting side: `fd` (connected to `peer`, also the peer's name) becomes the bootstrap
-  // connection, read with `self` (this endpoint) as its handler.
-  void StartConn(Agent& agent, UniqueFd fd, std::string peer, std::shared_ptr<ConnHandler> self);
+  // connection (inside TLS with `tls`), read with `self` (this endpoint) as its handler.
+  void StartConn(Agent& agent, UniqueFd fd, std::string peer, std::shared_ptr<ConnHandler> self,
+                 std::unique_ptr<TlsSession> tls = nullptr);
   // Accepting side: `conn` becomes the bootstrap connection.
   void set_conn(std::shared_ptr<Conn> conn) { conn_ = std::move(conn); }
   // Accepting side: `self` (this endpoint) takes over the connection's frames from the accept
@@ -74,7 +78,8 @@ class EndpointCore : public ConnHandler {
   // Sends a hello (kFrameHello connecting, kFrameHelloAck accepting), with `fds`.
   Status SendHello(uint8_t frame_type, const wire::Hello& h, std::span<const int> fds = {});
   // Connecting side: waits up to the connect timeout for the acceptor's hello; the fds that came
-  // with it are moved to `fds` if given (else closed with the endpoint).
+  // with it are moved to `fds` if given (else closed with the endpoint). A TLS failure on the
+  // way (kTls) is returned as such, with OpenSSL's reason.
   Result<wire::Hello> AwaitHelloAck(std::vector<UniqueFd>* fds = nullptr) EXCLUDES(mu_);
 
   // ---- control messages over the bootstrap connection (Endpoint::SendControl/RecvControl)
@@ -118,6 +123,7 @@ class EndpointCore : public ConnHandler {
   const uint32_t max_send_, max_recv_;       // EndpointOptions::max_send_wr, max_recv_wr
   std::shared_ptr<Conn> conn_;
   std::string peer_node_;
+  std::string peer_identity_;  // set during setup, before the endpoint is shared
   std::atomic<bool> alive_{true};
 
   Mutex mu_;    // the handshake and control state below, and providers' waits for the agent
@@ -148,6 +154,7 @@ class EndpointHandle final : public Endpoint {
   uint64_t id() const noexcept override { return core_->id(); }
   Provider provider() const noexcept override { return core_->provider(); }
   const std::string& peer() const noexcept override { return peer_; }
+  const std::string& peer_identity() const noexcept override { return core_->peer_identity(); }
   bool connected() const noexcept override { return core_->connected(); }
   Status Post(std::span<const WorkRequest> wrs) override { return core_->Post(wrs); }
   Status PostRecv(std::span<const RecvRequest> rrs) override { return core_->PostRecv(rrs); }

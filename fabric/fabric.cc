@@ -34,6 +34,11 @@ std::string_view OpcodeName(Opcode op) noexcept {
 }
 
 Result<std::unique_ptr<Fabric>> Fabric::Open(const FabricOptions& options) {
+  if (options.tls.enabled && options.provider != Provider::kTcp) {
+    return Status(Errc::kUnsupported, "TLS is built for the tcp fabric only, not " +
+                                          std::string(ProviderName(options.provider)) +
+                                          " (shm stays on one host; verbs has no TLS yet)");
+  }
   switch (options.provider) {
     case Provider::kShm:
       return internal::OpenShm(options);

@@ -74,15 +74,20 @@ class ProviderFabric : public Fabric {
     }
   }
   // The start of Connect on a TCP bootstrap (tcp, verbs): a new endpoint core whose bootstrap
-  // connection to `address` ("<provider>:host:port") is open and read; the host goes to `host`.
+  // connection to `address` ("<provider>:host:port") is open and read (inside TLS when the
+  // fabric has it, verifying the server against the host); the host goes to `host`.
   Result<std::shared_ptr<EpCore>> DialTcp(std::string_view address, const EndpointOptions& opts,
                                           std::string* host) const {
     RDMQ_RETURN_IF_ERROR(CheckOptions(opts));
     RDMQ_ASSIGN_OR_RETURN(std::string_view rest, StripScheme(address, ProviderName(core_->provider())));
     RDMQ_ASSIGN_OR_RETURN(HostPort hp, ParseHostPort(rest));
+    std::unique_ptr<TlsSession> tls;
+    if (core_->tls) {
+      RDMQ_ASSIGN_OR_RETURN(tls, core_->tls->NewClient(hp.host));
+    }
     RDMQ_ASSIGN_OR_RETURN(UniqueFd fd, ConnectTcp(hp.host, hp.port, opts.connect_timeout));
     auto ep = std::make_shared<EpCore>(*core_, opts);
-    ep->StartConn(core_->agent, std::move(fd), std::string(address), ep);
+    ep->StartConn(core_->agent, std::move(fd), std::string(address), ep, std::move(tls));
     *host = std::move(hp.host);
     return ep;
   }

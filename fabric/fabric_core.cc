@@ -1,5 +1,7 @@
 #include "fabric_core.h"
 
+#include "rdmq/common/log.h"
+
 namespace rdmq::fabric::internal {
 
 FabricCore::FabricCore(Provider provider, std::string agent_name)
@@ -10,7 +12,18 @@ FabricCore::~FabricCore() { agent.Stop(); }
 void FabricCore::Listen(UniqueFd listen_fd, std::string bootstrap_address) {
   address = std::move(bootstrap_address);
   listener_ = Listener::Start(agent, std::move(listen_fd), [this](UniqueFd fd, std::string peer) {
-    accepts.OnAccept(std::move(fd), std::move(peer));
+    std::unique_ptr<TlsSession> session;
+    if (tls) {
+      auto s = tls->NewServer();
+      if (!s.ok()) {
+        RDMQ_LOG(kError, "fabric", "no TLS session for a new connection; closing it")
+            .kv("peer", peer)
+            .kv("error", s.status());
+        return;
+      }
+      session = std::move(s).value();
+    }
+    accepts.OnAccept(std::move(fd), std::move(peer), std::move(session));
   });
 }
 

@@ -15,6 +15,7 @@
 #include "posix.h"
 #include "rdmq/common/status.h"
 #include "rdmq/fabric/fabric.h"
+#include "tls.h"
 
 namespace rdmq::fabric::internal {
 
@@ -37,6 +38,8 @@ class FabricCore {
   Agent agent;
   AcceptQueue accepts{agent};
   std::string address;  // "unix:<path>", "tcp:host:port", "verbs:ip:port", or "" if not listening
+  // TLS on every connection (tcp with TlsOptions.enabled; set by Init before Listen), else null.
+  std::shared_ptr<const TlsContext> tls;
 
  private:
   const Provider provider_;

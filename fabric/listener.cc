@@ -106,10 +106,10 @@ struct AcceptQueue::Pending : ConnHandler {
   }
 };
 
-void AcceptQueue::OnAccept(UniqueFd fd, std::string peer) {
+void AcceptQueue::OnAccept(UniqueFd fd, std::string peer, std::unique_ptr<TlsSession> tls) {
   auto p = std::make_shared<Pending>();
   p->queue = this;
-  p->conn = Conn::Create(agent_, std::move(fd), std::move(peer));
+  p->conn = Conn::Create(agent_, std::move(fd), std::move(peer), std::move(tls));
   {
     MutexLock l(mu_);
     pending_.push_back(p);

@@ -53,8 +53,8 @@ class AcceptQueue {
   // Closes the connections never taken: a pending connection and its handler refer to each other
   // until the connection fails, which a stopped agent no longer reports.
   ~AcceptQueue();
-  // Agent thread: a new connection; its first frame must be a hello.
-  void OnAccept(UniqueFd fd, std::string peer) EXCLUDES(mu_);
+  // Agent thread: a new connection (inside TLS with `tls`); its first frame must be a hello.
+  void OnAccept(UniqueFd fd, std::string peer, std::unique_ptr<TlsSession> tls = nullptr) EXCLUDES(mu_);
   // The next connection whose hello arrived, waiting up to `timeout`; nullopt on timeout.
   std::optional<Incoming> Next(std::chrono::nanoseconds timeout) EXCLUDES(mu_);
 

@@ -80,7 +80,8 @@ void ServerImpl::WorkerLoop() {
       wq_.pop_front();
     }
     if (t.ch->closed.load(std::memory_order_acquire)) continue;
-    RequestContext ctx{t.ch->client_id, t.ch->index, t.meta.thread, t.meta.seq, t.meta.handler, t.ch->peer};
+    RequestContext ctx{t.ch->client_id, t.ch->index, t.meta.thread,      t.meta.seq,
+                       t.meta.handler,  t.ch->peer,  t.ch->peer_identity};
     rb.Clear();
     const Status s = t.handler->fn(ctx, coding::AsBytes(t.request), rb);
     OutResponse out;

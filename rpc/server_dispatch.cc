@@ -203,7 +203,8 @@ void ServerImpl::RunRequest(SChannel& ch, const std::shared_ptr<SChannel>& owner
     wq_cv_.NotifyOne();
     return;
   }
-  RequestContext ctx{ch.client_id, ch.index, e.meta.thread, e.meta.seq, e.meta.handler, ch.peer};
+  RequestContext ctx{ch.client_id,   ch.index, e.meta.thread,   e.meta.seq,
+                     e.meta.handler, ch.peer,  ch.peer_identity};
   rb_.Clear();
   const Status s = it->second.fn(ctx, e.data, rb_);
   MakeResponse(e.meta, s, &rb_.str(), ch.max_response_entry, &out_[out_n_++]);

@@ -101,6 +101,7 @@ void ServerImpl::Handshake(std::unique_ptr<fabric::Endpoint> ep,
     conn->token = RandomSeed();
     conn->nchannels = hello.channels;
     conn->peer = ep->peer();
+    conn->peer_identity = ep->peer_identity();
     conn->channels.resize(hello.channels);
     std::vector<uint32_t> functioning;
     MutexLock g(reg_mu_);
@@ -113,10 +114,11 @@ void ServerImpl::Handshake(std::unique_ptr<fabric::Endpoint> ep,
     MutexLock g(reg_mu_);
     auto it = conns_.find(hello.client_id);
     if (it == conns_.end() || it->second->token != hello.token || it->second->nchannels != hello.channels ||
-        it->second->channels[hello.channel] != nullptr) {
+        it->second->channels[hello.channel] != nullptr || it->second->peer_identity != ep->peer_identity()) {
       (void)Refuse(*ep,
                    Status(RpcErrc::kHandshake, where + ": no such client " + std::to_string(hello.client_id) +
-                                                   " waiting for this channel (or a wrong token)"));
+                                                   " waiting for this channel (or a wrong token or "
+                                                   "certificate)"));
       return;
     }
     conn = it->second;
@@ -126,6 +128,7 @@ void ServerImpl::Handshake(std::unique_ptr<fabric::Endpoint> ep,
   ch->client_id = conn->id;
   ch->index = hello.channel;
   ch->peer = ep->peer();
+  ch->peer_identity = conn->peer_identity;
   ch->req_ring = std::min<uint64_t>(AlignUp(hello.request_ring, 4096), AlignUp(opts_.max_ring_bytes, 4096));
   ch->resp_ring = hello.response_ring;
   ch->send_cq = std::move(cq);

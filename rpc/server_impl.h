@@ -54,6 +54,7 @@ struct SChannel {
   uint64_t client_id = 0;
   uint32_t index = 0;
   std::string peer;
+  std::string peer_identity;  // the CN of the client's verified TLS certificate, or ""
   // Declaration order = reverse destruction order (see client_impl.h).
   std::unique_ptr<fabric::CompletionQueue> send_cq;
   std::unique_ptr<fabric::Region> req_region;  // control page + request ring
@@ -97,6 +98,7 @@ struct Conn {
   uint64_t token = 0;
   uint32_t nchannels = 0;
   std::string peer;
+  std::string peer_identity;  // channel 0's; every channel that joins must present the same
   std::vector<std::shared_ptr<SChannel>> channels;  // null until joined
   bool joined_this_interval = true;
   uint32_t allotment = 1;

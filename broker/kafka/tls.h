@@ -1,6 +1,7 @@
 // The Kafka listener's TLS context (kafka.security.protocol=SSL): the broker's certificate chain
 // and key, TLS 1.2 or later, and client certificates checked against ssl.ca.location as
-// ssl.client.auth says (none, requested, required).
+// ssl.client.auth says (none, requested, required). The broker also builds it (and drops it) to
+// check the same files for the tcp fabric's TLS (rpc.security.protocol=SSL) at start.
 #pragma once
 
 #include <memory>

@@ -78,7 +78,7 @@ TEST_CASE("a door that logs clients in may face the network, SASL settings that 
     const char* says;
   };
   for (const Case& k : std::vector<Case>{
-           {{"rpc.sasl.enabled.mechanisms=PLAIN"}, "the control path has no TLS for PLAIN"},
+           {{"rpc.sasl.enabled.mechanisms=PLAIN"}, "the control path offers no PLAIN"},
            {{"rpc.sasl.enabled.mechanisms=SCRAM-SHA-1"},
             "'SCRAM-SHA-1' is not one of SCRAM-SHA-256, SCRAM-SHA-512"},
            {{"kafka.security.protocol=SASL_PLAINTEXT", "sasl.enabled.mechanisms=PLAIN"},
@@ -89,6 +89,58 @@ TEST_CASE("a door that logs clients in may face the network, SASL settings that 
     BrokerConfig c;
     for (const char* set : k.sets) REQUIRE_OK(ApplySetting(&c, set));
     const Status s = Validate(c);
+    INFO(s.ToString());
+    CHECK(s.is(Errc::kInvalidArgument));
+    CHECK(s.ToString().find(k.says) != std::string::npos);
+  }
+}
+
+TEST_CASE(
+    "TLS on the control path: required client certificates authenticate, settings that cannot work "
+    "are refused",
+    "[config][security][tls]") {
+  // ssl.client.auth=required on the control and data listeners authenticates their clients:
+  // they may listen beyond loopback without allow.anonymous; requested certificates do not.
+  BrokerConfig c;
+  for (const char* set :
+       {"fabric=tcp", "listen.control=0.0.0.0:9192", "listen.data=0.0.0.0:9193", "rpc.security.protocol=SSL",
+        "ssl.certificate.location=/etc/rdmq/broker.pem", "ssl.key.location=/etc/rdmq/broker.key",
+        "ssl.ca.location=/etc/rdmq/ca.pem", "ssl.client.auth=requested"}) {
+    REQUIRE_OK(ApplySetting(&c, set));
+  }
+  CHECK(c.RpcTls());
+  CHECK(Validate(c).ToString().find("listen.control=0.0.0.0:9192") != std::string::npos);
+  REQUIRE_OK(ApplySetting(&c, "ssl.client.auth=required"));
+  CHECK_OK(Validate(c));
+  // ... but not the Kafka listener, which stays plaintext.
+  REQUIRE_OK(ApplySetting(&c, "listen.kafka=0.0.0.0:9092"));
+  CHECK(Validate(c).ToString().find("listen.kafka=0.0.0.0:9092") != std::string::npos);
+  // Without TLS on the control path, the same client.auth authenticates nobody there.
+  REQUIRE_OK(ApplySetting(&c, "listen.kafka=127.0.0.1:9092"));
+  REQUIRE_OK(ApplySetting(&c, "rpc.security.protocol=PLAINTEXT"));
+  CHECK(Validate(c).ToString().find("listen.control=0.0.0.0:9192") != std::string::npos);
+  CHECK(ApplySetting(&c, "rpc.security.protocol=TLS").ToString().find("must be PLAINTEXT or SSL") !=
+        std::string::npos);
+
+  struct Case {
+    std::vector<const char*> sets;
+    const char* says;
+  };
+  for (const Case& k : std::vector<Case>{
+           {{"rpc.security.protocol=SSL", "ssl.certificate.location=/c", "ssl.key.location=/k"},
+            "rpc.security.protocol=SSL: TLS is for fabric=tcp; shm stays on this host"},
+           {{"fabric=verbs", "rpc.security.protocol=SSL", "ssl.certificate.location=/c",
+             "ssl.key.location=/k"},
+            "the verbs fabric has no TLS yet"},
+           {{"fabric=tcp", "rpc.security.protocol=SSL"},
+            "needs ssl.certificate.location and ssl.key.location"},
+           {{"fabric=tcp", "rpc.security.protocol=SSL", "ssl.certificate.location=/c", "ssl.key.location=/k",
+             "ssl.client.auth=required"},
+            "ssl.client.auth=required: needs ssl.ca.location"},
+       }) {
+    BrokerConfig b;
+    for (const char* set : k.sets) REQUIRE_OK(ApplySetting(&b, set));
+    const Status s = Validate(b);
     INFO(s.ToString());
     CHECK(s.is(Errc::kInvalidArgument));
     CHECK(s.ToString().find(k.says) != std::string::npos);

@@ -22,6 +22,20 @@ extern const Provider kProvider;
 // Why kProvider cannot run here ("" if it can): verbs without an RDMA device.
 std::string ProviderUnavailable();
 
+// The options the suite's fabrics open with in this binary: the provider, and in the tcp+TLS
+// binary TLS (the listener with the test CA's server certificate, asking for client
+// certificates; connectors trusting that CA and presenting its client certificate).
+FabricOptions SuiteOptions(bool listening);
+// The provider argument that tells fabric_test_peer to connect the same way ("tcp", or
+// "tcp+tls=<directory of the test CA>").
+std::string PeerProvider();
+// SuiteOptions and PeerProvider of the binaries without TLS.
+inline FabricOptions PlainOptions() {
+  FabricOptions o;
+  o.provider = kProvider;
+  return o;
+}
+
 #define FABRIC_CONFORMANCE_PRELUDE()                                           \
   do {                                                                         \
     const std::string rdmq_why_ = ::rdmq::fabric::test::ProviderUnavailable(); \

@@ -103,8 +103,8 @@ TEST_CASE("conformance: FETCH_ADD and COMPARE_SWAP from several processes sum ex
   auto target = Alloc(*p.a.fabric, 4096);
   std::vector<pid_t> pids;
   for (int i = 0; i < procs; ++i) {
-    pids.push_back(SpawnPeer({"atomics", std::string(ProviderName(kProvider)), p.a.fabric->address(),
-                              std::to_string(fadds), std::to_string(cas)}));
+    pids.push_back(SpawnPeer(
+        {"atomics", PeerProvider(), p.a.fabric->address(), std::to_string(fadds), std::to_string(cas)}));
     REQUIRE(pids.back() > 0);
   }
   std::vector<std::unique_ptr<Endpoint>> eps;

@@ -22,8 +22,7 @@ TEST_CASE("conformance: a peer that dies mid-operation gives clean errors, each 
   FABRIC_CONFORMANCE_PRELUDE();
   Pair p;
   constexpr size_t kChunk = 64 * 1024;
-  const pid_t pid =
-      SpawnPeer({"target", std::string(ProviderName(kProvider)), p.a.fabric->address(), "1048576"});
+  const pid_t pid = SpawnPeer({"target", PeerProvider(), p.a.fabric->address(), "1048576"});
   REQUIRE(pid > 0);
   auto epr = p.a.fabric->Accept(p.OptionsA(), 30s);
   REQUIRE_OK(epr);
@@ -114,8 +113,8 @@ TEST_CASE("conformance: an initiator killed mid-WRITE leaves the target whole or
   Pair p;
   constexpr size_t kSize = 4u << 20;
   auto target = Alloc(*p.a.fabric, kSize);
-  const pid_t pid = SpawnPeer(
-      {"writer", std::string(ProviderName(kProvider)), p.a.fabric->address(), std::to_string(kSize), "171"});
+  const pid_t pid =
+      SpawnPeer({"writer", PeerProvider(), p.a.fabric->address(), std::to_string(kSize), "171"});
   REQUIRE(pid > 0);
   auto epr = p.a.fabric->Accept(p.OptionsA(), 30s);
   REQUIRE_OK(epr);

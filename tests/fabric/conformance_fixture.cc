@@ -22,14 +22,12 @@ std::string ProviderUnavailable() {
 }
 
 Pair::Pair(uint32_t send_wr, uint32_t recv_wr) : max_send_wr(send_wr), max_recv_wr(recv_wr) {
-  FabricOptions oa;
-  oa.provider = kProvider;
+  FabricOptions oa = SuiteOptions(true);
   oa.listen = ListenAddress(kProvider, dir.str(), "a");
   auto fa = Fabric::Open(oa);
   REQUIRE_OK(fa);
   a.fabric = std::move(fa).value();
-  FabricOptions ob;
-  ob.provider = kProvider;
+  FabricOptions ob = SuiteOptions(false);
   auto fb = Fabric::Open(ob);
   REQUIRE_OK(fb);
   b.fabric = std::move(fb).value();

@@ -12,6 +12,9 @@
 //       receives a descriptor, posts one WRITE of `bytes` bytes of `value` to offset 0 and
 //       kills itself with SIGKILL right after posting.
 //
+// <provider> is a provider name, or "tcp+tls=DIR": tcp with TLS, trusting DIR/ca.pem and
+// presenting DIR/client.pem (the test CA of support/pki.h).
+//
 // Exit status 0 on success; 2 for bad arguments; 1 with a message on stderr otherwise.
 #include <signal.h>
 
@@ -19,6 +22,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <string_view>
 
 #include "peer_util.h"
 #include "rdmq/common/coding.h"
@@ -48,10 +52,26 @@ struct Conn {
   std::unique_ptr<Endpoint> ep;
 };
 
-Conn Connect(Provider p, const std::string& address) {
-  Conn c;
+FabricOptions Options(const std::string& provider) {
   FabricOptions fo;
-  fo.provider = p;
+  constexpr std::string_view kTls = "tcp+tls=";
+  if (provider.starts_with(kTls)) {
+    const std::string dir = provider.substr(kTls.size());
+    fo.provider = Provider::kTcp;
+    fo.tls.enabled = true;
+    fo.tls.ca = dir + "/ca.pem";
+    fo.tls.certificate = dir + "/client.pem";
+    fo.tls.key = dir + "/client.key";
+    return fo;
+  }
+  auto p = ParseProvider(provider);
+  if (!p.ok()) Die("provider", p.status());
+  fo.provider = *p;
+  return fo;
+}
+
+Conn Connect(const FabricOptions& fo, const std::string& address) {
+  Conn c;
   c.fabric = Must(Fabric::Open(fo), "open fabric");
   c.scq = Must(c.fabric->CreateCompletionQueue(256), "create cq");
   c.rcq = Must(c.fabric->CreateCompletionQueue(256), "create cq");
@@ -78,7 +98,7 @@ uint64_t RunAtomic(Conn& c, WorkRequest wr) {
   return *static_cast<uint64_t*>(wr.local.addr);
 }
 
-int Atomics(Provider p, const std::string& address, long fadds, long cas) {
+int Atomics(const FabricOptions& p, const std::string& address, long fadds, long cas) {
   Conn c = Connect(p, address);
   auto remote = ReceiveAndAttach(c);
   auto local = Must(c.fabric->Allocate(4096, kLocalWrite), "allocate");
@@ -110,7 +130,7 @@ int Atomics(Provider p, const std::string& address, long fadds, long cas) {
   return 0;
 }
 
-int Target(Provider p, const std::string& address, size_t bytes) {
+int Target(const FabricOptions& p, const std::string& address, size_t bytes) {
   Conn c = Connect(p, address);
   auto region =
       Must(c.fabric->Allocate(bytes, kLocalWrite | kRemoteRead | kRemoteWrite | kRemoteAtomic), "allocate");
@@ -123,7 +143,7 @@ int Target(Provider p, const std::string& address, size_t bytes) {
   }
 }
 
-int Writer(Provider p, const std::string& address, size_t bytes, int value) {
+int Writer(const FabricOptions& p, const std::string& address, size_t bytes, int value) {
   Conn c = Connect(p, address);
   auto remote = ReceiveAndAttach(c);
   auto local = Must(c.fabric->Allocate(bytes, kLocalWrite), "allocate");
@@ -146,13 +166,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string mode = argv[1];
-  auto p = ParseProvider(argv[2]);
-  if (!p.ok()) return 2;
+  const FabricOptions p = Options(argv[2]);
   const std::string address = argv[3];
-  if (mode == "atomics" && argc == 6) return Atomics(*p, address, std::atol(argv[4]), std::atol(argv[5]));
-  if (mode == "target" && argc == 5) return Target(*p, address, std::strtoul(argv[4], nullptr, 10));
+  if (mode == "atomics" && argc == 6) return Atomics(p, address, std::atol(argv[4]), std::atol(argv[5]));
+  if (mode == "target" && argc == 5) return Target(p, address, std::strtoul(argv[4], nullptr, 10));
   if (mode == "writer" && argc == 6) {
-    return Writer(*p, address, std::strtoul(argv[4], nullptr, 10), std::atoi(argv[5]));
+    return Writer(p, address, std::strtoul(argv[4], nullptr, 10), std::atoi(argv[5]));
   }
   std::fprintf(stderr, "fabric_test_peer: bad arguments for mode %s\n", mode.c_str());
   return 2;

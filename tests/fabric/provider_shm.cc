@@ -3,4 +3,6 @@
 
 namespace rdmq::fabric::test {
 const Provider kProvider = Provider::kShm;
+FabricOptions SuiteOptions(bool) { return PlainOptions(); }
+std::string PeerProvider() { return std::string(ProviderName(kProvider)); }
 }  // namespace rdmq::fabric::test

@@ -1,23 +1,14 @@
 // What the TLS and SASL tests share: a throwaway CA, server and client certificates that
-// test_ca.sh makes in a temporary directory, and argument lists joined.
+// test_ca.sh makes in a temporary directory (support/pki.h), and argument lists joined.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "cli/cli_fixture.h"
+#include "support/pki.h"
 
 namespace rdmq::test {
-
-struct Pki {
-  TempDir dir{"rdmq-pki"};
-  Pki() {
-    REQUIRE_RUN(Shell(std::string(RDMQ_SOURCE_DIR) + "/tests/kafka_e2e/test_ca.sh '" + dir.str() + "'", 60),
-                0);
-  }
-  // The path of one of its files (ca.pem, server.pem, server.key, client.pem, rogue-ca.pem, ...).
-  std::string operator()(const std::string& file) const { return dir.str() + "/" + file; }
-};
 
 // A broker started on `data_dir` with each of `sets` as --set: it must exit non-zero, saying
 // `says` (settings that cannot work stop it at start).

@@ -9,6 +9,9 @@
 namespace rdmq::fabric::internal {
 
 Status TcpCore::Init(const FabricOptions& o) {
+  if (o.tls.enabled) {
+    RDMQ_ASSIGN_OR_RETURN(tls, TlsContext::Create(o.tls, !o.listen.empty()));
+  }
   if (o.listen.empty()) return Status::Ok();
   RDMQ_ASSIGN_OR_RETURN(HostPort hp, ParseHostPort(DropScheme(o.listen, "tcp")));
   std::string bound;

@@ -21,7 +21,8 @@ class TcpFabric final : public MemoryFabric<TcpCore, TcpCq, TcpEpCore, TcpRegion
     std::string host;
     RDMQ_ASSIGN_OR_RETURN(std::shared_ptr<TcpEpCore> ep, DialTcp(address, opts, &host));
     Status s = ep->SendHello(wire::kFrameHello, ep->MakeHello(core_->address));
-    if (s.ok()) s = ep->AwaitHelloAck().status();
+    // A connection whose TLS handshake failed before the hello went out says why there.
+    if (s.ok() || s.is(FabricErrc::kPeerGone)) s = ep->AwaitHelloAck().status();
     return Connected(ep, s, address);
   }
 

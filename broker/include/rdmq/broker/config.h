@@ -58,6 +58,10 @@ struct BrokerConfig {
   // control path (SaslAuthenticate); empty: no login asked.
   std::string rpc_sasl_mechanisms;
   std::vector<std::string> RpcSaslMechanisms() const;
+  // "rpc.security.protocol": PLAINTEXT | SSL (TLS on the tcp fabric's control and data
+  // listeners, with the ssl.* files above).
+  std::string rpc_security_protocol = "PLAINTEXT";
+  bool RpcTls() const { return rpc_security_protocol == "SSL"; }
   // Authorization (docs/security.md): "authorizer.enabled" makes both front doors ask the ACLs of
   // the metadata store (`rdmq acl`); without it every client that may connect may do everything.
   // "super.users": users ("User:NAME", separated by ';' or ',') that may do everything anyway.

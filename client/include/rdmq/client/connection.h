@@ -41,6 +41,10 @@ namespace rdmq::client {
 Result<fabric::Provider> ProviderOfAddress(std::string_view address);
 // The address in the fabric's own form ("unix:/path" for a bare path).
 std::string NormalizeAddress(std::string_view address);
+// The fabric's TLS settings from security.protocol and the ssl.* keys (off for PLAINTEXT);
+// kInvalidArgument naming the key for TLS to a broker that is not on tcp, or a certificate
+// without its key.
+Result<fabric::TlsOptions> TlsOptionsOf(const ClientOptions& options, fabric::Provider provider);
 
 struct ConnectionOptions {
   bool data_endpoint = true;  // AdminClient needs none

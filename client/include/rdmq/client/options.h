@@ -30,6 +30,18 @@ struct ClientOptions {
   std::string sasl_mechanism = "SCRAM-SHA-256";  // "sasl.mechanism": SCRAM-SHA-256 | SCRAM-SHA-512
   std::string sasl_username;                     // "sasl.username"
   std::string sasl_password;                     // "sasl.password"
+  // TLS to a broker with rpc.security.protocol=SSL (tcp only; docs/security.md): both the control
+  // connection and the data endpoint. "security.protocol" PLAINTEXT | SSL, and SASL_PLAINTEXT |
+  // SASL_SSL as their aliases (the SCRAM login happens whenever the broker asks for one).
+  std::string security_protocol = "PLAINTEXT";
+  std::string ssl_ca;  // "ssl.ca.location": CAs the broker's certificate must chain to (empty: the system's)
+  std::string ssl_certificate;  // "ssl.certificate.location": this client's certificate chain, if any
+  std::string ssl_key;          // "ssl.key.location": its private key
+  // "ssl.endpoint.identification.algorithm": https (the broker's certificate must name the host
+  // or IP address connected to) | none.
+  std::string ssl_endpoint_identification = "https";
+  bool ssl_verify = true;  // "enable.ssl.certificate.verification"
+  bool Tls() const { return security_protocol.ends_with("SSL"); }
 
   // Applies a Kafka-style key ("bootstrap.servers", "client.id", "request.timeout.ms",
   // "rdma.device"): a lookup in ClientConfigDef(). kInvalidArgument naming the key otherwise.

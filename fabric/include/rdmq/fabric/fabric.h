@@ -36,7 +36,7 @@
 // kPeerGone (Unavailable), kQueueFull (ResourceExhausted), kRevoked (PermissionDenied),
 // kNoDevice (Unsupported), kRegistration (Unsupported), kProtocol (Corruption), kBadDescriptor,
 // kWrongProvider (InvalidArgument), kRnr (ResourceExhausted), kFlushed (Unavailable), kTooLong
-// (InvalidArgument). A failed operation changes no byte of its target.
+// (InvalidArgument), kTls (PermissionDenied). A failed operation changes no byte of its target.
 // Provider guarantees, limits and byte formats: docs/fabric.md.
 #pragma once
 
@@ -66,7 +66,8 @@
   X(kWrongProvider, kInvalidArgument, "descriptor or address belongs to another provider") \
   X(kRnr, kResourceExhausted, "no receive buffer posted at the peer")                      \
   X(kFlushed, kUnavailable, "not executed: the connection failed earlier")                 \
-  X(kTooLong, kInvalidArgument, "message longer than the receive buffer or kMaxSendSize")
+  X(kTooLong, kInvalidArgument, "message longer than the receive buffer or kMaxSendSize")  \
+  X(kTls, kPermissionDenied, "TLS failed: handshake refused, peer not trusted, or a bad record")
 RDMQ_DEFINE_ERRORS(rdmq::fabric, FabricErrc, "fabric", RDMQ_FABRIC_ERRORS)
 
 namespace rdmq::fabric {
@@ -230,6 +231,10 @@ class Endpoint {
   virtual Provider provider() const noexcept = 0;
   // The peer's bootstrap address (the connecting side) or its socket address (accepting side).
   virtual const std::string& peer() const noexcept = 0;
+  // tcp with TLS: the common name (CN) of the certificate the peer presented and this side
+  // verified (a listener's client certificate, a connector's server certificate); "" without
+  // TLS or without such a certificate.
+  virtual const std::string& peer_identity() const noexcept = 0;
   // False once the peer is known to be gone or Close() was called.
   virtual bool connected() const noexcept = 0;
 
@@ -260,12 +265,39 @@ class Endpoint {
   virtual void Close() = 0;
 };
 
+// TLS on the tcp provider (docs/fabric.md, "tcp: TLS"): every connection of the fabric is
+// encrypted, the accepted ones as the TLS server and the dialled ones as the client; TLS 1.2 or
+// later (OpenSSL). Off by default, and then nothing of it runs. shm and verbs refuse it
+// (kUnsupported).
+struct TlsOptions {
+  bool enabled = false;
+  // PEM files: this side's certificate chain and its (unencrypted) private key. A listening
+  // fabric needs them; a connecting one presents them as its client certificate when given.
+  std::string certificate;
+  std::string key;
+  // PEM CA certificates the peer's certificate must chain to. Connecting: empty uses the system's
+  // default CAs. Listening: needed when client certificates are asked for.
+  std::string ca;
+  // Listening: client certificates. kRequested checks one when the client sends it; kRequired
+  // refuses a client without one (the handshake fails).
+  enum class ClientAuth : uint8_t { kNone, kRequested, kRequired };
+  ClientAuth client_auth = ClientAuth::kNone;
+  // Connecting: verify the server's certificate chain against `ca` (false: encryption without
+  // authentication of the server; for tests and throwaway setups only).
+  bool verify_peer = true;
+  // Connecting (with verify_peer): the server's certificate must name the host being dialled (a
+  // DNS name or an IP address, as the address gives it), or `server_name` when set.
+  bool verify_name = true;
+  std::string server_name;
+};
+
 struct FabricOptions {
   Provider provider = Provider::kShm;
   // Bootstrap listener: shm: a Unix socket path; tcp/verbs: "host:port" (port 0 picks one).
   // Empty: this fabric only connects out.
   std::string listen;
   std::string device;  // verbs: device name (empty: the first with an active port)
+  TlsOptions tls;      // tcp only
 };
 
 class Fabric {

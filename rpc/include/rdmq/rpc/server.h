@@ -51,6 +51,8 @@ struct RequestContext {
   uint32_t seq = 0;        // the thread's sequence id of this request
   uint16_t handler_id = 0;
   std::string_view peer;  // the client's address as the fabric reports it
+  // The CN of the client's verified TLS certificate (fabric::Endpoint::peer_identity), or "".
+  std::string_view peer_identity;
 };
 
 // Where a handler writes its response. Reused between calls: starts empty.
