@@ -12,6 +12,9 @@
 //       stored it before it died); after F the record is read again (seek back). Exits after
 //       IDLE_S seconds without a record, or on SIGTERM.
 //
+// $RDKAFKA_PEER_CONFIG adds client settings to either, "key=value;key=value" (the security
+// settings of a test: security.protocol, sasl.*, ssl.*).
+//
 // Written against the documented RdKafka:: API only; every error goes to stderr.
 #include <librdkafka/rdkafkacpp.h>
 #include <signal.h>
@@ -33,9 +36,19 @@ std::atomic<bool> g_stop{false};
 
 void OnSignal(int) { g_stop = true; }
 
-std::unique_ptr<RdKafka::Conf> Config(const std::map<std::string, std::string>& kv) {
+std::unique_ptr<RdKafka::Conf> Config(std::map<std::string, std::string> kv) {
   std::unique_ptr<RdKafka::Conf> c(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
   std::string err;
+  if (const char* extra = std::getenv("RDKAFKA_PEER_CONFIG"); extra != nullptr) {
+    std::string rest = extra;
+    while (!rest.empty()) {
+      const size_t semi = rest.find(';');
+      const std::string item = rest.substr(0, semi);
+      rest = semi == std::string::npos ? "" : rest.substr(semi + 1);
+      const size_t eq = item.find('=');
+      if (eq != std::string::npos) kv[item.substr(0, eq)] = item.substr(eq + 1);
+    }
+  }
   for (const auto& [k, v] : kv) {
     if (c->set(k, v, err) != RdKafka::Conf::CONF_OK) {
       std::cerr << "config " << k << "=" << v << ": " << err << "\n";

@@ -4,7 +4,9 @@
 // mechanism the broker does not enable are refused; a deleted user can no longer log in; a SASL
 // listener may face the network without security.allow.anonymous; PLAIN without TLS is refused
 // at start.
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -86,6 +88,36 @@ TEST_CASE(
   const RunResult gone =
       f.Kcat(With({"-L", "-m", "5"}, Login(&pki, "SCRAM-SHA-256", "alice", "alice-secret")), "", 30);
   CHECK(gone.code != 0);
+}
+
+TEST_CASE("librdkafka's C++ API with SASL_SSL: an idempotent producer and a group member log in with SCRAM",
+          "[e2e][kafka][sasl]") {
+  Pki pki;
+  Fixture f({"--set", "kafka.security.protocol=SASL_SSL", "--set",
+             "ssl.certificate.location=" + pki("server.pem"), "--set",
+             "ssl.key.location=" + pki("server.key")});
+  REQUIRE_RUN(f.Rdmq({"user", "add", "svc", "--password-file", "-"}, "svc-secret\n"), 0);
+  REQUIRE_RUN(f.Rdmq({"topic", "create", "secured", "--partitions", "2"}), 0);
+  const std::map<std::string, std::string> env = {
+      {"RDKAFKA_PEER_CONFIG",
+       "security.protocol=sasl_ssl;sasl.mechanisms=SCRAM-SHA-512;sasl.username=svc;"
+       "sasl.password=svc-secret;ssl.ca.location=" +
+           pki("ca.pem")}};
+  const RunResult produced =
+      Run({Bin("rdkafka_peer"), "produce", f.kafka(), "secured", "500", "5"}, "", 120, env);
+  REQUIRE_RUN(produced, 0);
+  CHECK(Contains(produced.out, "delivered 500 failed 0"));
+  const RunResult consumed =
+      Run({Bin("rdkafka_peer"), "consume", f.kafka(), "secured", "g", "10"}, "", 120, env);
+  INFO(consumed.err);
+  CHECK(std::count(consumed.out.begin(), consumed.out.end(), '\n') == 500);
+  // The same programs with a wrong password deliver nothing.
+  auto bad = env;
+  bad["RDKAFKA_PEER_CONFIG"] += ";sasl.password=wrong;message.timeout.ms=5000";
+  const RunResult refused =
+      Run({Bin("rdkafka_peer"), "produce", f.kafka(), "secured", "10", "1"}, "", 60, bad);
+  CHECK(refused.code != 0);
+  CHECK(Contains(refused.out, "delivered 0"));
 }
 
 TEST_CASE("SASL_PLAINTEXT on 0.0.0.0: SCRAM logins only, a mechanism the broker does not enable is refused",
