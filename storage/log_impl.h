@@ -75,6 +75,22 @@ class PartitionLog::Impl {
   }
   Offset LogStart() const REQUIRES(mu_) { return segments_.begin()->first; }
   Offset Hwm() const REQUIRES(mu_) { return active_->next_offset; }
+  // What readers may read up to (the committed end, or in a replicated log the exposed end).
+  Offset Visible() const REQUIRES(mu_) { return opt_.replicated ? exposed_.next : Hwm(); }
+  // The end readers may read to in segment `seg`: its committed end, or in a replicated log the
+  // exposed position in the exposed segment (nothing past it).
+  Position VisibleEndIn(const Segment& seg) const REQUIRES(mu_) {
+    if (!opt_.replicated) return seg.committed;
+    if (seg.base() == exposed_.segment) return exposed_.position;
+    return seg.base() < exposed_.segment ? seg.committed : Position(0);
+  }
+  // Where offset `o` starts: a committed batch's first offset, or the end of a segment (the
+  // committed end of the log included). kInvalidArgument when `o` is inside a batch.
+  struct Place {
+    Offset segment{0};
+    Position position{0};
+  };
+  Result<Place> Locate(Offset o) const REQUIRES(mu_);
 
   void Publish() REQUIRES(mu_);
   Status MaybeCheckpoint(Segment& seg) REQUIRES(mu_);
@@ -115,6 +131,13 @@ class PartitionLog::Impl {
   std::shared_ptr<Segment> active_ GUARDED_BY(mu_);                      // the last segment
   std::shared_ptr<MappedFile> slot_file_ GUARDED_BY(mu_);
   format::PartitionSlot slot_ GUARDED_BY(mu_);
+  // A replicated log's exposed end (Expose): readers see [log start, next).
+  struct Exposed {
+    Offset segment{0};
+    Position position{0};
+    Offset next{0};
+  };
+  Exposed exposed_ GUARDED_BY(mu_);
   Status failed_ GUARDED_BY(mu_);  // the first failed persist; writes are refused after it
   bool closed_ GUARDED_BY(mu_) = false;
   // What the current call completed and dropped (CommitOutcome/ExpireOutcome point into them).

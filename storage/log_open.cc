@@ -35,6 +35,7 @@ struct PartitionLog::Impl::DirScan {
   bool have_slot = false;
   std::string slot_path;
   uint64_t prev_generation = 0;
+  Offset prev_high_watermark = kNoOffset;  // what the slot showed last (a replicated log's exposed end)
 };
 
 Status PartitionLog::Impl::OpenLocked() {
@@ -69,6 +70,14 @@ Status PartitionLog::Impl::OpenLocked() {
   RDMQ_RETURN_IF_ERROR(OpenSlot(scan));
   slot_.generation = scan.prev_generation;
   RDMQ_RETURN_IF_ERROR(EnsureActive());
+  if (opt_.replicated) {
+    // What readers were shown before, if the log still holds it (and it is a batch boundary);
+    // else nothing: the leader exposes again what its replicas hold.
+    Offset shown = scan.prev_high_watermark;
+    if (shown == kNoOffset || shown < LogStart() || shown > Hwm() || !Locate(shown).ok()) shown = LogStart();
+    RDMQ_ASSIGN_OR_RETURN(Place at, Locate(shown));
+    exposed_ = Exposed{at.segment, at.position, shown};
+  }
   Publish();
   if (last_rw && last_rw->corrupt_at != kNoPosition && active_ == last_rw) {
     // Damage below the checkpoint (media corruption): what lies past it cannot be found by a
@@ -194,6 +203,7 @@ Status PartitionLog::Impl::ValidateDirectory(DirScan* out) const {
     if (s.is(StorageErrc::kBadMagic) && !all_zero) return s.WithContext(scan.slot_path);
     if (s.is(StorageErrc::kBadVersion)) return s.WithContext(scan.slot_path);
     scan.prev_generation = coding::LoadLE<uint64_t>(ro->data());
+    if (s.ok()) scan.prev_high_watermark = old.high_watermark;
   }
   return Status::Ok();
 }

@@ -13,7 +13,7 @@ Result<ReadResult> PartitionLog::Read(Offset from, size_t max_bytes) const {
   MutexLock lock(m.mu_);
   RDMQ_RETURN_IF_ERROR(m.CheckOpen());
   const Offset start = m.LogStart();
-  const Offset hwm = m.Hwm();
+  const Offset hwm = m.Visible();
   if (from < start) {
     return Status(StorageErrc::kOffsetOutOfRange,
                   "offset " + Num(from) + " is below the log start " + Num(start) + " of " + m.dir_);
@@ -25,15 +25,20 @@ Result<ReadResult> PartitionLog::Read(Offset from, size_t max_bytes) const {
   ReadResult out;
   out.high_watermark = hwm;
   if (from == hwm) {
-    out.segment = m.active_->base();
-    out.position = m.active_->committed;
+    if (m.opt_.replicated) {
+      out.segment = m.exposed_.segment;
+      out.position = m.exposed_.position;
+    } else {
+      out.segment = m.active_->base();
+      out.position = m.active_->committed;
+    }
     out.next_offset = hwm;
     return out;
   }
   auto it = std::prev(m.segments_.upper_bound(from));
   while (from >= it->second->next_offset) ++it;  // from < hwm, so a later segment holds it
   const std::shared_ptr<Segment>& seg = it->second;
-  const Position end = seg->committed;
+  const Position end = m.VisibleEndIn(*seg);
   // Walk batch headers from the closest index entry (a position recovery verified) to the batch
   // holding `from`, checking that offsets continue.
   const internal::IndexEntry* entry = seg->IndexFloor(from);
@@ -97,14 +102,15 @@ Result<Offset> PartitionLog::OffsetForTimestamp(TimestampMs ts) const {
   for (const auto& [base, seg] : m.segments_) {
     if (seg->max_ts < ts) continue;
     Position pos = seg->IndexLookupTime(ts);
-    while (pos < seg->committed) {
+    const Position end = m.VisibleEndIn(*seg);
+    while (pos < end) {
       if (seg->Damaged(pos)) {
         return Status(StorageErrc::kCorruptBatch, seg->Where(pos) +
                                                       ": a damaged part of the segment (from position " +
                                                       Num(seg->corrupt_at) + ") hides the timestamps");
       }
       BatchHeader h;
-      if (Status s = ValidateBatch(seg->bytes(pos, seg->committed), Validation::kCrc, &h); !s.ok()) {
+      if (Status s = ValidateBatch(seg->bytes(pos, end), Validation::kCrc, &h); !s.ok()) {
         return Status(StorageErrc::kCorruptBatch, seg->Where(pos) + ": " + std::string(s.context()));
       }
       if (h.max_timestamp >= ts) {
@@ -129,7 +135,59 @@ Offset PartitionLog::LogStartOffset() const {
 
 Offset PartitionLog::HighWatermark() const {
   MutexLock lock(impl_->mu_);
+  return impl_->closed_ ? kNoOffset : impl_->Visible();
+}
+
+Offset PartitionLog::LogEndOffset() const {
+  MutexLock lock(impl_->mu_);
   return impl_->closed_ ? kNoOffset : impl_->Hwm();
+}
+
+Result<PartitionLog::Impl::Place> PartitionLog::Impl::Locate(Offset o) const {
+  if (o == Hwm()) return Place{active_->base(), active_->committed};
+  if (o < LogStart() || o > Hwm()) {
+    return Status(StorageErrc::kOffsetOutOfRange, "offset " + Num(o) + " is outside [" + Num(LogStart()) +
+                                                      ", " + Num(Hwm()) + "] of " + dir_);
+  }
+  auto it = std::prev(segments_.upper_bound(o));
+  const Segment& seg = *it->second;
+  if (o == seg.next_offset) return Place{seg.base(), seg.committed};  // the end of a sealed segment
+  const internal::IndexEntry* entry = seg.IndexFloor(o);
+  Position pos = entry ? entry->position : Position(0);
+  Offset at = entry ? entry->offset : seg.base();
+  while (at < o && pos < seg.committed) {
+    BatchHeader h;
+    if (Status s = DecodeBatchHeader(seg.bytes(pos, seg.committed), &h); !s.ok()) {
+      return Status(StorageErrc::kCorruptBatch, seg.Where(pos) + ": " + std::string(s.context()));
+    }
+    pos += h.total_size();
+    at = h.next_offset();
+  }
+  if (at != o) {
+    return Status(Errc::kInvalidArgument,
+                  "offset " + Num(o) + " is inside a batch of " + seg.Where(pos) + " (not a batch boundary)");
+  }
+  return Place{seg.base(), pos};
+}
+
+Status PartitionLog::Expose(Offset next) {
+  Impl& m = *impl_;
+  MutexLock lock(m.mu_);
+  RDMQ_RETURN_IF_ERROR(m.CheckOpen());
+  if (!m.opt_.replicated) return Status(Errc::kFailedPrecondition, "log " + m.dir_ + " is not replicated");
+  if (next == m.exposed_.next) return Status::Ok();
+  if (next < m.exposed_.next) {
+    return Status(Errc::kInvalidArgument, "log " + m.dir_ + ": the exposed end only grows (it is " +
+                                              Num(m.exposed_.next) + ", not " + Num(next) + ")");
+  }
+  if (next > m.Hwm()) {
+    return Status(StorageErrc::kOffsetOutOfRange, "log " + m.dir_ + ": cannot expose " + Num(next) +
+                                                      " past the committed end " + Num(m.Hwm()));
+  }
+  RDMQ_ASSIGN_OR_RETURN(Impl::Place at, m.Locate(next));
+  m.exposed_ = Impl::Exposed{at.segment, at.position, next};
+  m.Publish();
+  return Status::Ok();
 }
 
 }  // namespace rdmq::storage

@@ -76,14 +76,37 @@ Status PartitionLog::Impl::EnsureActive() {
 }
 
 void PartitionLog::Impl::Publish() {
-  ++slot_.generation;
-  slot_.flags = static_cast<uint16_t>((active_->sealed ? format::kSlotSealed : 0) |
-                                      (closed_ ? format::kSlotClosed : 0));
-  slot_.active_segment = active_->base();
-  slot_.committed_position = active_->committed;
-  slot_.high_watermark = active_->next_offset;
-  slot_.log_start_offset = LogStart();
-  slot_.active_capacity = active_->capacity();
+  format::PartitionSlot next = slot_;
+  if (opt_.replicated) {
+    // Readers see the exposed end: its segment is "active" for them, sealed only once everything
+    // of the sealed active segment is exposed.
+    auto seg = segments_.find(exposed_.segment);
+    const Segment& e = seg != segments_.end() ? *seg->second : *active_;
+    const bool all_of_it = e.sealed && exposed_.position == e.committed;
+    next.flags =
+        static_cast<uint16_t>((all_of_it ? format::kSlotSealed : 0) | (closed_ ? format::kSlotClosed : 0));
+    next.active_segment = exposed_.segment;
+    next.committed_position = exposed_.position;
+    next.high_watermark = exposed_.next;
+    next.active_capacity = e.capacity();
+  } else {
+    next.flags = static_cast<uint16_t>((active_->sealed ? format::kSlotSealed : 0) |
+                                       (closed_ ? format::kSlotClosed : 0));
+    next.active_segment = active_->base();
+    next.committed_position = active_->committed;
+    next.high_watermark = active_->next_offset;
+    next.active_capacity = active_->capacity();
+  }
+  next.log_start_offset = LogStart();
+  // A replicated log's commits change nothing readers see: no new generation for them.
+  if (opt_.replicated && next.flags == slot_.flags && next.active_segment == slot_.active_segment &&
+      next.committed_position == slot_.committed_position && next.high_watermark == slot_.high_watermark &&
+      next.log_start_offset == slot_.log_start_offset && next.active_capacity == slot_.active_capacity &&
+      slot_.generation != 0) {
+    return;
+  }
+  ++next.generation;
+  slot_ = next;
   format::StorePartitionSlot(slot_file_->data(), slot_);
 }
 
@@ -152,6 +175,8 @@ Result<RetentionOutcome> PartitionLog::ApplyRetention(TimestampMs now) {
   while (m.segments_.size() > 1) {
     const auto& oldest = m.segments_.begin()->second;
     if (!oldest->sealed) break;
+    // A replicated log keeps what its readers have not been shown yet.
+    if (m.opt_.replicated && oldest->next_offset > m.exposed_.next) break;
     const bool by_size = m.opt_.retention_bytes > 0 && total > m.opt_.retention_bytes;
     const bool by_age = m.opt_.retention_ms > 0 && oldest->max_ts < now - m.opt_.retention_ms;
     if (!by_size && !by_age) break;

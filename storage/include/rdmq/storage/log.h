@@ -85,6 +85,12 @@ struct LogOptions {
   Offset initial_offset{0};
   // Open() fails with kNotFound instead of creating a new log in an empty directory.
   bool must_exist = false;
+  // A replicated partition's log (docs/replication.md): readers (the partition slot, Read,
+  // HighWatermark, OffsetForTimestamp) see only up to the end Expose() released (the high
+  // watermark, what every in-sync replica holds), not up to the committed end; retention keeps
+  // what is not exposed yet. At open the exposed end is the one the slot showed last, if it is
+  // still in the log, else the log start.
+  bool replicated = false;
 };
 
 // Where a segment lives, for registering it with a fabric and handing it to producers.
@@ -243,7 +249,16 @@ class PartitionLog {
   // The first offset whose record timestamp is >= `ts`, or kNoOffset if there is none.
   Result<Offset> OffsetForTimestamp(TimestampMs ts) const;
   Offset LogStartOffset() const;
+  // What readers may read up to: the committed end, or in a replicated log the exposed end.
   Offset HighWatermark() const;
+  // The offset after the last committed record (in a replicated log: the log end offset, which
+  // may be past the high watermark).
+  Offset LogEndOffset() const;
+  // A replicated log: readers may read up to `next` from now on. `next` must be the start of a
+  // committed batch or the committed end (kInvalidArgument otherwise), at most the committed end
+  // (kOutOfRange) and not below the exposed end (kInvalidArgument: the high watermark only
+  // grows). kFailedPrecondition for a log that is not replicated.
+  Status Expose(Offset next);
 
   // Seals the active segment at its committed end and starts a new one (no-op when the active
   // segment is empty). Shared ranges not yet complete are dropped (their commits then fail with
