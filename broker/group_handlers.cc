@@ -25,30 +25,27 @@ Status GroupHandlers::Register(rpc::Server& server) {
         const auto session = sessions_.Find(ctx.client_id);
         return groups_.Heartbeat(r, session ? session->Name() : "client-" + std::to_string(ctx.client_id));
       }));
-  // Read on the group and on every topic committed (all or none, as the commit).
-  auto commit_rule = [this](Ctx ctx, const protocol::OffsetCommitRequest& r) -> Status {
-    if (!authz_.enabled()) return Status::Ok();
-    const std::string user = authz_.UserOf(ctx.client_id);
-    RDMQ_RETURN_IF_ERROR(authz_.Check(user, AclOperation::kRead, AclResourceType::kGroup, r.group));
-    for (const auto& o : r.offsets) {
-      RDMQ_RETURN_IF_ERROR(authz_.Check(user, AclOperation::kRead, AclResourceType::kTopic, o.topic));
-    }
-    return Status::Ok();
+  // `op` on the group and on every topic the request names (`entries`: its list, each with a
+  // `topic`): all or none, as the request.
+  const auto group_and_topics = [this](AclOperation op, auto entries) {
+    return [this, op, entries](Ctx ctx, const auto& r) -> Status {
+      if (!authz_.enabled()) return Status::Ok();
+      const std::string user = authz_.UserOf(ctx.client_id);
+      RDMQ_RETURN_IF_ERROR(authz_.Check(user, op, AclResourceType::kGroup, r.group));
+      for (const auto& e : r.*entries)
+        RDMQ_RETURN_IF_ERROR(authz_.Check(user, op, AclResourceType::kTopic, e.topic));
+      return Status::Ok();
+    };
   };
+  // Read on the group and on every topic committed.
   RDMQ_RETURN_IF_ERROR(Serve<protocol::OffsetCommitRequest>(
-      server, Api::kOffsetCommit, kPool, commit_rule,
+      server, Api::kOffsetCommit, kPool,
+      group_and_topics(AclOperation::kRead, &protocol::OffsetCommitRequest::offsets),
       [this](Ctx, const protocol::OffsetCommitRequest& r) { return Done(groups_.Commit(r)); }));
   // Describe on the group and on each topic named; without names, the topics the client may not
   // describe are left out of the answer.
-  auto fetch_rule = [this](Ctx ctx, const protocol::OffsetFetchRequest& r) -> Status {
-    if (!authz_.enabled()) return Status::Ok();
-    const std::string user = authz_.UserOf(ctx.client_id);
-    RDMQ_RETURN_IF_ERROR(authz_.Check(user, AclOperation::kDescribe, AclResourceType::kGroup, r.group));
-    for (const auto& tp : r.partitions) {
-      RDMQ_RETURN_IF_ERROR(authz_.Check(user, AclOperation::kDescribe, AclResourceType::kTopic, tp.topic));
-    }
-    return Status::Ok();
-  };
+  const auto fetch_rule =
+      group_and_topics(AclOperation::kDescribe, &protocol::OffsetFetchRequest::partitions);
   RDMQ_RETURN_IF_ERROR(Serve<protocol::OffsetFetchRequest>(
       server, Api::kOffsetFetch, kPool, fetch_rule,
       [this](Ctx ctx, const protocol::OffsetFetchRequest& r) -> Result<protocol::OffsetFetchResponse> {

@@ -70,16 +70,6 @@ bool Eventually(const std::function<bool()>& ok) {
   return ok();
 }
 
-#define START_ZK(zk)                                                           \
-  if (!rdmq::test::ZooKeeperServer::Available())                               \
-    RDMQ_SKIP("Debian's zookeeper is not installed (deploy/install-deps.sh)"); \
-  rdmq::test::ZooKeeperServer zk;                                              \
-  {                                                                            \
-    std::string zk_error;                                                      \
-    INFO(zk_error);                                                            \
-    REQUIRE(zk.Start(&zk_error));                                              \
-  }
-
 int Controllers(const std::vector<std::unique_ptr<Node>>& nodes) {
   int n = 0;
   for (const auto& x : nodes) n += x && x->agent->is_controller() ? 1 : 0;
@@ -89,7 +79,7 @@ int Controllers(const std::vector<std::unique_ptr<Node>>& nodes) {
 TEST_CASE(
     "cluster agent: one controller, even placement, leaders re-elected from the ISR when a broker leaves",
     "[cluster][zk]") {
-  START_ZK(zk);
+  RDMQ_START_ZOOKEEPER(zk);
   std::vector<std::unique_ptr<Node>> nodes;
   for (BrokerId id : {1, 2, 3}) nodes.push_back(StartNode(zk.connect(), id));
   REQUIRE(Eventually([&] { return Controllers(nodes) == 1; }));
@@ -159,7 +149,7 @@ TEST_CASE(
 
 TEST_CASE("cluster agent: ISR changes are compare-and-set by the leader, and topic administration",
           "[cluster][zk]") {
-  START_ZK(zk);
+  RDMQ_START_ZOOKEEPER(zk);
   std::vector<std::unique_ptr<Node>> nodes;
   for (BrokerId id : {1, 2}) nodes.push_back(StartNode(zk.connect(), id));
   REQUIRE_OK(nodes[0]->agent->CreateTopic("t", {{"retention.ms", "1000"}}, 2, 2));
@@ -225,7 +215,7 @@ TEST_CASE("cluster agent: ISR changes are compare-and-set by the leader, and top
 
 TEST_CASE("cluster agent: a ZooKeeper restart is ridden through, and nothing to reach is a clear error",
           "[cluster][zk]") {
-  START_ZK(zk);
+  RDMQ_START_ZOOKEEPER(zk);
   std::vector<std::unique_ptr<Node>> nodes;
   for (BrokerId id : {1, 2}) nodes.push_back(StartNode(zk.connect(), id));
   REQUIRE_OK(nodes[0]->agent->CreateTopic("t", {}, 2, 2));

@@ -23,7 +23,8 @@ using nlohmann::json;
 using namespace std::chrono_literals;
 
 struct Cluster {
-  ZooKeeperServer zk;
+  explicit Cluster(ZooKeeperServer& server) : zk(server) {}
+  ZooKeeperServer& zk;
   TempDir tmp{"rdmq-cluster"};
   std::map<int, std::unique_ptr<BrokerProcess>> brokers;
 
@@ -66,15 +67,9 @@ bool Eventually(const std::function<bool()>& ok) {
   return ok();
 }
 
-#define START_CLUSTER(c)                                                       \
-  if (!ZooKeeperServer::Available())                                           \
-    RDMQ_SKIP("Debian's zookeeper is not installed (deploy/install-deps.sh)"); \
-  Cluster c;                                                                   \
-  {                                                                            \
-    std::string zk_error;                                                      \
-    INFO(zk_error);                                                            \
-    REQUIRE(c.zk.Start(&zk_error));                                            \
-  }
+#define START_CLUSTER(c)    \
+  RDMQ_START_ZOOKEEPER(zk); \
+  Cluster c(zk);
 
 TEST_CASE("cluster of three: topics spread, any broker answers, kcat reaches every leader, a broker returns",
           "[e2e][cluster]") {

@@ -18,16 +18,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-#define START_ZK(zk)                                                           \
-  if (!rdmq::test::ZooKeeperServer::Available())                               \
-    RDMQ_SKIP("Debian's zookeeper is not installed (deploy/install-deps.sh)"); \
-  rdmq::test::ZooKeeperServer zk;                                              \
-  {                                                                            \
-    std::string zk_error;                                                      \
-    INFO(zk_error);                                                            \
-    REQUIRE(zk.Start(&zk_error));                                              \
-  }
-
 std::unique_ptr<ZkSession> Open(const std::string& connect, std::function<void(SessionState)> on_state = {}) {
   SessionOptions o;
   o.connect = connect;
@@ -63,7 +53,7 @@ struct Seen {
 };
 
 TEST_CASE("zk: create, get, compare-and-set, delete, with clear errors", "[coord][zk]") {
-  START_ZK(zk);
+  RDMQ_START_ZOOKEEPER(zk);
   auto s = Open(zk.connect());
   CHECK(s->state() == SessionState::kConnected);
   CHECK(s->session_id() != 0);
@@ -110,7 +100,7 @@ TEST_CASE("zk: create, get, compare-and-set, delete, with clear errors", "[coord
 }
 
 TEST_CASE("zk: ephemeral nodes go with their session, watches see it, sequential names grow", "[coord][zk]") {
-  START_ZK(zk);
+  RDMQ_START_ZOOKEEPER(zk);
   auto watcher = Open(zk.connect());
   REQUIRE_OK(watcher->CreateParents("/rdmq/brokers/ids"));
   Seen seen;
@@ -139,7 +129,7 @@ TEST_CASE("zk: ephemeral nodes go with their session, watches see it, sequential
 }
 
 TEST_CASE("zk: watches are one-shot, on data and on children, and Multi is all or nothing", "[coord][zk]") {
-  START_ZK(zk);
+  RDMQ_START_ZOOKEEPER(zk);
   auto s = Open(zk.connect());
   REQUIRE_OK(s->CreateParents("/t"));
   Seen data, kids, created;
@@ -178,7 +168,7 @@ TEST_CASE("zk: watches are one-shot, on data and on children, and Multi is all o
 
 TEST_CASE("zk: a session rides through a ZooKeeper restart, and nothing listening is a clear error",
           "[coord][zk]") {
-  START_ZK(zk);
+  RDMQ_START_ZOOKEEPER(zk);
   std::atomic<int> disconnects{0}, connects{0};
   auto s = Open(zk.connect(), [&](SessionState st) {
     if (st == SessionState::kDisconnected) ++disconnects;

@@ -41,3 +41,16 @@ class ZooKeeperServer {
 };
 
 }  // namespace rdmq::test
+
+// In a test case: skips it when Debian's zookeeper is missing, else starts a ZooKeeperServer
+// named `zk` on loopback (a failure to start fails the test with the server's log).
+#define RDMQ_START_ZOOKEEPER(zk)                                               \
+  if (!::rdmq::test::ZooKeeperServer::Available())                             \
+    RDMQ_SKIP("Debian's zookeeper is not installed (deploy/install-deps.sh)"); \
+  ::rdmq::test::ZooKeeperServer zk;                                            \
+  {                                                                            \
+    std::string zk_error;                                                      \
+    const bool zk_up = zk.Start(&zk_error);                                    \
+    INFO(zk_error);                                                            \
+    REQUIRE(zk_up);                                                            \
+  }
