@@ -35,7 +35,8 @@ static_assert(layout::Tiles({{kHdrMagic, 0, 8},
                              {kSealRecord, 128, kRecordSize},
                              {kCheckpointA, 192, kRecordSize},
                              {kCheckpointB, 256, kRecordSize},
-                             {320, 320, 3776}},  // zero, reserved
+                             {kTruncationRecord, 320, kRecordSize},
+                             {384, 384, 3712}},  // zero, reserved
                             kSegmentHeaderSize),
               "segment header: docs/storage-format.md, \"Header: bytes 0 .. 4095\"");
 static_assert(kHdrCrcCovered == kHdrCrc, "the header CRC covers the bytes before it");
@@ -48,6 +49,14 @@ static_assert(layout::Tiles({{kSealEnd, 0, 8},
                              {kRecordCrc, 60, 4}},
                             kRecordSize),
               "seal record: docs/storage-format.md, \"Seal record\"");
+static_assert(layout::Tiles({{kTruncEnd, 0, 8},
+                             {kTruncNextOffset, 8, 8},
+                             {kTruncMaxTimestamp, 16, 8},
+                             {kTruncFlags, 24, 4},
+                             {28, 28, 32},  // zero
+                             {kRecordCrc, 60, 4}},
+                            kRecordSize),
+              "truncation record: docs/storage-format.md, \"Truncation record\"");
 static_assert(layout::Tiles({{kCkptSequence, 0, 8},
                              {kCkptCommitted, 8, 8},
                              {kCkptNextOffset, 16, 8},
@@ -169,6 +178,23 @@ bool DecodeSealRecord(const std::byte in[kRecordSize], SealRecord* out) {
   out->end = Position(LoadLE<uint64_t>(in + kSealEnd));
   out->next_offset = Offset(LoadLE<int64_t>(in + kSealNextOffset));
   out->max_timestamp = TimestampMs(LoadLE<int64_t>(in + kSealMaxTimestamp));
+  return true;
+}
+
+void EncodeTruncationRecord(const TruncationRecord& t, std::byte out[kRecordSize]) {
+  std::memset(out, 0, kRecordSize);
+  StoreLE<uint64_t>(out + kTruncEnd, t.end.value());
+  StoreLE<int64_t>(out + kTruncNextOffset, t.next_offset.value());
+  StoreLE<int64_t>(out + kTruncMaxTimestamp, t.max_timestamp.value());
+  StoreLE<uint32_t>(out + kTruncFlags, kTruncatingFlag);
+  SealCrc(out);
+}
+
+bool DecodeTruncationRecord(const std::byte in[kRecordSize], TruncationRecord* out) {
+  if (!CrcOk(in) || (LoadLE<uint32_t>(in + kTruncFlags) & kTruncatingFlag) == 0) return false;
+  out->end = Position(LoadLE<uint64_t>(in + kTruncEnd));
+  out->next_offset = Offset(LoadLE<int64_t>(in + kTruncNextOffset));
+  out->max_timestamp = TimestampMs(LoadLE<int64_t>(in + kTruncMaxTimestamp));
   return true;
 }
 

@@ -15,13 +15,18 @@
 //     60  u32 zero
 //     64  u64 reservation word, alone on its cache line [64, 128); changed only by atomics
 //     128 seal record (64 bytes)         192 checkpoint slot A    256 checkpoint slot B
-//     320..4095 zero
+//     320 truncation record (64 bytes)   384..4095 zero
 //   [4096, 4096 + capacity)  record batches back to back; position p is file offset 4096 + p.
 //
 // Seal record (64 bytes):  0 u64 end position, 8 i64 next offset, 16 i64 max timestamp,
 //   24 u32 flags (bit 0: sealed), 28..59 zero, 60 u32 CRC-32C of bytes 0..59.
 //   Valid iff the CRC matches and bit 0 is set; then the segment holds exactly the batches in
 //   [0, end position) and no more will ever be added.
+// Truncation record (64 bytes): 0 u64 end position, 8 i64 next offset, 16 i64 max timestamp,
+//   24 u32 flags (bit 0: truncating), 28..59 zero, 60 u32 CRC-32C of bytes 0..59. All zero except
+//   while PartitionLog::TruncateTo (or the recovery that finishes it) cuts the log at this
+//   segment: valid iff the CRC matches and bit 0 is set; then the log ends at that position of
+//   this segment, and every later segment is a leftover to delete.
 // Checkpoint slot (64 bytes): 0 u64 sequence, 8 u64 committed position, 16 i64 next offset,
 //   24 i64 max timestamp, 32 u32 flags (0), 36..59 zero, 60 u32 CRC-32C of bytes 0..59.
 //   Valid iff the CRC matches and the sequence is not 0; the valid slot with the larger
@@ -75,6 +80,7 @@ inline constexpr size_t kReservationWord = 64;
 inline constexpr size_t kSealRecord = 128;
 inline constexpr size_t kCheckpointA = 192;
 inline constexpr size_t kCheckpointB = 256;
+inline constexpr size_t kTruncationRecord = 320;
 inline constexpr size_t kRecordSize = 64;  // seal record and checkpoint slots
 inline constexpr size_t kRecordCrc = 60;   // CRC position in a 64-byte record (and the slot)
 inline constexpr uint32_t kSealedFlag = 1;
@@ -84,6 +90,13 @@ inline constexpr size_t kSealEnd = 0;
 inline constexpr size_t kSealNextOffset = 8;
 inline constexpr size_t kSealMaxTimestamp = 16;
 inline constexpr size_t kSealFlags = 24;
+
+// Truncation record fields (the seal record's layout).
+inline constexpr size_t kTruncEnd = 0;
+inline constexpr size_t kTruncNextOffset = 8;
+inline constexpr size_t kTruncMaxTimestamp = 16;
+inline constexpr size_t kTruncFlags = 24;
+inline constexpr uint32_t kTruncatingFlag = 1;
 
 // Checkpoint slot fields.
 inline constexpr size_t kCkptSequence = 0;
@@ -138,6 +151,18 @@ struct SealRecord {
 void EncodeSealRecord(const SealRecord& s, std::byte out[kRecordSize]);
 // True when the 64 bytes hold a valid seal record (CRC matches, sealed flag set).
 bool DecodeSealRecord(const std::byte in[kRecordSize], SealRecord* out);
+
+// A log being cut back (TruncateTo): it ends at `end` of the segment holding the record, with
+// `next_offset` the offset after its last record and `max_timestamp` the largest timestamp before
+// `end` (i64 min if none).
+struct TruncationRecord {
+  Position end{0};
+  Offset next_offset{0};
+  TimestampMs max_timestamp{0};
+};
+void EncodeTruncationRecord(const TruncationRecord& t, std::byte out[kRecordSize]);
+// True when the 64 bytes hold a valid truncation record (CRC matches, truncating flag set).
+bool DecodeTruncationRecord(const std::byte in[kRecordSize], TruncationRecord* out);
 
 struct Checkpoint {
   uint64_t sequence = 0;
