@@ -7,6 +7,7 @@
 //   log_shared.cc    shared producers: Reserve, shared commits, offset assignment in position
 //                    order, fillers for expired reservations
 //   log_read.cc      Read by offset, OffsetForTimestamp, the watermarks
+//   log_truncate.cc  TruncateTo: cutting the log back to an offset, crash-safely
 // Threading: every member below is guarded by mu_ except the constants set at construction and
 // stats_, which Open writes before the log is shared; the segments' state is guarded by mu_ too.
 // The options are guarded as well: Reconfigure replaces them while the log is open.
@@ -119,6 +120,10 @@ class PartitionLog::Impl {
   Status FillGap(Segment& seg, Position from, Position to, uint64_t* fillers, uint64_t* bytes) REQUIRES(mu_);
   Status MaybeRollAtCrossing(Segment& seg, bool* rolled) REQUIRES(mu_);
   SegmentInfo Info(const std::shared_ptr<Segment>& s) const REQUIRES(mu_);
+  // --- truncation (log_truncate.cc) ---
+  // TruncateTo's checks: kOffsetOutOfRange, kInvalidArgument, kReservationConflict.
+  Result<Place> CheckTruncation(Offset end) const REQUIRES(mu_);
+  Status TruncateLocked(Offset end) REQUIRES(mu_);
   Status Validate(const Segment& seg, Position pos, uint64_t len, CommitMode mode, Offset* next,
                   int64_t* offsets) const REQUIRES(mu_);
 

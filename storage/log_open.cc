@@ -28,10 +28,17 @@ struct PartitionLog::Impl::DirScan {
     std::unique_ptr<MappedFile> ro;  // read-only mapping, until phase 2 takes the file over
     bool sealed = false;
     format::SealRecord seal;
+    bool truncating = false;  // holds a valid truncation record
+    format::TruncationRecord truncation;
   };
+  static constexpr size_t kNoCut = ~size_t{0};
   bool dir_exists = true;
   std::vector<std::string> tmps;  // half-created files, deleted by the repair
   std::vector<Found> found;       // the segments, in base-offset order, all valid
+  // A truncation under way (TruncateTo reached its commit point): the first segment holding a
+  // truncation record ends the log, every segment after it is a leftover to delete.
+  size_t cut = kNoCut;
+  size_t kept() const { return cut == kNoCut ? found.size() : cut + 1; }
   bool have_slot = false;
   std::string slot_path;
   uint64_t prev_generation = 0;
@@ -58,10 +65,19 @@ Status PartitionLog::Impl::OpenLocked() {
       // What the scan accepted may only have been in the page cache (a process crash, not a
       // power loss): make it durable before anyone can read it, so it can never disappear again.
       RDMQ_RETURN_IF_ERROR(last_rw->PersistData(scan_start, last_rw->committed - scan_start));
-      RDMQ_ASSIGN_OR_RETURN(auto z, last_rw->TruncateTail());
+      Segment::ZeroResult z;
+      if (scan.cut != DirScan::kNoCut) {
+        // A truncation reached its commit point before the log went down: finish it (the seal
+        // cleared, the tail zeroed, a checkpoint, then the record cleared; storage-format.md,
+        // "Truncation"). The later segments are gone already (LoadSegments).
+        RDMQ_ASSIGN_OR_RETURN(z, last_rw->FinishTruncation());
+        stats_.truncation_finished = true;
+      } else {
+        RDMQ_ASSIGN_OR_RETURN(z, last_rw->TruncateTail());
+        RDMQ_RETURN_IF_ERROR(last_rw->WriteCheckpoint());
+      }
       stats_.truncated_bytes = z.nonzero_bytes;
       stats_.zeroed_pages = z.zeroed_pages;
-      RDMQ_RETURN_IF_ERROR(last_rw->WriteCheckpoint());
       last_rw->last_checkpoint_ns = MonoNanos();
     }
   }
@@ -174,9 +190,25 @@ Status PartitionLog::Impl::ValidateDirectory(DirScan* out) const {
                                                      " / next offset " + Num(f.seal.next_offset) +
                                                      " is impossible");
     }
+    f.truncating = format::DecodeTruncationRecord(f.ro->data() + format::kTruncationRecord, &f.truncation);
+    if (f.truncating && scan.cut == DirScan::kNoCut) {
+      // A truncation only shortens: its end lies within what the segment holds.
+      const format::TruncationRecord& t = f.truncation;
+      bool possible = t.end <= Position(f.header.capacity) &&
+                      (t.end == Position(0) ? t.next_offset == f.header.base_offset
+                                            : t.next_offset > f.header.base_offset);
+      if (f.sealed) possible = possible && t.end <= f.seal.end && t.next_offset <= f.seal.next_offset;
+      if (!possible) {
+        return Status(StorageErrc::kCorruptHeader, f.path + ": truncation record end " + Num(t.end) +
+                                                       " / next offset " + Num(t.next_offset) +
+                                                       " is impossible");
+      }
+      scan.cut = scan.found.size();
+    }
     scan.found.push_back(std::move(f));
   }
-  for (size_t i = 0; i + 1 < scan.found.size(); ++i) {
+  // The chain: segments after a truncation's cut are leftovers, not part of it.
+  for (size_t i = 0; i + 1 < scan.kept(); ++i) {
     if (!scan.found[i].sealed) {
       return Status(StorageErrc::kCorruptHeader, scan.found[i].path + " is not sealed but " +
                                                      scan.found[i + 1].path +
@@ -216,17 +248,24 @@ Status PartitionLog::Impl::LoadSegments(DirScan& scan, std::shared_ptr<Segment>*
   // After a process crash, names created or renamed before it may not be durable yet, nor may
   // the last seal record be: make both durable before building on them.
   if (scan.dir_exists) RDMQ_RETURN_IF_ERROR(env_->SyncDir(dir_));
-  if (!scan.found.empty() && scan.found.back().sealed && opt_.persist != PersistMode::kNone) {
-    const auto& ro = scan.found.back().ro;
-    RDMQ_RETURN_IF_ERROR(ro->Persist(ro->data() + format::kSealRecord, format::kRecordSize));
+  // So must the last segment's truncation record, before anything is done because of it, and
+  // also when it is all zero: a truncation whose clearing of the record did not become durable
+  // is complete, and the record must not come back to cut the log again after a power loss.
+  const size_t kept = scan.kept();
+  if (kept > 0 && opt_.persist != PersistMode::kNone) {
+    const auto& ro = scan.found[kept - 1].ro;
+    RDMQ_RETURN_IF_ERROR(ro->Persist(ro->data() + format::kTruncationRecord, format::kRecordSize));
+    if (scan.cut == DirScan::kNoCut && scan.found.back().sealed) {
+      RDMQ_RETURN_IF_ERROR(ro->Persist(ro->data() + format::kSealRecord, format::kRecordSize));
+    }
   }
   std::shared_ptr<Segment> last_rw;
   Position scan_start{0};
-  for (size_t i = 0; i < scan.found.size(); ++i) {
+  for (size_t i = 0; i < kept; ++i) {
     DirScan::Found& f = scan.found[i];
     std::unique_ptr<MappedFile> m;
-    const bool is_last = i + 1 == scan.found.size();
-    if (is_last && !f.sealed) {
+    const bool is_last = i + 1 == kept;
+    if (is_last && (!f.sealed || f.truncating)) {
       RDMQ_ASSIGN_OR_RETURN(m, env_->OpenMapped(f.path, Env::Access::kReadWrite));
       if (opt_.persist == PersistMode::kPmem && !m->is_pmem()) {
         return Status(StorageErrc::kNotPmem, f.path +
@@ -239,7 +278,12 @@ Status PartitionLog::Impl::LoadSegments(DirScan& scan, std::shared_ptr<Segment>*
     }
     auto seg =
         std::make_shared<Segment>(dir_, f.header, std::move(m), opt_.persist, opt_.index_interval_bytes);
-    if (f.sealed) {
+    if (is_last && f.truncating) {
+      const format::TruncationRecord& t = f.truncation;
+      seg->CutTo(seg->WalkHeaders(t.end), t.end, t.next_offset, t.max_timestamp);
+      scan_start = t.end;
+      last_rw = seg;
+    } else if (f.sealed) {
       seg->LoadSealed(f.seal);
     } else {
       const auto rec = seg->RecoverActive();
@@ -250,6 +294,15 @@ Status PartitionLog::Impl::LoadSegments(DirScan& scan, std::shared_ptr<Segment>*
     }
     segments_[f.header.base_offset] = seg;
   }
+  // What a truncation cut off goes (the last segment first), then the directory is synced; the
+  // truncation record stays until OpenLocked finished the rest.
+  for (size_t i = scan.found.size(); i > kept; --i) {
+    DirScan::Found& f = scan.found[i - 1];
+    RDMQ_LOG(kInfo, "storage", "removing a segment a truncation cut off").kv("file", f.path);
+    f.ro.reset();
+    RDMQ_RETURN_IF_ERROR(env_->DeleteFile(f.path));
+  }
+  if (kept < scan.found.size()) RDMQ_RETURN_IF_ERROR(env_->SyncDir(dir_));
   for (const auto& t : scan.tmps) {
     RDMQ_LOG(kInfo, "storage", "removing a segment left half-created").kv("file", dir_ + "/" + t);
     RDMQ_RETURN_IF_ERROR(env_->DeleteFile(dir_ + "/" + t));

@@ -220,7 +220,7 @@ Segment::ScanResult Segment::RecoverActive() {
   return out;
 }
 
-Result<Segment::ZeroResult> Segment::TruncateTail() {
+Result<Segment::ZeroResult> Segment::TruncateTail(bool whole) {
   ZeroResult out;
   const Position cap = end();
   Position last_nonzero = committed;
@@ -237,17 +237,88 @@ Result<Segment::ZeroResult> Segment::TruncateTail() {
       std::memset(p, 0, n);
       ++out.zeroed_pages;
       if (run_start == kNoPosition) run_start = pos;
-    } else if (run_start != kNoPosition) {
+    } else if (run_start != kNoPosition && !whole) {
       RDMQ_RETURN_IF_ERROR(PersistData(run_start, pos - run_start));
       run_start = kNoPosition;
     }
     pos = page_end;
   }
+  if (whole) run_start = committed;
   if (run_start != kNoPosition) RDMQ_RETURN_IF_ERROR(PersistData(run_start, cap - run_start));
   out.nonzero_bytes = last_nonzero - committed;
   reservation().store(committed.value(), std::memory_order_release);
   RDMQ_RETURN_IF_ERROR(Persist(file_->data() + format::kReservationWord, 8));
   return out;
+}
+
+Segment::Walk Segment::WalkHeaders(Position to) const {
+  Walk w;
+  w.next = base();
+  Position pos{0};
+  while (pos < to) {
+    BatchHeader h;
+    if (!DecodeBatchHeader(bytes(pos, to), &h).ok() || !OffsetsContinue(h, w.next)) break;
+    if (pos >= w.next_index_pos) {  // as NoteBatch
+      w.index.push_back(IndexEntry{h.base_offset, pos, w.max_ts});
+      w.next_index_pos = pos + interval_;
+    }
+    w.max_ts = std::max(w.max_ts, h.max_timestamp);
+    pos += h.total_size();
+    w.next = h.next_offset();
+  }
+  w.reached = pos;
+  return w;
+}
+
+void Segment::CutTo(Walk walk, Position end, Offset next, TimestampMs max_ts_floor) {
+  index = std::move(walk.index);
+  next_index_pos_ = walk.next_index_pos;
+  max_ts = std::max(walk.max_ts, max_ts_floor);
+  corrupt_at = kNoPosition;
+  damaged_end = Position(0);
+  if (walk.reached != end || walk.next != next) {
+    corrupt_at = walk.reached;
+    damaged_end = end;
+    RDMQ_LOG(kError, "storage", "data below a truncation point is damaged; reads of it will fail")
+        .kv("segment", path_)
+        .kv("position", walk.reached)
+        .kv("truncation_point", end);
+    index.push_back(IndexEntry{next, end, max_ts});
+    next_index_pos_ = end + interval_;
+  }
+  committed = end;
+  next_offset = next;
+  sealed = false;
+  commits_since_checkpoint = 0;
+  pending.clear();
+  crossing = kNoPosition;
+  samples.clear();
+  boundary_in_capacity = Position(0);
+}
+
+Status Segment::WriteTruncationRecord(const format::TruncationRecord& r) {
+  std::byte* rec = file_->data() + format::kTruncationRecord;
+  format::EncodeTruncationRecord(r, rec);
+  return Persist(rec, format::kRecordSize);
+}
+
+Result<Segment::ZeroResult> Segment::FinishTruncation() {
+  std::byte* h = file_->data();
+  std::memset(h + format::kSealRecord, 0, format::kRecordSize);
+  RDMQ_RETURN_IF_ERROR(Persist(h + format::kSealRecord, format::kRecordSize));
+  RDMQ_ASSIGN_OR_RETURN(ZeroResult z, TruncateTail(/*whole=*/true));
+  // Both slots get the cut state, with sequences above any they held: a slot left from before
+  // (this segment's time as the active one, or the truncated log's) may name a position past the
+  // cut, and recovery falls back to the other slot when the newer one is torn.
+  for (const size_t at : {format::kCheckpointA, format::kCheckpointB}) {
+    format::Checkpoint c;
+    if (format::DecodeCheckpoint(h + at, &c)) checkpoint_seq = std::max(checkpoint_seq, c.sequence);
+  }
+  RDMQ_RETURN_IF_ERROR(WriteCheckpoint());
+  RDMQ_RETURN_IF_ERROR(WriteCheckpoint());
+  std::memset(h + format::kTruncationRecord, 0, format::kRecordSize);
+  RDMQ_RETURN_IF_ERROR(Persist(h + format::kTruncationRecord, format::kRecordSize));
+  return z;
 }
 
 }  // namespace rdmq::storage::internal

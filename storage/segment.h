@@ -105,8 +105,34 @@ class Segment {
     uint64_t zeroed_pages = 0;
   };
   // Zeroes every nonzero 4 KiB page of the data area past `committed` (the partial first page
-  // from `committed` on), persists what it zeroed, resets the reservation word to `committed`.
-  Result<ZeroResult> TruncateTail();
+  // from `committed` on), persists what it zeroed (`whole`: the whole tail, zero already or not),
+  // resets the reservation word to `committed`.
+  Result<ZeroResult> TruncateTail(bool whole = false);
+
+  // --- truncation (PartitionLog::TruncateTo and the recovery that finishes one) ---
+  // What a walk over batch headers from position 0 towards `to` found: it stops at `to` or at the
+  // first header that does not decode or does not continue the offsets. Changes nothing.
+  struct Walk {
+    std::vector<IndexEntry> index;
+    TimestampMs max_ts = kNoTimestamp;
+    Position next_index_pos{0};
+    Position reached{0};  // where it stopped
+    Offset next{0};       // the offset after the last batch it walked
+  };
+  Walk WalkHeaders(Position to) const;
+  // Makes the in-memory state that of a segment cut at `end` with `next` the next offset: index
+  // and max timestamp from `walk` (if it stopped short of `end`, [reached, end) is damage, as in
+  // RecoverActive), unsealed, no shared-mode state. Touches nothing on media.
+  void CutTo(Walk walk, Position end, Offset next, TimestampMs max_ts_floor);
+  // Writes and persists the truncation record: the commit point of a truncation.
+  Status WriteTruncationRecord(const format::TruncationRecord& r);
+  // Finishes a truncation whose record is durable, with the state already cut (CutTo). Each step
+  // is persisted before the next: clear the seal record; zero the tail past `committed` and reset
+  // the reservation word (TruncateTail, persisting the whole tail); write the cut state into both
+  // checkpoint slots, with sequences above theirs; clear the truncation record. Until the last step,
+  // recovery redoes them all. Nothing is skipped for being zero already: after a process crash
+  // during an earlier attempt, zeroes in memory may not be durable yet.
+  Result<ZeroResult> FinishTruncation();
 
   // State, owned by the log (guarded by its mutex).
   Position committed{0};  // end of the committed batches

@@ -209,6 +209,9 @@ struct RecoveryStats {
   Position recovered_position{0};  // committed end of the active segment
   Offset next_offset{0};
   bool created = false;  // the directory held no log: a new one was created
+  // A truncation (TruncateTo) had reached its commit point when the log went down, and this open
+  // finished it (the log ends where the truncation cut it).
+  bool truncation_finished = false;
   double seconds = 0;
 };
 
@@ -259,6 +262,22 @@ class PartitionLog {
   // (kOutOfRange) and not below the exposed end (kInvalidArgument: the high watermark only
   // grows). kFailedPrecondition for a log that is not replicated.
   Status Expose(Offset next);
+
+  // Cuts the log back to `end`: every record at and after `end` is gone for good, the log end
+  // offset is `end`, and appends and commits continue there, in the segment holding `end`, which
+  // becomes the active segment again (unsealed, writable; later segments are deleted). For a
+  // follower whose log diverged from its new leader's (docs/replication.md, "Failover").
+  // `end` must be a batch boundary: the first offset of a committed batch (kInvalidArgument
+  // otherwise), or the log end offset (a no-op); within [log start, log end] (kOffsetOutOfRange);
+  // in a replicated log not below the exposed end (kInvalidArgument: exposed records are never
+  // taken back). kReservationConflict while shared-mode reservations or pending ranges are
+  // outstanding in the active segment (the caller revokes the producers first, then expires their
+  // reservations or rolls). A crash at any moment leaves a log that reopens either as it was or
+  // truncated, and once this returned OK, truncated; an I/O failure past the commit point fails
+  // the log (kLogFailed from then on) and the next Open finishes the truncation
+  // (docs/storage-format.md, "Truncation"). The active segment's SegmentInfo (mapping included)
+  // may change: fabrics register it again. Readers must not hold or read what is truncated.
+  Status TruncateTo(Offset end);
 
   // Seals the active segment at its committed end and starts a new one (no-op when the active
   // segment is empty). Shared ranges not yet complete are dropped (their commits then fail with
