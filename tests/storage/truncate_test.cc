@@ -83,6 +83,30 @@ std::string SharedBatch(int gen, int64_t id, int n) {
   return EncodeBatch(BatchOptions{}, recs);
 }
 
+TEST_CASE("the truncation record's bytes are storage-format.md's example", "[truncate]") {
+  const uint8_t expected[format::kRecordSize] = {
+      0x4b, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x2a, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+      0x29, 0x68, 0xe5, 0xcf, 0x8b, 0x01, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+      0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+      0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x5c, 0x48, 0x8a, 0x42};
+  std::byte rec[format::kRecordSize];
+  format::EncodeTruncationRecord({Position(4171), Offset(42), TimestampMs(1700000000041)}, rec);
+  CHECK(std::memcmp(rec, expected, sizeof rec) == 0);
+  format::TruncationRecord t;
+  REQUIRE(format::DecodeTruncationRecord(rec, &t));
+  CHECK(t.end == Position(4171));
+  CHECK(t.next_offset == Offset(42));
+  CHECK(t.max_timestamp == TimestampMs(1700000000041));
+  // Invalid: all zero, a flipped bit, the truncating flag clear.
+  std::byte zero[format::kRecordSize] = {};
+  CHECK_FALSE(format::DecodeTruncationRecord(zero, &t));
+  rec[3] ^= std::byte{1};
+  CHECK_FALSE(format::DecodeTruncationRecord(rec, &t));
+  std::memcpy(rec, expected, sizeof rec);
+  rec[format::kTruncFlags] = std::byte{0};
+  CHECK_FALSE(format::DecodeTruncationRecord(rec, &t));
+}
+
 TEST_CASE("truncate inside the active segment: the log ends there and continues from there", "[truncate]") {
   MemEnv env;
   auto log = OpenOk(&env, "/p", Opts(64 << 10));
