@@ -2,8 +2,8 @@
 // MemEnv. Two input shapes, chosen by the first byte:
 //   raw       the rest of the input is the whole content of segment 0 (exercises header checks);
 //   template  a valid header is generated and the input supplies the checkpoint slots, the seal
-//             record, the reservation word and the data area (exercises recovery's scan, index
-//             rebuild, tail truncation, reads).
+//             record, the truncation record, the reservation word and the data area (exercises
+//             recovery's scan, index rebuild, tail truncation, finishing a truncation, reads).
 // Properties checked beyond "no crash, no sanitizer report":
 //   * if Open succeeds, every offset in [log start, high watermark) reads back as CRC-valid
 //     batches, an append succeeds, and after Close a second Open succeeds with the same state;
@@ -75,6 +75,13 @@ std::string TemplateSegment(Input in) {
     s.end = Position(in.Take(2) % (kCapacity + 16));
     s.next_offset = Offset(static_cast<int64_t>(in.Take(1)));
     format::EncodeSealRecord(s, f + format::kSealRecord);
+  }
+  if (flags & 8) {
+    format::TruncationRecord t;
+    t.end = Position(in.Take(2) % (kCapacity + 16));
+    t.next_offset = Offset(static_cast<int64_t>(in.Take(1)));
+    t.max_timestamp = TimestampMs(static_cast<int64_t>(in.Take(1)));
+    format::EncodeTruncationRecord(t, f + format::kTruncationRecord);
   }
   const size_t n = std::min(in.n, kCapacity);
   std::memcpy(f + format::kSegmentHeaderSize, in.p, n);

@@ -133,6 +133,53 @@ int main(int argc, char** argv) {
     t += file->substr(4096, 8192);
     Put(rc, "template-" + std::to_string(variant), t);
   }
+  // A truncation stopped right after its commit point (the power failed at the next durability
+  // event): the truncation record is set, the rest not done yet.
+  {
+    FaultInjectionEnv env;
+    LogOptions o;
+    o.segment_bytes = 4096 + 8192;
+    auto log = PartitionLog::Open(&env, "/log", o);
+    if (!log.ok()) return 1;
+    std::vector<Offset> starts;
+    for (int i = 0; i < 6; ++i) {
+      const std::string b = Batch(Offset(0), 1 + i % 3, i % 2 == 0, 25);
+      auto a = (*log)->AppendBatch(coding::AsBytes(b));
+      if (!a.ok()) return 1;
+      starts.push_back(a->base_offset);
+    }
+    const SegmentInfo seg = (*log)->ActiveSegment();
+    env.SetPersistBudget(1);
+    if ((*log)->TruncateTo(starts[3]).ok()) return 1;  // it must stop after the record
+    auto file = env.ReadFile("/log/00000000000000000000.seg");
+    if (!file.ok()) return 1;
+    log = Status(Errc::kAborted);
+    Put(rc, "raw-truncating", std::string(1, '\x01') + *file);
+    // Template: checkpoint A at the old end, the truncation record at the cut, the old data area.
+    format::TruncationRecord t;
+    if (!format::DecodeTruncationRecord(
+            reinterpret_cast<const std::byte*>(file->data()) + format::kTruncationRecord, &t)) {
+      return 1;
+    }
+    const uint64_t committed = seg.committed.value();
+    const uint64_t cut = t.end.value();
+    std::string tp;
+    tp.push_back('\x00');
+    tp.push_back('\x09');  // checkpoint A valid, truncation record
+    tp += std::string{static_cast<char>(committed >> 8), static_cast<char>(committed & 0xff)};
+    for (int slot = 0; slot < 2; ++slot) {
+      tp.push_back(static_cast<char>(1 + slot));
+      const uint64_t pos = slot == 0 ? committed : 0;
+      tp += std::string{static_cast<char>(pos >> 8), static_cast<char>(pos & 0xff)};
+      tp.push_back(static_cast<char>(slot == 0 ? seg.next_offset.value() : 0));
+      tp.push_back('\x00');
+    }
+    tp += std::string{static_cast<char>(cut >> 8), static_cast<char>(cut & 0xff)};
+    tp.push_back(static_cast<char>(t.next_offset.value()));
+    tp.push_back('\x00');
+    tp += file->substr(4096, 8192);
+    Put(rc, "template-truncating", tp);
+  }
   std::printf("seeds written under %s\n", root.c_str());
   return 0;
 }
