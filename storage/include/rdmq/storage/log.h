@@ -28,7 +28,8 @@
 // not acknowledged is either absent or complete after recovery, never half-written.
 // Open() recovers: newest valid checkpoint, forward scan over batches with a valid CRC and
 // consecutive assigned offsets, truncation of the rest (zeroed and persisted so that stale bytes
-// can never reappear), then it accepts writes.
+// can never reappear), then it accepts writes. It also finishes a TruncateTo that a crash
+// interrupted after its commit point (the segment's truncation record).
 //
 // Threading: all methods are thread-safe (one internal mutex; commits are serialised). Remote
 // peers use the mapped memory directly: they may FETCH_ADD reservation words, WRITE into
