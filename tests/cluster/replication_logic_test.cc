@@ -137,7 +137,7 @@ TEST_CASE("replica set: the high watermark is what every in-sync replica holds, 
   CHECK(r.CheckAcksAll().ToString().find("min.insync.replicas is 2") != std::string::npos);
 }
 
-TEST_CASE("replica set: a follower that stops keeping up leaves the ISR; one that catches up rejoins",
+TEST_CASE("replica set: a follower that stops keeping up leaves the ISR and one that catches up rejoins",
           "[cluster][replication]") {
   ReplicaSet r = Three(0);
   // Under a steady load both followers keep up with what the leader had at their last ack.

@@ -118,7 +118,7 @@ TEST_CASE("replicated log: readers see only what was exposed, batch boundaries o
   CHECK((*p)->Expose(Offset(5)).is(Errc::kFailedPrecondition));
 }
 
-TEST_CASE("replicated log: across rolls the slot names the exposed segment; retention keeps the unexposed",
+TEST_CASE("replicated log: across rolls the slot names the exposed segment and retention keeps the unexposed",
           "[log][replicated]") {
   rdmq::test::TempDir dir;
   LogOptions o = Replicated(16 << 10);
