@@ -37,11 +37,15 @@ function(rdmq_set_warnings target)
   target_compile_options(${target} PRIVATE ${RDMQ_WARNINGS})
 endfunction()
 
-# rdmq_library(<name> SOURCES <src>... [DEPS <public deps>...] [PRIVATE_DEPS <deps>...])
+# rdmq_library(<name> SOURCES <src>... [DEPS <public deps>...] [PRIVATE_DEPS <deps>...] [PCH asio])
 # Defines target rdmq_<name> (alias rdmq::<name>) whose public headers live in
-# <folder>/include/rdmq/<name>/ and whose internals sit beside its sources.
+# <folder>/include/rdmq/<name>/ and whose internals sit beside its sources. PCH asio: the
+# precompiled header with Boost.Asio (cmake/pch.cmake) instead of the standard headers' one.
 function(rdmq_library name)
-  cmake_parse_arguments(A "" "" "SOURCES;DEPS;PRIVATE_DEPS" ${ARGN})
+  cmake_parse_arguments(A "" "PCH" "SOURCES;DEPS;PRIVATE_DEPS" ${ARGN})
+  if(NOT A_PCH)
+    set(A_PCH lib)
+  endif()
   add_library(rdmq_${name} STATIC ${A_SOURCES})
   add_library(rdmq::${name} ALIAS rdmq_${name})
   # Internals are included as "<module>/<file>.h" (or plain "<file>.h" within the module).
@@ -51,6 +55,7 @@ function(rdmq_library name)
     PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${PROJECT_SOURCE_DIR})
   target_link_libraries(rdmq_${name} PUBLIC ${A_DEPS} PRIVATE ${A_PRIVATE_DEPS})
   rdmq_set_warnings(rdmq_${name})
+  rdmq_pch(rdmq_${name} ${A_PCH})
 endfunction()
 
 # rdmq_executable(<name> SOURCES <src>... [DEPS <deps>...])
@@ -59,6 +64,7 @@ function(rdmq_executable name)
   add_executable(${name} ${A_SOURCES})
   target_link_libraries(${name} PRIVATE ${A_DEPS})
   rdmq_set_warnings(${name})
+  rdmq_pch(${name} exe)
 endfunction()
 
 # rdmq_test(<binary> SOURCES <src>... [DEPS <deps>...] LABELS <label>... [TIMEOUT <s>])
@@ -80,6 +86,7 @@ function(rdmq_test name)
   add_executable(${name} ${A_SOURCES})
   target_link_libraries(${name} PRIVATE rdmq_test_support ${A_DEPS})
   rdmq_set_warnings(${name})
+  rdmq_pch(${name} test)
   # catch_discover_tests(PROPERTIES ...) splits list values (two labels, two environment
   # variables) into separate arguments, which shifts every property after them; so the
   # properties are set by a CTest include file of our own that runs after Catch's.
@@ -113,6 +120,7 @@ function(rdmq_fuzz name)
     add_test(NAME ${name}.replay COMMAND ${name} -runs=0 ${A_SEEDS})
     set_tests_properties(${name}.replay PROPERTIES LABELS "unit;fuzz-replay" TIMEOUT 120)
   else()
+    rdmq_pch(${name} exe)
     target_link_libraries(${name} PRIVATE rdmq_fuzz_replay)
     if(A_SEEDS)
       add_test(NAME ${name}.replay COMMAND ${name} ${A_SEEDS})
