@@ -257,9 +257,8 @@ class Agent final : public ClusterAgent {
     coord::SessionOptions so;
     so.connect = opts_.zookeeper;
     so.session_timeout = opts_.session_timeout;
-    so.on_state = [this](coord::SessionState s) {
-      if (s == coord::SessionState::kExpired) Refresh();
-    };
+    // Every change matters: expired (rejoin), disconnected (fence), connected again (unfence).
+    so.on_state = [this](coord::SessionState) { Refresh(); };
     auto zk = ZkSession::Connect(so);
     if (!zk.ok()) return zk.status().WithContext("ZooKeeper at " + opts_.zookeeper);
     std::shared_ptr<ZkSession> session = std::move(*zk);
@@ -312,7 +311,24 @@ class Agent final : public ClusterAgent {
 
   // One round: the session, the controller's seat, the view, the controller's work, the listener.
   void Step() {
-    if (Zk()->state() == coord::SessionState::kExpired) {
+    const coord::SessionState state = Zk()->state();
+    if (state == coord::SessionState::kDisconnected) {
+      // ZooKeeper cannot be reached. The client library reports this after two thirds of the
+      // session timeout without hearing from the server, and the server expires the session (and
+      // the controller elects other leaders) only after the whole timeout: a broker that stops
+      // serving now is done before anyone else may lead what it led. It serves again once the
+      // session is confirmed (connected: the next round reports the replicas anew) or renewed.
+      if (!fenced_) {
+        fenced_ = true;
+        RDMQ_LOG(kWarn, "cluster", "ZooKeeper unreachable; serving nothing until it answers")
+            .kv("broker", opts_.self.id);
+        last_.reset();
+        listener_->OnSessionLost();
+      }
+      return;
+    }
+    fenced_ = false;
+    if (state == coord::SessionState::kExpired) {
       RDMQ_LOG(kWarn, "cluster", "ZooKeeper session lost; rejoining").kv("broker", opts_.self.id);
       controller_.store(false);
       last_.reset();
@@ -557,6 +573,7 @@ class Agent final : public ClusterAgent {
   int32_t epoch_ = 0;
   int32_t epoch_version_ = -1;
   std::optional<ReplicaMap> last_;
+  bool fenced_ = false;  // OnSessionLost was told of a disconnection not yet ended (the loop's)
 };
 
 }  // namespace

@@ -12,7 +12,10 @@
 //
 // A ZooKeeper session that expires takes the broker out of the cluster: the listener hears
 // OnSessionLost (the broker must stop acknowledging anything it led), the agent opens a new
-// session, registers again and reports the replicas anew.
+// session, registers again and reports the replicas anew. A connection to ZooKeeper that is lost
+// fences the broker the same way at once, before the server can expire the session and another
+// broker be elected (a leader cut off from the cluster stops serving on its own); when the
+// session answers again, OnReplicas reports the replicas anew.
 //
 // Threading: thread-safe. The agent runs one thread of its own; the listener is called on it,
 // never concurrently, and must not call the agent back synchronously except for Snapshot.
@@ -60,7 +63,8 @@ class AgentListener {
   // The replicas this broker holds, all of them, whenever any changed (made, deleted, a leader
   // elected, the ISR changed).
   virtual void OnReplicas(const ReplicaMap& replicas) = 0;
-  // The ZooKeeper session expired: whatever this broker led, it may no longer acknowledge.
+  // The ZooKeeper session expired or ZooKeeper cannot be reached: whatever this broker led, it
+  // may no longer acknowledge (until OnReplicas says again that it leads).
   virtual void OnSessionLost() = 0;
 };
 
