@@ -158,9 +158,9 @@ bool BrokerProcess::Start(std::string* error) {
   fs::remove(dir_ + "/rdmq.addr", ec);
   const std::string log = dir_ + ".log";
   // Tests run in parallel: the Kafka listener takes any free port unless the test says.
-  std::vector<std::string> argv = {
-      Bin("rdmq-broker"),       "--data-dir", dir_, "--set", "listen.kafka=127.0.0.1:0", "--set",
-      "listen.http=127.0.0.1:0"};
+  std::vector<std::string> argv = prefix_;
+  argv.insert(argv.end(), {Bin("rdmq-broker"), "--data-dir", dir_, "--set", "listen.kafka=127.0.0.1:0",
+                           "--set", "listen.http=127.0.0.1:0"});
   argv.insert(argv.end(), extra_.begin(), extra_.end());
   pid_ = fork();
   if (pid_ == 0) {

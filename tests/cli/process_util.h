@@ -6,6 +6,7 @@
 
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace rdmq::test {
@@ -42,6 +43,9 @@ class BrokerProcess {
   int Stop(int timeout_s = 30);
   // SIGKILL (a crash) and wait.
   void Kill();
+  // Later Start()s run the broker through `prefix`, a command that execs it (NetLab::Prefix: in
+  // a network namespace), so that Stop and Kill reach the broker itself.
+  void RunIn(std::vector<std::string> prefix) { prefix_ = std::move(prefix); }
   // Later Start()s listen for Kafka clients where this run does (call after Start()).
   void PinKafkaAddress() { extra_.insert(extra_.end(), {"--set", "listen.kafka=" + kafka_}); }
   const std::string& address() const { return address_; }      // e.g. "unix:/tmp/.../rdmq.sock"
@@ -52,6 +56,7 @@ class BrokerProcess {
  private:
   std::string dir_;
   std::vector<std::string> extra_;
+  std::vector<std::string> prefix_;
   pid_t pid_ = -1;
   std::string address_;
   std::string kafka_;
