@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "pipe_collector.h"
 #include "rdmq/common/clock.h"
 #include "rdmq/common/log.h"
 #include "rdmq/storage/log.h"
@@ -72,37 +73,19 @@ Kill CrashOnce(const std::string& dir, const LogOptions& options, uint32_t round
   }
   ::close(fds[1]);
   Kill k;
-  // A reader thread collects the acknowledgements, so that the moment of the kill is unrelated to
-  // where the writer is in its loop.
-  std::vector<Ack> acks;
-  std::atomic<uint64_t> count{0};
-  std::thread reader([&] {
-    Ack a;
-    size_t have = 0;
-    auto* buf = reinterpret_cast<char*>(&a);
-    while (true) {
-      const ssize_t n = ::read(fds[0], buf + have, sizeof a - have);
-      if (n <= 0) break;  // EOF: the writer is gone
-      have += static_cast<size_t>(n);
-      if (have == sizeof a) {
-        acks.push_back(a);
-        count.fetch_add(1);
-        have = 0;
-      }
-    }
-  });
+  rdmq::storage::test::PipeCollector<Ack> collector(fds[0]);
   // Sometimes kill during the child's own recovery, usually some time into the stream.
   if (rng() % 5 == 0) {
     std::this_thread::sleep_for(std::chrono::nanoseconds(rng() % 3'000'000));
   } else {
     const uint64_t give_up = MonoNanos() + 5'000'000'000ULL;
-    while (count.load() == 0 && MonoNanos() < give_up)
+    while (collector.count() == 0 && MonoNanos() < give_up)
       std::this_thread::sleep_for(std::chrono::microseconds(100));
     std::this_thread::sleep_for(std::chrono::nanoseconds(rng() % 25'000'000));
   }
   ::kill(pid, SIGKILL);
   REQUIRE(::waitpid(pid, &k.status, 0) == pid);
-  reader.join();
+  const std::vector<Ack> acks = collector.Join();
   for (const Ack& a : acks) checker.OnAck(a);
   k.acks = acks.size();
   ::close(fds[0]);

@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "pipe_collector.h"
 #include "rdmq/common/clock.h"
 #include "rdmq/storage/log.h"
 #include "truncate_util.h"
@@ -339,31 +340,15 @@ TEST_CASE("a writer killed with SIGKILL while it truncates leaves a log before o
         RunTruncator(dir.str(), o, round, seed, fds[1]);
       }
       ::close(fds[1]);
-      std::vector<Msg> msgs;
-      std::atomic<uint64_t> count{0};
-      std::thread reader([&] {
-        Msg m;
-        size_t have = 0;
-        auto* buf = reinterpret_cast<char*>(&m);
-        while (true) {
-          const ssize_t n = ::read(fds[0], buf + have, sizeof m - have);
-          if (n <= 0) break;
-          have += static_cast<size_t>(n);
-          if (have == sizeof m) {
-            msgs.push_back(m);
-            count.fetch_add(1);
-            have = 0;
-          }
-        }
-      });
+      rdmq::storage::test::PipeCollector<Msg> collector(fds[0]);
       const uint64_t give_up = MonoNanos() + 5'000'000'000ULL;
-      while (count.load() == 0 && MonoNanos() < give_up)
+      while (collector.count() == 0 && MonoNanos() < give_up)
         std::this_thread::sleep_for(std::chrono::microseconds(100));
       std::this_thread::sleep_for(std::chrono::nanoseconds(rng() % 30'000'000));
       ::kill(pid, SIGKILL);
       int status = 0;
       REQUIRE(::waitpid(pid, &status, 0) == pid);
-      reader.join();
+      const std::vector<Msg> msgs = collector.Join();
       ::close(fds[0]);
       INFO("child status " << status);
       REQUIRE(WIFSIGNALED(status));
