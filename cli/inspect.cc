@@ -303,6 +303,12 @@ void InspectSegmentBytes(std::span<const std::byte> file, const std::string& nam
     seg.seal_next_offset = seal.next_offset.value();
     seg.seal_max_timestamp_ms = seal.max_timestamp.value();
   }
+  fmt::TruncationRecord cut;
+  if (fmt::DecodeTruncationRecord(file.data() + fmt::kTruncationRecord, &cut)) {
+    seg.truncating = true;
+    seg.truncation_end = cut.end.value();
+    seg.truncation_next_offset = cut.next_offset.value();
+  }
   fmt::Checkpoint a, b;
   const bool va = fmt::DecodeCheckpoint(file.data() + fmt::kCheckpointA, &a);
   const bool vb = fmt::DecodeCheckpoint(file.data() + fmt::kCheckpointB, &b);
@@ -448,12 +454,26 @@ Result<PartitionDump> InspectPartition(const std::string& path, const InspectOpt
     return Status(Errc::kInvalidArgument, path + " is neither a directory nor a segment file");
   }
   std::sort(segments.begin(), segments.end());
+  bool past_cut = false;  // an earlier segment holds an unfinished truncation
   for (size_t i = 0; i < segments.size(); ++i) {
     const auto& [base, file] = segments[i];
     if (options.segment && *options.segment != base) continue;
     InspectSegment(file, base, options, &dump);
     const SegmentDump& seg = dump.segments.back();
+    if (past_cut) {
+      dump.notes.push_back(seg.file + " is past an unfinished truncation: the broker's next open deletes it");
+      continue;
+    }
     if (!seg.header_ok || options.segment) continue;
+    if (seg.truncating) {
+      // The chain ends here once the truncation is finished; what follows is left over.
+      dump.notes.push_back(seg.file + " holds an unfinished truncation to position " +
+                           std::to_string(seg.truncation_end) + " (next offset " +
+                           std::to_string(seg.truncation_next_offset) +
+                           "): the broker's next open finishes it");
+      past_cut = true;
+      continue;
+    }
     if (i + 1 < segments.size()) {
       if (!seg.sealed) {
         dump.problems.push_back(
@@ -523,6 +543,10 @@ void PrintInspectText(const PartitionDump& d, bool records, std::ostream& os) {
       os << "end " << s.seal_end << ", next offset " << s.seal_next_offset << "\n";
     } else {
       os << "none (active segment)\n";
+    }
+    if (s.truncating) {
+      os << "  truncation: unfinished, to end " << s.truncation_end << ", next offset "
+         << s.truncation_next_offset << " (the broker's next open finishes it)\n";
     }
     os << "  checkpoint: ";
     if (s.has_checkpoint) {
@@ -623,6 +647,9 @@ std::string InspectToJson(const PartitionDump& d, bool records) {
                                            {"next_offset", s.seal_next_offset},
                                            {"max_timestamp_ms", s.seal_max_timestamp_ms}}
                             : ordered_json(nullptr);
+      js["truncation"] =
+          s.truncating ? ordered_json{{"end", s.truncation_end}, {"next_offset", s.truncation_next_offset}}
+                       : ordered_json(nullptr);
       js["checkpoint"] = s.has_checkpoint ? ordered_json{{"sequence", s.checkpoint_sequence},
                                                          {"position", s.checkpoint_position},
                                                          {"next_offset", s.checkpoint_next_offset}}

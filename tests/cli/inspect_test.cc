@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "rdmq/common/coding.h"
+#include "rdmq/storage/format.h"
 #include "rdmq/storage/log.h"
 #include "support/test_util.h"
 
@@ -352,6 +353,76 @@ TEST_CASE("inspect names the codec of compressed batches and decompresses their 
   const auto j = nlohmann::json::parse(InspectToJson(*d, true));
   CHECK(j["segments"][0]["batches"][2]["compression"] == "lz4");
   CHECK(j["segments"][0]["batches"][2]["record_list"][0]["key"] == "k3");
+}
+
+TEST_CASE("inspect reports an unfinished truncation and the segments past it, changing nothing",
+          "[cli][inspect]") {
+  test::TempDir tmp;
+  const std::string dir = (tmp / "p1").string();
+  const Written w = WriteLog(dir, 6, 2);  // segments 0, 6 and 12, two batches each
+  REQUIRE(w.segment_files.size() == 3);
+  // A truncation to the end of segment 6's first batch, stopped by a crash right after its commit
+  // point: the record written, segment 6 still sealed, segment 12 not deleted yet.
+  const AppendResult& first = w.batches[2];
+  REQUIRE(first.segment.value() == 6);
+  storage::format::TruncationRecord cut;
+  cut.end = Position(first.position.value() + first.bytes);
+  cut.next_offset = first.next_offset;
+  cut.max_timestamp = TimestampMs(1700000000008);
+  std::byte rec[storage::format::kRecordSize];
+  storage::format::EncodeTruncationRecord(cut, rec);
+  const std::string seg6 = SegmentOf(w, 6);
+  {
+    const int fd = ::open(seg6.c_str(), O_RDWR);
+    REQUIRE(fd >= 0);
+    REQUIRE(::pwrite(fd, rec, sizeof rec, storage::format::kTruncationRecord) ==
+            static_cast<ssize_t>(sizeof rec));
+    ::close(fd);
+  }
+  std::vector<std::string> before;
+  for (const auto& f : w.segment_files) before.push_back(ReadFile(f));
+
+  auto d = InspectPartition(dir, {});
+  REQUIRE_OK(d);
+  CHECK(d->problems.empty());
+  REQUIRE(d->segments.size() == 3);
+  CHECK_FALSE(d->segments[0].truncating);
+  CHECK(d->segments[1].truncating);
+  CHECK(d->segments[1].truncation_end == first.position.value() + first.bytes);
+  CHECK(d->segments[1].truncation_next_offset == 9);
+  const std::string notes = [&] {
+    std::string all;
+    for (const auto& n : d->notes) all += n + "\n";
+    return all;
+  }();
+  INFO(notes);
+  CHECK(notes.find("holds an unfinished truncation to position") != std::string::npos);
+  CHECK(notes.find(fs::path(SegmentOf(w, 12)).filename().string() + " is past an unfinished truncation") !=
+        std::string::npos);
+  std::ostringstream text;
+  PrintInspectText(*d, false, text);
+  CHECK(text.str().find("truncation: unfinished, to end") != std::string::npos);
+  const auto j = nlohmann::json::parse(InspectToJson(*d, false));
+  CHECK(j["segments"][1]["truncation"]["next_offset"] == 9);
+  CHECK(j["segments"][0]["truncation"].is_null());
+  for (size_t i = 0; i < w.segment_files.size(); ++i) CHECK(ReadFile(w.segment_files[i]) == before[i]);
+
+  // Opening the log finishes the cut: segment 12 goes, and inspect finds a clean log ending at 9.
+  {
+    storage::LogOptions opts;
+    opts.segment_bytes = 64 << 10;
+    opts.topic = TopicId(5);
+    opts.partition = PartitionId(1);
+    auto log = storage::PartitionLog::Open(storage::DefaultEnv(), dir, opts);
+    REQUIRE_OK(log);
+    REQUIRE_OK((*log)->Close());
+  }
+  d = InspectPartition(dir, {});
+  REQUIRE_OK(d);
+  CHECK(d->problems.empty());
+  REQUIRE(d->segments.size() == 2);
+  CHECK_FALSE(d->segments[1].truncating);
+  CHECK(d->segments[1].next_offset == 9);
 }
 
 }  // namespace

@@ -14,7 +14,8 @@
 // Problems: an unreadable or foreign file, a bad segment header, a malformed batch header, a CRC
 // mismatch, a record that does not parse, offsets that do not continue, segments that do not
 // chain. Notes: facts worth knowing that are not damage (bytes past the committed end, a torn
-// tail, a slot that was never published).
+// tail, a slot that was never published, an unfinished truncation and the segments past it,
+// which the broker's next open removes).
 //
 // Threading: pure function of the files. Errors (the Result): the path does not exist, cannot
 // be read, or is neither a directory holding `*.seg` files nor a `.seg` file; damage inside the
@@ -87,6 +88,11 @@ struct SegmentDump {
   uint64_t seal_end = 0;
   int64_t seal_next_offset = 0;
   int64_t seal_max_timestamp_ms = 0;
+  // An unfinished truncation (TruncateTo stopped by a crash after its commit point): the log is
+  // being cut back to `truncation_end` of this segment; the broker's next open finishes it.
+  bool truncating = false;
+  uint64_t truncation_end = 0;
+  int64_t truncation_next_offset = 0;
   bool has_checkpoint = false;
   uint64_t checkpoint_sequence = 0;
   uint64_t checkpoint_position = 0;
