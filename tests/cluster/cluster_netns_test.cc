@@ -7,7 +7,8 @@
 // replicated cluster stands on: a leader cut off from ZooKeeper stops acknowledging and serving
 // reads on its own, before the cluster could elect anyone else (tested with a client inside the
 // cut-off broker's namespace, which still reaches it), serves again when its link returns, and
-// nothing it acknowledged is lost; brokers restarted one by one lose nothing acknowledged.
+// nothing it acknowledged is lost; brokers restarted one by one, and ZooKeeper restarted, lose
+// nothing acknowledged.
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <functional>
@@ -237,6 +238,49 @@ TEST_CASE("netns: every broker restarted in turn while clients write: nothing ac
   INFO(v.ToString());
   CHECK(v.ok());
   CHECK(v.acknowledged == 30 + 3 * (20 + 30));
+}
+
+TEST_CASE(
+    "netns: ZooKeeper restarted while clients write: the brokers fence while it is away and "
+    "serve again, nothing acknowledged is lost",
+    "[e2e][cluster][netns]") {
+  NETNS_CLUSTER(c, 3);
+  REQUIRE_RUN(c.Rdmq(1, {"topic", "create", "z", "--partitions", "3"}), 0);
+  std::map<int, int> leader_of;
+  REQUIRE(Eventually([&] {
+    for (int p = 0; p < 3; ++p) {
+      if ((leader_of[p] = c.LeaderOf(1, "z", p)) <= 0) return false;
+    }
+    return true;
+  }));
+  auto write_all = [&] {
+    int acked = 0;
+    for (int p = 0; p < 3; ++p) acked += c.ProduceRound(c.host_of(leader_of[p]), leader_of[p], "z", p, 10);
+    return acked;
+  };
+  CHECK(write_all() == 30);
+
+  // ZooKeeper goes away: every broker stops serving (none can tell whether it still leads).
+  c.zk->Stop();
+  REQUIRE(Eventually([&] { return write_all() == 0; }, 60s));
+  CHECK(write_all() == 0);
+  // It comes back on the same port with the same data: the brokers serve again, each partition
+  // still led by its broker (the sessions lived through, or were renewed and the brokers elected
+  // again from their ISR of one).
+  std::string error;
+  INFO(error);
+  REQUIRE(c.zk->Start(&error));
+  REQUIRE(Eventually([&] { return write_all() == 30; }, 60s));
+  for (int p = 0; p < 3; ++p) {
+    CHECK(c.LeaderOf(1, "z", p) == leader_of[p]);
+    auto final = c.ReadAll(c.host_of(leader_of[p]), leader_of[p], "z", p);
+    REQUIRE(final.has_value());
+    c.history.Final(p, *final);
+  }
+  const History::Verdict v = c.history.Check();
+  INFO(v.ToString());
+  CHECK(v.ok());
+  CHECK(v.acknowledged >= 60);
 }
 
 }  // namespace
