@@ -7,8 +7,9 @@
 // replicated cluster stands on: a leader cut off from ZooKeeper stops acknowledging and serving
 // reads on its own, before the cluster could elect anyone else (tested with a client inside the
 // cut-off broker's namespace, which still reaches it), serves again when its link returns, and
-// nothing it acknowledged is lost; brokers restarted one by one, and ZooKeeper restarted, lose
-// nothing acknowledged.
+// nothing it acknowledged is lost; a leader killed with SIGKILL mid-write, brokers restarted one
+// by one, and ZooKeeper restarted, lose nothing acknowledged.
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <functional>
@@ -281,6 +282,43 @@ TEST_CASE(
   INFO(v.ToString());
   CHECK(v.ok());
   CHECK(v.acknowledged >= 60);
+}
+
+TEST_CASE(
+    "netns: a leader killed with SIGKILL while a client writes: every record it acknowledged is there "
+    "when it returns",
+    "[e2e][cluster][netns]") {
+  NETNS_CLUSTER(c, 3);
+  REQUIRE_RUN(c.Rdmq(1, {"topic", "create", "k", "--partitions", "3"}), 0);
+  int leader = -1;
+  REQUIRE(Eventually([&] { return (leader = c.LeaderOf(1, "k", 0)) > 0; }));
+  const int lh = c.host_of(leader);
+  const int other = leader == 1 ? 2 : 1;
+  // A writer beside the leader, round after round, while the leader is killed (bounded: 40 rounds).
+  std::atomic<int> acked{0};
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {
+    for (int round = 0; round < 40 && !stop.load(); ++round) acked += c.ProduceRound(lh, leader, "k", 0, 50);
+  });
+  REQUIRE(Eventually([&] { return acked.load() > 0; }));
+  c.broker(leader).Kill();
+  const int acked_at_kill = acked.load();
+  stop = true;
+  writer.join();
+  CHECK(acked.load() >= acked_at_kill);
+  REQUIRE(Eventually([&] { return c.LeaderOf(other, "k", 0) == -1; }));
+  std::string error;
+  INFO(error);
+  REQUIRE(c.broker(leader).Start(&error));
+  REQUIRE(Eventually([&] { return c.LeaderOf(other, "k", 0) == leader; }));
+  REQUIRE(Eventually([&] { return c.ProduceRound(lh, leader, "k", 0, 20) == 20; }));
+  auto final = c.ReadAll(lh, leader, "k", 0);
+  REQUIRE(final.has_value());
+  c.history.Final(0, *final);
+  const History::Verdict v = c.history.Check();
+  INFO(v.ToString());
+  CHECK(v.ok());
+  CHECK(v.acknowledged >= static_cast<size_t>(acked.load()) + 20);
 }
 
 }  // namespace
