@@ -27,14 +27,19 @@ struct Written {
   std::vector<std::string> segment_files;  // oldest first
 };
 
-// Writes `batches` batches of 3 records (key k<offset>, value v<offset>, one header) with
-// producer id 7, rolling after every `roll_every` batches, and closes the log.
-Written WriteLog(const std::string& dir, int batches, int roll_every = 0) {
+// The logs these tests write: 64 KiB segments of topic 5, partition 1.
+storage::LogOptions Opts() {
   storage::LogOptions opts;
   opts.segment_bytes = 64 << 10;
   opts.topic = TopicId(5);
   opts.partition = PartitionId(1);
-  auto log = storage::PartitionLog::Open(storage::DefaultEnv(), dir, opts);
+  return opts;
+}
+
+// Writes `batches` batches of 3 records (key k<offset>, value v<offset>, one header) with
+// producer id 7, rolling after every `roll_every` batches, and closes the log.
+Written WriteLog(const std::string& dir, int batches, int roll_every = 0) {
+  auto log = storage::PartitionLog::Open(storage::DefaultEnv(), dir, Opts());
   REQUIRE_OK(log);
   Written w;
   int64_t next = 0;
@@ -409,11 +414,7 @@ TEST_CASE("inspect reports an unfinished truncation and the segments past it, ch
 
   // Opening the log finishes the cut: segment 12 goes, and inspect finds a clean log ending at 9.
   {
-    storage::LogOptions opts;
-    opts.segment_bytes = 64 << 10;
-    opts.topic = TopicId(5);
-    opts.partition = PartitionId(1);
-    auto log = storage::PartitionLog::Open(storage::DefaultEnv(), dir, opts);
+    auto log = storage::PartitionLog::Open(storage::DefaultEnv(), dir, Opts());
     REQUIRE_OK(log);
     REQUIRE_OK((*log)->Close());
   }

@@ -89,6 +89,32 @@ struct NetCluster {
     return -1;
   }
 
+  // Each partition's leader once every one of the topic's `partitions` has one (asked of broker 1);
+  // fails the test after 40 s without.
+  std::map<int, int> Leaders(const std::string& topic, int partitions) {
+    std::map<int, int> leader_of;
+    const bool all = Eventually([&] {
+      for (int p = 0; p < partitions; ++p) {
+        if ((leader_of[p] = LeaderOf(1, topic, p)) <= 0) return false;
+      }
+      return true;
+    });
+    if (!all)
+      FAIL("not every partition of " << topic << " got a leader; the last answer:\n" << last_describe);
+    return leader_of;
+  }
+
+  // Reads each partition in `leader_of` whole, from its leader's host, as the final logs, and
+  // judges the history.
+  History::Verdict Judge(const std::string& topic, const std::map<int, int>& leader_of) {
+    for (const auto& [p, leader] : leader_of) {
+      auto final = ReadAll(host_of(leader), leader, topic, p);
+      REQUIRE(final.has_value());
+      history.Final(p, *final);
+    }
+    return history.Check();
+  }
+
   // One round of `n` records to `partition` by rdmq-produce on host `from` through broker `via`;
   // the acknowledged ones go into the history. Returns how many were acknowledged.
   int ProduceRound(int from, int via, const std::string& topic, int partition, int n,
@@ -184,10 +210,7 @@ TEST_CASE(
   REQUIRE(c.lab.Mend(lh));
   REQUIRE(Eventually([&] { return c.LeaderOf(other, "t", 0) == leader; }));
   REQUIRE(Eventually([&] { return c.ProduceRound(lh, leader, "t", 0, 20) == 20; }));
-  auto final = c.ReadAll(lh, leader, "t", 0);
-  REQUIRE(final.has_value());
-  c.history.Final(0, *final);
-  const History::Verdict v = c.history.Check();
+  const History::Verdict v = c.Judge("t", {{0, leader}});
   INFO(v.ToString());
   CHECK(v.ok());
   CHECK(v.acknowledged >= 80);
@@ -197,21 +220,13 @@ TEST_CASE("netns: every broker restarted in turn while clients write: nothing ac
           "[e2e][cluster][netns]") {
   NETNS_CLUSTER(c, 3);
   REQUIRE_RUN(c.Rdmq(1, {"topic", "create", "r", "--partitions", "3"}), 0);
-  std::map<int, int> leader_of;
-  if (!Eventually([&] {
-        for (int p = 0; p < 3; ++p) {
-          if ((leader_of[p] = c.LeaderOf(1, "r", p)) <= 0) return false;
-        }
-        return true;
-      })) {
-    FAIL(c.last_describe);
-  }
+  const std::map<int, int> leader_of = c.Leaders("r", 3);
   // Each partition written from its leader's host (rdmq's tools talk to the leader): every
   // record acknowledged, except by a stopped broker, which has none acknowledged.
   auto write_all = [&](int stopped) {
     for (int p = 0; p < 3; ++p) {
-      const int acked = c.ProduceRound(c.host_of(leader_of[p]), leader_of[p], "r", p, 10);
-      CHECK(acked == (leader_of[p] == stopped ? 0 : 10));
+      const int acked = c.ProduceRound(c.host_of(leader_of.at(p)), leader_of.at(p), "r", p, 10);
+      CHECK(acked == (leader_of.at(p) == stopped ? 0 : 10));
     }
   };
   write_all(0);
@@ -224,18 +239,13 @@ TEST_CASE("netns: every broker restarted in turn while clients write: nothing ac
     const int via = id == 1 ? 2 : 1;
     REQUIRE(Eventually([&] {
       for (int p = 0; p < 3; ++p) {
-        if (c.LeaderOf(via, "r", p) != leader_of[p]) return false;
+        if (c.LeaderOf(via, "r", p) != leader_of.at(p)) return false;
       }
       return true;
     }));
     write_all(0);
   }
-  for (int p = 0; p < 3; ++p) {
-    auto final = c.ReadAll(c.host_of(leader_of[p]), leader_of[p], "r", p);
-    REQUIRE(final.has_value());
-    c.history.Final(p, *final);
-  }
-  const History::Verdict v = c.history.Check();
+  const History::Verdict v = c.Judge("r", leader_of);
   INFO(v.ToString());
   CHECK(v.ok());
   CHECK(v.acknowledged == 30 + 3 * (20 + 30));
@@ -247,16 +257,11 @@ TEST_CASE(
     "[e2e][cluster][netns]") {
   NETNS_CLUSTER(c, 3);
   REQUIRE_RUN(c.Rdmq(1, {"topic", "create", "z", "--partitions", "3"}), 0);
-  std::map<int, int> leader_of;
-  REQUIRE(Eventually([&] {
-    for (int p = 0; p < 3; ++p) {
-      if ((leader_of[p] = c.LeaderOf(1, "z", p)) <= 0) return false;
-    }
-    return true;
-  }));
+  const std::map<int, int> leader_of = c.Leaders("z", 3);
   auto write_all = [&] {
     int acked = 0;
-    for (int p = 0; p < 3; ++p) acked += c.ProduceRound(c.host_of(leader_of[p]), leader_of[p], "z", p, 10);
+    for (int p = 0; p < 3; ++p)
+      acked += c.ProduceRound(c.host_of(leader_of.at(p)), leader_of.at(p), "z", p, 10);
     return acked;
   };
   CHECK(write_all() == 30);
@@ -272,13 +277,8 @@ TEST_CASE(
   INFO(error);
   REQUIRE(c.zk->Start(&error));
   REQUIRE(Eventually([&] { return write_all() == 30; }, 60s));
-  for (int p = 0; p < 3; ++p) {
-    CHECK(c.LeaderOf(1, "z", p) == leader_of[p]);
-    auto final = c.ReadAll(c.host_of(leader_of[p]), leader_of[p], "z", p);
-    REQUIRE(final.has_value());
-    c.history.Final(p, *final);
-  }
-  const History::Verdict v = c.history.Check();
+  CHECK(c.Leaders("z", 3) == leader_of);
+  const History::Verdict v = c.Judge("z", leader_of);
   INFO(v.ToString());
   CHECK(v.ok());
   CHECK(v.acknowledged >= 60);
@@ -312,10 +312,7 @@ TEST_CASE(
   REQUIRE(c.broker(leader).Start(&error));
   REQUIRE(Eventually([&] { return c.LeaderOf(other, "k", 0) == leader; }));
   REQUIRE(Eventually([&] { return c.ProduceRound(lh, leader, "k", 0, 20) == 20; }));
-  auto final = c.ReadAll(lh, leader, "k", 0);
-  REQUIRE(final.has_value());
-  c.history.Final(0, *final);
-  const History::Verdict v = c.history.Check();
+  const History::Verdict v = c.Judge("k", {{0, leader}});
   INFO(v.ToString());
   CHECK(v.ok());
   CHECK(v.acknowledged >= static_cast<size_t>(acked.load()) + 20);
