@@ -173,8 +173,7 @@ TEST_CASE(
     "[e2e][cluster][netns]") {
   NETNS_CLUSTER(c, 3);
   REQUIRE_RUN(c.Rdmq(1, {"topic", "create", "t", "--partitions", "3"}), 0);
-  int leader = -1;
-  if (!Eventually([&] { return (leader = c.LeaderOf(1, "t", 0)) > 0; })) FAIL(c.last_describe);
+  const int leader = c.Leaders("t", 1).at(0);
   const int lh = c.host_of(leader);
   const int other = leader == 1 ? 2 : 1;
 
@@ -290,8 +289,7 @@ TEST_CASE(
     "[e2e][cluster][netns]") {
   NETNS_CLUSTER(c, 3);
   REQUIRE_RUN(c.Rdmq(1, {"topic", "create", "k", "--partitions", "3"}), 0);
-  int leader = -1;
-  REQUIRE(Eventually([&] { return (leader = c.LeaderOf(1, "k", 0)) > 0; }));
+  const int leader = c.Leaders("k", 1).at(0);
   const int lh = c.host_of(leader);
   const int other = leader == 1 ? 2 : 1;
   // A writer beside the leader, round after round, while the leader is killed (bounded: 40 rounds).
