@@ -41,22 +41,15 @@ static_assert(layout::Tiles({{kHdrMagic, 0, 8},
               "segment header: docs/storage-format.md, \"Header: bytes 0 .. 4095\"");
 static_assert(kHdrCrcCovered == kHdrCrc, "the header CRC covers the bytes before it");
 static_assert(kRecordSize == 64 && kRecordCrc == kRecordSize - 4, "64-byte records end with their CRC");
-static_assert(layout::Tiles({{kSealEnd, 0, 8},
-                             {kSealNextOffset, 8, 8},
-                             {kSealMaxTimestamp, 16, 8},
-                             {kSealFlags, 24, 4},
-                             {28, 28, 32},  // zero
-                             {kRecordCrc, 60, 4}},
-                            kRecordSize),
-              "seal record: docs/storage-format.md, \"Seal record\"");
-static_assert(layout::Tiles({{kTruncEnd, 0, 8},
-                             {kTruncNextOffset, 8, 8},
-                             {kTruncMaxTimestamp, 16, 8},
-                             {kTruncFlags, 24, 4},
-                             {28, 28, 32},  // zero
-                             {kRecordCrc, 60, 4}},
-                            kRecordSize),
-              "truncation record: docs/storage-format.md, \"Truncation record\"");
+static_assert(
+    layout::Tiles({{kSealEnd, 0, 8},
+                   {kSealNextOffset, 8, 8},
+                   {kSealMaxTimestamp, 16, 8},
+                   {kSealFlags, 24, 4},
+                   {28, 28, 32},  // zero
+                   {kRecordCrc, 60, 4}},
+                  kRecordSize),
+    "seal and truncation records: docs/storage-format.md, \"Seal record\" and \"Truncation record\"");
 static_assert(layout::Tiles({{kCkptSequence, 0, 8},
                              {kCkptCommitted, 8, 8},
                              {kCkptNextOffset, 16, 8},
@@ -162,40 +155,43 @@ namespace {
 void SealCrc(std::byte* out) { StoreLE<uint32_t>(out + kRecordCrc, crc32c::Value(out, kRecordCrc)); }
 bool CrcOk(const std::byte* in) { return LoadLE<uint32_t>(in + kRecordCrc) == crc32c::Value(in, kRecordCrc); }
 
-}  // namespace
-
-void EncodeSealRecord(const SealRecord& s, std::byte out[kRecordSize]) {
+// The seal and truncation records share one layout (an end, a next offset, a max timestamp, flags
+// and the CRC); a record is valid when its CRC matches and its own flag is set.
+void EncodeEndRecord(Position end, Offset next_offset, TimestampMs max_timestamp, uint32_t flag,
+                     std::byte out[kRecordSize]) {
   std::memset(out, 0, kRecordSize);
-  StoreLE<uint64_t>(out + kSealEnd, s.end.value());
-  StoreLE<int64_t>(out + kSealNextOffset, s.next_offset.value());
-  StoreLE<int64_t>(out + kSealMaxTimestamp, s.max_timestamp.value());
-  StoreLE<uint32_t>(out + kSealFlags, kSealedFlag);
+  StoreLE<uint64_t>(out + kSealEnd, end.value());
+  StoreLE<int64_t>(out + kSealNextOffset, next_offset.value());
+  StoreLE<int64_t>(out + kSealMaxTimestamp, max_timestamp.value());
+  StoreLE<uint32_t>(out + kSealFlags, flag);
   SealCrc(out);
 }
 
-bool DecodeSealRecord(const std::byte in[kRecordSize], SealRecord* out) {
-  if (!CrcOk(in) || (LoadLE<uint32_t>(in + kSealFlags) & kSealedFlag) == 0) return false;
+template <class Record>
+bool DecodeEndRecord(const std::byte in[kRecordSize], uint32_t flag, Record* out) {
+  if (!CrcOk(in) || (LoadLE<uint32_t>(in + kSealFlags) & flag) == 0) return false;
   out->end = Position(LoadLE<uint64_t>(in + kSealEnd));
   out->next_offset = Offset(LoadLE<int64_t>(in + kSealNextOffset));
   out->max_timestamp = TimestampMs(LoadLE<int64_t>(in + kSealMaxTimestamp));
   return true;
 }
 
+}  // namespace
+
+void EncodeSealRecord(const SealRecord& s, std::byte out[kRecordSize]) {
+  EncodeEndRecord(s.end, s.next_offset, s.max_timestamp, kSealedFlag, out);
+}
+
+bool DecodeSealRecord(const std::byte in[kRecordSize], SealRecord* out) {
+  return DecodeEndRecord(in, kSealedFlag, out);
+}
+
 void EncodeTruncationRecord(const TruncationRecord& t, std::byte out[kRecordSize]) {
-  std::memset(out, 0, kRecordSize);
-  StoreLE<uint64_t>(out + kTruncEnd, t.end.value());
-  StoreLE<int64_t>(out + kTruncNextOffset, t.next_offset.value());
-  StoreLE<int64_t>(out + kTruncMaxTimestamp, t.max_timestamp.value());
-  StoreLE<uint32_t>(out + kTruncFlags, kTruncatingFlag);
-  SealCrc(out);
+  EncodeEndRecord(t.end, t.next_offset, t.max_timestamp, kTruncatingFlag, out);
 }
 
 bool DecodeTruncationRecord(const std::byte in[kRecordSize], TruncationRecord* out) {
-  if (!CrcOk(in) || (LoadLE<uint32_t>(in + kTruncFlags) & kTruncatingFlag) == 0) return false;
-  out->end = Position(LoadLE<uint64_t>(in + kTruncEnd));
-  out->next_offset = Offset(LoadLE<int64_t>(in + kTruncNextOffset));
-  out->max_timestamp = TimestampMs(LoadLE<int64_t>(in + kTruncMaxTimestamp));
-  return true;
+  return DecodeEndRecord(in, kTruncatingFlag, out);
 }
 
 void EncodeCheckpoint(const Checkpoint& c, std::byte out[kRecordSize]) {

@@ -103,7 +103,7 @@ TEST_CASE("the truncation record's bytes are storage-format.md's example", "[tru
   rec[3] ^= std::byte{1};
   CHECK_FALSE(format::DecodeTruncationRecord(rec, &t));
   std::memcpy(rec, expected, sizeof rec);
-  rec[format::kTruncFlags] = std::byte{0};
+  rec[format::kSealFlags] = std::byte{0};  // the truncating flag (the seal record's layout)
   CHECK_FALSE(format::DecodeTruncationRecord(rec, &t));
 }
 

@@ -91,11 +91,7 @@ inline constexpr size_t kSealNextOffset = 8;
 inline constexpr size_t kSealMaxTimestamp = 16;
 inline constexpr size_t kSealFlags = 24;
 
-// Truncation record fields (the seal record's layout).
-inline constexpr size_t kTruncEnd = 0;
-inline constexpr size_t kTruncNextOffset = 8;
-inline constexpr size_t kTruncMaxTimestamp = 16;
-inline constexpr size_t kTruncFlags = 24;
+// The truncation record has the seal record's layout (the fields above); its flag:
 inline constexpr uint32_t kTruncatingFlag = 1;
 
 // Checkpoint slot fields.
