@@ -6,13 +6,6 @@ namespace rdmq::broker::internal {
 
 using protocol::Api;
 
-namespace {
-Result<protocol::Empty> Done(const Status& s) {
-  if (!s.ok()) return s;
-  return protocol::Empty{};
-}
-}  // namespace
-
 Status GroupHandlers::Register(rpc::Server& server) {
   using Ctx = const rpc::RequestContext&;
   using metadata::AclOperation;

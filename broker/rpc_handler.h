@@ -29,6 +29,12 @@ struct Open {
 // (a lease's topic) or because it filters its answer (ListTopics, ListGroups).
 struct InHandler : Open {};
 
+// The answer of an RPC whose response has no body: Empty, or the error.
+inline Result<protocol::Empty> Done(const Status& s) {
+  if (!s.ok()) return s;
+  return protocol::Empty{};
+}
+
 template <class Request, class Rule, class Fn>
 Status Serve(rpc::Server& server, protocol::Api api, rpc::RunOn where, Rule rule, Fn fn) {
   return server.RegisterHandler(

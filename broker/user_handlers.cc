@@ -25,11 +25,6 @@ Result<metadata::UserInfo> ToUser(const protocol::UserRequest& req) {
   return u;
 }
 
-Result<protocol::Empty> Done(const Status& s) {
-  if (!s.ok()) return s;
-  return protocol::Empty{};
-}
-
 }  // namespace
 
 Status UserHandlers::Register(rpc::Server& server) {

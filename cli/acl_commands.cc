@@ -145,7 +145,7 @@ int AclList(const Subcommand&, const ParsedArgs& a) {
   return kExitOk;
 }
 
-constexpr const char* kDataDirHelp =
+constexpr const char* kAclDataDirHelp =
     "work on the ACLs of the broker whose data directory is DIR, while no broker runs on it\n"
     "(refused while one does): how the first ACLs of a broker with authorizer.enabled are made";
 
@@ -161,7 +161,7 @@ std::vector<OptionSpec> BindingOptions() {
       {"cluster", 0, "", "the resource: the cluster (users and ACLs; creating topics)"},
       {"prefixed", 0, "", "NAME is a prefix: the binding covers every name that starts with it"},
       {"deny", 0, "", "deny instead of allow (a matching deny wins over any allow)"},
-      {"data-dir", 0, "DIR", kDataDirHelp},
+      {"data-dir", 0, "DIR", kAclDataDirHelp},
   });
 }
 
@@ -216,7 +216,7 @@ CommandGroup AclCommands() {
                               {"topic", 0, "NAME", "only the bindings that apply to this topic"},
                               {"group", 0, "NAME", "only the bindings that apply to this group"},
                               {"cluster", 0, "", "only the cluster's bindings"},
-                              {"data-dir", 0, "DIR", kDataDirHelp},
+                              {"data-dir", 0, "DIR", kAclDataDirHelp},
                           }),
                           .examples = {"rdmq acl list", "rdmq acl list --topic orders",
                                        "rdmq acl list --principal User:alice --json"}},

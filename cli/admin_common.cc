@@ -99,6 +99,8 @@ std::string Ids(const std::vector<int32_t>& ids) {
   return s.empty() ? "-" : s;
 }
 
+std::string OrDash(int64_t v) { return v < 0 ? "-" : std::to_string(v); }
+
 std::string LocalNum(const client::PartitionDescription& p, int64_t v) {
   return p.local ? std::to_string(v) : "-";
 }

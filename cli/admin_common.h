@@ -49,6 +49,8 @@ std::unique_ptr<client::AdminClient> Connect(const ParsedArgs& a, int* code);
 nlohmann::ordered_json PartitionJson(const client::PartitionDescription& p);
 // Broker ids as "1,2,3" ("-" when none).
 std::string Ids(const std::vector<int32_t>& ids);
+// An offset or lag, "-" when unknown (negative).
+std::string OrDash(int64_t v);
 // A log number of the answering broker's replica of `p`, "-" when it holds none.
 std::string LocalNum(const client::PartitionDescription& p, int64_t v);
 

@@ -90,8 +90,6 @@ ordered_json GroupJson(const GroupDescription& g) {
   return j;
 }
 
-std::string OrDash(int64_t v) { return v < 0 ? "-" : std::to_string(v); }
-
 void PrintGroupText(const GroupDescription& g) {
   int64_t total_lag = 0;
   for (const auto& p : g.partitions) total_lag += p.lag > 0 ? p.lag : 0;

@@ -179,8 +179,6 @@ Result<std::vector<PlannedReset>> Plan(client::AdminClient& admin, const std::st
   return plan;
 }
 
-std::string OrDash(int64_t v) { return v < 0 ? "-" : std::to_string(v); }
-
 }  // namespace
 
 int GroupResetOffsets(const Subcommand& sc, const ParsedArgs& a) {

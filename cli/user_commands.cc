@@ -142,14 +142,14 @@ int UserDelete(const Subcommand&, const ParsedArgs& a) {
   return kExitOk;
 }
 
-constexpr const char* kDataDirHelp =
+constexpr const char* kUserDataDirHelp =
     "work on the users of the broker whose data directory is DIR, while no broker runs on it\n"
     "(refused while one does): how the first user of a broker whose control path asks for a\n"
     "login (rpc.sasl.enabled.mechanisms) is made";
 
 std::vector<OptionSpec> SecretOptions() {
   return WithGlobals({
-      {"data-dir", 0, "DIR", kDataDirHelp},
+      {"data-dir", 0, "DIR", kUserDataDirHelp},
       {"password-file", 0, "FILE",
        "read the password from FILE's first line; '-' (the default) reads standard input\n"
        "(prompting twice, without echo, on a terminal)"},
@@ -206,7 +206,7 @@ CommandGroup UserCommands() {
                           .usage = "[options]",
                           .summary = "List the users and the mechanisms each can log in with.",
                           .description = "No secret is shown, nor ever sent by the broker.",
-                          .options = WithGlobals({{"data-dir", 0, "DIR", kDataDirHelp}}),
+                          .options = WithGlobals({{"data-dir", 0, "DIR", kUserDataDirHelp}}),
                           .examples = {"rdmq user list", "rdmq user list --json | jq -r '.users[].name'",
                                        "rdmq user list --data-dir /var/lib/rdmq"}},
               UserList},
@@ -217,7 +217,7 @@ CommandGroup UserCommands() {
                           .description = "New logins fail at once, and the user's connections are cut off "
                                          "(rdmq clients at once, Kafka clients at their next request).",
                           .options = WithGlobals({{"if-exists", 0, "", "succeed if a user does not exist"},
-                                                  {"data-dir", 0, "DIR", kDataDirHelp}}),
+                                                  {"data-dir", 0, "DIR", kUserDataDirHelp}}),
                           .examples = {"rdmq user delete alice", "rdmq user delete a b c --if-exists"},
                           .min_positional = 1,
                           .max_positional = 1000},

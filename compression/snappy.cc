@@ -16,7 +16,7 @@ namespace rdmq::compression::internal {
 
 namespace {
 
-constexpr std::string_view kName = "snappy";
+constexpr std::string_view kSnappyName = "snappy";
 constexpr unsigned char kJavaMagic[8] = {0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0};
 constexpr size_t kJavaHeaderSize = 16;
 
@@ -26,17 +26,17 @@ const char* Chars(std::span<const std::byte> s) { return reinterpret_cast<const 
 Status RawBlock(std::span<const std::byte> in, BoundedOutput& out, const std::string& where) {
   size_t len = 0;
   if (!snappy::GetUncompressedLength(Chars(in), in.size(), &len)) {
-    return Error(CompressionErrc::kCorruptInput, kName,
+    return Error(CompressionErrc::kCorruptInput, kSnappyName,
                  where + ": the uncompressed-length varint is malformed or missing");
   }
   if (len > out.max_output() - out.used()) {
-    return Error(CompressionErrc::kOutputLimit, kName,
+    return Error(CompressionErrc::kOutputLimit, kSnappyName,
                  where + " says it decompresses to " + std::to_string(len) + " bytes: " +
                      "decompressed data exceeds the limit of " + std::to_string(out.max_output()) + " bytes");
   }
   char* dst = reinterpret_cast<char*>(out.Claim(len));
   if (!snappy::RawUncompress(Chars(in), in.size(), dst)) {
-    return Error(CompressionErrc::kCorruptInput, kName,
+    return Error(CompressionErrc::kCorruptInput, kSnappyName,
                  where + " of " + std::to_string(in.size()) + " bytes does not decompress to the " +
                      std::to_string(len) + " bytes it announces");
   }
@@ -58,12 +58,12 @@ Status SnappyDecompress(std::span<const std::byte> in, BoundedOutput& out) {
     return RawBlock(in, out, "raw snappy");
   }
   if (in.size() < kJavaHeaderSize) {
-    return Error(CompressionErrc::kTruncatedInput, kName,
+    return Error(CompressionErrc::kTruncatedInput, kSnappyName,
                  "snappy-java header needs 16 bytes, only " + std::to_string(in.size()) + " present");
   }
   const int32_t compat = coding::LoadBE<int32_t>(in.data() + 12);
   if (compat > 1) {
-    return Error(CompressionErrc::kCorruptInput, kName,
+    return Error(CompressionErrc::kCorruptInput, kSnappyName,
                  "snappy-java stream needs reader version " + std::to_string(compat) + "; 1 is known");
   }
   size_t pos = kJavaHeaderSize;
@@ -71,12 +71,12 @@ Status SnappyDecompress(std::span<const std::byte> in, BoundedOutput& out) {
     const std::string where =
         "snappy-java block " + std::to_string(block) + " at byte " + std::to_string(pos);
     if (in.size() - pos < 4) {
-      return Error(CompressionErrc::kTruncatedInput, kName, where + ": its 4-byte length is cut off");
+      return Error(CompressionErrc::kTruncatedInput, kSnappyName, where + ": its 4-byte length is cut off");
     }
     const int32_t len = coding::LoadBE<int32_t>(in.data() + pos);
     pos += 4;
     if (len < 0 || static_cast<size_t>(len) > in.size() - pos) {
-      return Error(len < 0 ? CompressionErrc::kCorruptInput : CompressionErrc::kTruncatedInput, kName,
+      return Error(len < 0 ? CompressionErrc::kCorruptInput : CompressionErrc::kTruncatedInput, kSnappyName,
                    where + ": length " + std::to_string(len) + " but " + std::to_string(in.size() - pos) +
                        " bytes follow");
     }

@@ -14,17 +14,17 @@ namespace rdmq::compression::internal {
 
 namespace {
 
-constexpr std::string_view kName = "zstd";
+constexpr std::string_view kZstdName = "zstd";
 constexpr int kMinWindowLog = 23;  // 8 MiB: what compression levels up to 19 use without a size
 constexpr int kMaxWindowLog = 27;  // libzstd's default limit
 
-struct Cctx {
+struct ZstdCctx {
   ZSTD_CCtx* p = ZSTD_createCCtx();
-  ~Cctx() { ZSTD_freeCCtx(p); }
+  ~ZstdCctx() { ZSTD_freeCCtx(p); }
 };
-struct Dctx {
+struct ZstdDctx {
   ZSTD_DCtx* p = ZSTD_createDCtx();
-  ~Dctx() { ZSTD_freeDCtx(p); }
+  ~ZstdDctx() { ZSTD_freeDCtx(p); }
 };
 
 }  // namespace
@@ -33,16 +33,16 @@ int ZstdMinLevel() { return ZSTD_minCLevel(); }
 int ZstdMaxLevel() { return ZSTD_maxCLevel(); }
 
 Status ZstdCompress(std::span<const std::byte> in, int level, std::string* out) {
-  Cctx c;
-  if (c.p == nullptr) return Error(CompressionErrc::kLibraryFailure, kName, "cannot create a context");
+  ZstdCctx c;
+  if (c.p == nullptr) return Error(CompressionErrc::kLibraryFailure, kZstdName, "cannot create a context");
   const int lvl = level == kDefaultLevel ? ZSTD_CLEVEL_DEFAULT : level;
   if (ZSTD_isError(ZSTD_CCtx_setParameter(c.p, ZSTD_c_compressionLevel, lvl))) {
-    return Error(CompressionErrc::kInvalidLevel, kName, "level " + std::to_string(lvl) + " refused");
+    return Error(CompressionErrc::kInvalidLevel, kZstdName, "level " + std::to_string(lvl) + " refused");
   }
   out->resize(ZSTD_compressBound(in.size()));
   const size_t n = ZSTD_compress2(c.p, out->data(), out->size(), in.data(), in.size());
   if (ZSTD_isError(n)) {
-    return Error(CompressionErrc::kLibraryFailure, kName,
+    return Error(CompressionErrc::kLibraryFailure, kZstdName,
                  std::string("ZSTD_compress2: ") + ZSTD_getErrorName(n));
   }
   out->resize(n);
@@ -50,8 +50,8 @@ Status ZstdCompress(std::span<const std::byte> in, int level, std::string* out) 
 }
 
 Status ZstdDecompress(std::span<const std::byte> in, BoundedOutput& out) {
-  Dctx d;
-  if (d.p == nullptr) return Error(CompressionErrc::kLibraryFailure, kName, "cannot create a context");
+  ZstdDctx d;
+  if (d.p == nullptr) return Error(CompressionErrc::kLibraryFailure, kZstdName, "cannot create a context");
   const int want_log = static_cast<int>(std::bit_width(out.max_output()));
   const int window_log = std::clamp(want_log, kMinWindowLog, kMaxWindowLog);
   (void)ZSTD_DCtx_setParameter(d.p, ZSTD_d_windowLogMax, window_log);
@@ -59,7 +59,7 @@ Status ZstdDecompress(std::span<const std::byte> in, BoundedOutput& out) {
   const unsigned long long announced = ZSTD_getFrameContentSize(in.data(), in.size());
   if (announced != ZSTD_CONTENTSIZE_UNKNOWN && announced != ZSTD_CONTENTSIZE_ERROR &&
       announced > out.max_output()) {
-    return Error(CompressionErrc::kOutputLimit, kName,
+    return Error(CompressionErrc::kOutputLimit, kZstdName,
                  "the frame announces " + std::to_string(announced) +
                      " bytes: decompressed data exceeds the limit of " + std::to_string(out.max_output()) +
                      " bytes");
@@ -67,7 +67,7 @@ Status ZstdDecompress(std::span<const std::byte> in, BoundedOutput& out) {
   ZSTD_inBuffer ib{in.data(), in.size(), 0};
   for (;;) {
     const auto room = out.Room();
-    if (room.empty()) return out.LimitError(kName);
+    if (room.empty()) return out.LimitError(kZstdName);
     ZSTD_outBuffer ob{room.data(), room.size(), 0};
     const size_t before = ib.pos;
     const size_t ret = ZSTD_decompressStream(d.p, &ob, &ib);
@@ -76,27 +76,27 @@ Status ZstdDecompress(std::span<const std::byte> in, BoundedOutput& out) {
       const auto code = ZSTD_getErrorCode(ret);
       const std::string at = " (in the input bytes from " + std::to_string(before) + ")";
       if (code == ZSTD_error_frameParameter_windowTooLarge) {
-        return Error(CompressionErrc::kOutputLimit, kName,
+        return Error(CompressionErrc::kOutputLimit, kZstdName,
                      std::string(ZSTD_getErrorName(ret)) + ": the frame's window exceeds 2^" +
                          std::to_string(window_log) + " bytes, the most allowed for a limit of " +
                          std::to_string(out.max_output()) + " bytes" + at);
       }
       if (code == ZSTD_error_memory_allocation) {
-        return Error(CompressionErrc::kLibraryFailure, kName, ZSTD_getErrorName(ret));
+        return Error(CompressionErrc::kLibraryFailure, kZstdName, ZSTD_getErrorName(ret));
       }
-      return Error(CompressionErrc::kCorruptInput, kName, ZSTD_getErrorName(ret) + at);
+      return Error(CompressionErrc::kCorruptInput, kZstdName, ZSTD_getErrorName(ret) + at);
     }
-    if (out.over()) return out.LimitError(kName);
+    if (out.over()) return out.LimitError(kZstdName);
     if (ret == 0) {  // a frame ended and is flushed
       if (ib.pos == ib.size) return Status::Ok();
       continue;
     }
     if (ib.pos == ib.size && ob.pos < ob.size) {
-      return Error(CompressionErrc::kTruncatedInput, kName,
+      return Error(CompressionErrc::kTruncatedInput, kZstdName,
                    "the frame ends early, after all " + std::to_string(in.size()) + " input bytes");
     }
     if (ib.pos == before && ob.pos == 0 && ib.pos < ib.size) {
-      return Error(CompressionErrc::kCorruptInput, kName,
+      return Error(CompressionErrc::kCorruptInput, kZstdName,
                    "the decoder makes no progress at input byte " + std::to_string(ib.pos));
     }
   }

@@ -72,8 +72,6 @@ struct Part {
   bool fetched_this_poll = false;
 };
 
-}  // namespace
-
 class ConsumerImpl final : public Consumer {
  public:
   explicit ConsumerImpl(ConsumerConfig cfg) : cfg_(std::move(cfg)), reconnect_(cfg_.client) {}
@@ -679,6 +677,8 @@ class ConsumerImpl final : public Consumer {
   std::mutex wake_mu_;  // guards sleeping_on_ against Wakeup from another thread
   fabric::RemoteRegion* sleeping_on_ = nullptr;
 };
+
+}  // namespace
 
 Result<std::unique_ptr<Consumer>> Consumer::Create(const ConsumerConfig& config) {
   auto c = std::make_unique<ConsumerImpl>(config);

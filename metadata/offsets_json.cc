@@ -55,7 +55,7 @@ Result<GroupOffsets> OffsetsFromJson(const json& a) {
   return out;
 }
 
-Result<OffsetMutation> MutationFromJson(const json& j) {
+Result<OffsetMutation> OffsetMutationFromJson(const json& j) {
   std::string op;
   if (!j.is_object() || !Get(j, "op", &op)) return Status(Errc::kCorruption, "no op");
   OffsetMutation m;
@@ -123,7 +123,7 @@ Result<OffsetMutation> DecodeOffsetMutation(std::string_view payload, const std:
   const std::string where = log + " record " + std::to_string(seq);
   const json j = json::parse(payload, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return Status(MetadataErrc::kCorruptLog, where + " is not JSON");
-  auto m = MutationFromJson(j);
+  auto m = OffsetMutationFromJson(j);
   if (!m.ok()) return Status(MetadataErrc::kCorruptLog, where + ": " + std::string(m.status().context()));
   return m;
 }
