@@ -106,6 +106,12 @@ class AckSink {
   // One call per record handed to Send, with the tag it was sent with; `status` is the
   // server's verdict (OK = acknowledged, or accepted for acks=0).
   virtual void OnAck(uint64_t tag, const Status& status) = 0;
+  // The same for several records acknowledged together with one verdict, in send order; a
+  // backend that learns of acks in groups calls this once per group. The default calls OnAck
+  // for each; the driver's sink takes one clock reading for the whole group.
+  virtual void OnAcks(std::span<const uint64_t> tags, const Status& status) {
+    for (uint64_t tag : tags) OnAck(tag, status);
+  }
 };
 
 class RecordSink {

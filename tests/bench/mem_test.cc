@@ -1,0 +1,151 @@
+// The mem system through the System interface alone: its rings keep every record, in order and
+// intact, across wraps and while the producer waits for room; producers do not wait for a
+// consumer that is gone or absent.
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "rdmq/bench/system.h"
+#include "support/test_util.h"
+
+using namespace rdmq;
+using namespace rdmq::bench;
+using namespace std::chrono_literals;
+
+namespace {
+
+Workload MemShape(int consumers) {
+  Workload w;
+  w.system = "mem";
+  w.consumers = consumers;
+  w.duration = 1s;  // no count: the rings get their default size (8 MiB, 64 KiB batches)
+  return w;
+}
+
+// Record i: 16 to 315 bytes (sizes that do not divide the ring), contents derived from i.
+std::vector<std::byte> Payload(uint64_t i) {
+  std::vector<std::byte> p(16 + (i * 7919) % 300);
+  for (size_t j = 0; j < p.size(); ++j) p[j] = static_cast<std::byte>((i + j * 31) & 0xff);
+  return p;
+}
+
+class Acks final : public AckSink {
+ public:
+  void OnAck(uint64_t tag, const Status& s) override {
+    if (tag != next_tag++) ++out_of_order;
+    if (s.ok()) ++ok;
+  }
+  void OnAcks(std::span<const uint64_t> tags, const Status& s) override {
+    ++groups;
+    AckSink::OnAcks(tags, s);
+  }
+  uint64_t next_tag = 1, ok = 0, out_of_order = 0, groups = 0;
+};
+
+// Compares every record with Payload(its index).
+class Records final : public RecordSink {
+ public:
+  void OnRecords(int, std::span<const std::span<const std::byte>> records) override {
+    for (const auto& r : records) {
+      const std::vector<std::byte> want = Payload(next);
+      if (r.size() != want.size() || std::memcmp(r.data(), want.data(), want.size()) != 0) ++wrong;
+      ++next;
+    }
+  }
+  uint64_t next = 0, wrong = 0;
+};
+
+}  // namespace
+
+TEST_CASE("mem: records come back in order and intact across ring wraps", "[bench][mem]") {
+  const Workload w = MemShape(1);
+  auto sys = MakeMemSystem(w);
+  REQUIRE_OK(sys->Setup());
+  Acks acks;
+  Records records;
+  auto consumer = sys->OpenConsumer(0, {0}, &records);
+  REQUIRE_OK(consumer);
+  auto producer = sys->OpenProducer(0, &acks);
+  REQUIRE_OK(producer);
+  const uint64_t n = 120000;  // about 20 MB: two wraps of the ring
+  for (uint64_t i = 0; i < n; ++i) {
+    REQUIRE_OK((*producer)->Send(0, Payload(i), i + 1));
+    if (i % 64 == 63) {
+      REQUIRE_OK((*producer)->Poll(0us));
+      REQUIRE_OK((*consumer)->Poll(0ms));
+    }
+  }
+  REQUIRE_OK((*producer)->Flush(1s));
+  for (int k = 0; k < 100 && records.next < n; ++k) REQUIRE_OK((*consumer)->Poll(0ms));
+  CHECK(acks.ok == n);
+  CHECK(acks.out_of_order == 0);
+  CHECK(acks.groups < n / 32);  // a group per batch, not per record
+  CHECK(records.next == n);
+  CHECK(records.wrong == 0);
+  CHECK_OK(sys->Cleanup());
+}
+
+TEST_CASE("mem: a producer ahead of its consumer waits for room and loses nothing", "[bench][mem]") {
+  const Workload w = MemShape(1);
+  auto sys = MakeMemSystem(w);
+  REQUIRE_OK(sys->Setup());
+  Acks acks;
+  Records records;
+  auto consumer = sys->OpenConsumer(0, {0}, &records);
+  REQUIRE_OK(consumer);
+  const uint64_t n = 150000;
+  Status read_status;
+  std::thread reader([&] {
+    // A slow reader: the producer fills the ring and must wait. (No assertions off the main
+    // thread.)
+    for (int k = 0; records.next < n && k < 200000 && read_status.ok(); ++k) {
+      if (k % 8 == 0) std::this_thread::sleep_for(1ms);
+      read_status = (*consumer)->Poll(10ms);
+    }
+  });
+  auto producer = sys->OpenProducer(0, &acks);
+  REQUIRE_OK(producer);
+  for (uint64_t i = 0; i < n; ++i) {
+    REQUIRE_OK((*producer)->Send(0, Payload(i), i + 1));
+    if (i % 64 == 63) REQUIRE_OK((*producer)->Poll(0us));
+  }
+  REQUIRE_OK((*producer)->Flush(1s));
+  reader.join();
+  CHECK_OK(read_status);
+  CHECK(acks.ok == n);
+  CHECK(records.next == n);
+  CHECK(records.wrong == 0);
+}
+
+TEST_CASE("mem: producers overwrite the ring when there is no consumer, or it is gone", "[bench][mem]") {
+  for (bool had_consumer : {false, true}) {
+    const Workload w = MemShape(had_consumer ? 1 : 0);
+    auto sys = MakeMemSystem(w);
+    REQUIRE_OK(sys->Setup());
+    Records records;
+    if (had_consumer) {
+      auto consumer = sys->OpenConsumer(0, {0}, &records);
+      REQUIRE_OK(consumer);
+    }  // closed here, having read nothing
+    Acks acks;
+    auto producer = sys->OpenProducer(0, &acks);
+    REQUIRE_OK(producer);
+    const uint64_t n = 100000;  // more than the ring holds
+    for (uint64_t i = 0; i < n; ++i) REQUIRE_OK((*producer)->Send(0, Payload(i), i + 1));
+    REQUIRE_OK((*producer)->Flush(1s));
+    CHECK(acks.ok == n);
+  }
+}
+
+TEST_CASE("mem: a partition it does not have is refused", "[bench][mem]") {
+  Workload w = MemShape(0);
+  w.partitions = 2;
+  auto sys = MakeMemSystem(w);
+  REQUIRE_OK(sys->Setup());
+  Acks acks;
+  auto producer = sys->OpenProducer(0, &acks);
+  REQUIRE_OK(producer);
+  CHECK((*producer)->Send(2, Payload(0), 1).is(Errc::kInvalidArgument));
+  Records records;
+  CHECK(sys->OpenConsumer(0, {0, 5}, &records).status().is(Errc::kInvalidArgument));
+}
