@@ -116,7 +116,9 @@ json ReportJson(const Report& r) {
   j["consume"] = {{"seconds", r.consume_s},
                   {"records_per_s", r.consume_records_per_s()},
                   {"mb_per_s", r.consume_mb_per_s()}};
-  j["latency_ns"] = {{"ack", HistogramJson(r.ack_latency)}, {"e2e", HistogramJson(r.e2e_latency)}};
+  j["latency_ns"] = {{"ack", HistogramJson(r.ack_latency)},
+                     {"e2e", HistogramJson(r.e2e_latency)},
+                     {"sample_every", r.latency_sample_every}};
   // Cores = CPU seconds over the elapsed time, from the start signal until every worker was
   // seen done (within a few milliseconds); teardown is not included in either.
   j["cpu"] = {{"elapsed_s", r.elapsed_s},
@@ -181,6 +183,10 @@ void PrintSummary(const Report& r, std::FILE* out) {
   };
   lat("ack", r.ack_latency);
   lat("e2e", r.e2e_latency);
+  if (r.latency_sample_every > 1 && (r.ack_latency.count() != 0 || r.e2e_latency.count() != 0)) {
+    std::fprintf(out, "sampled    latencies of 1 record in %u (pseudo-random); every record is checked\n",
+                 r.latency_sample_every);
+  }
   const double active = std::max(r.elapsed_s, 1e-9);
   if (r.server_cpu_known) {
     std::fprintf(out, "cpu        server (pid %d) %.2f s user + %.2f s sys = %.2f cores;", r.server_pid,

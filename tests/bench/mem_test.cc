@@ -1,10 +1,12 @@
-// The mem system through the System interface alone: its rings keep every record, in order and
+// The mem system through the System interface alone (its rings keep every record, in order and
 // intact, across wraps and while the producer waits for room; producers do not wait for a
-// consumer that is gone or absent.
+// consumer that is gone or absent), and the driver's latency sampling.
 #include <cstring>
 #include <thread>
 #include <vector>
 
+#include "rdmq/bench/driver.h"
+#include "rdmq/bench/report.h"
 #include "rdmq/bench/system.h"
 #include "support/test_util.h"
 
@@ -148,4 +150,55 @@ TEST_CASE("mem: a partition it does not have is refused", "[bench][mem]") {
   CHECK((*producer)->Send(2, Payload(0), 1).is(Errc::kInvalidArgument));
   Records records;
   CHECK(sys->OpenConsumer(0, {0, 5}, &records).status().is(Errc::kInvalidArgument));
+}
+
+TEST_CASE("the latency sampler times about 1 record in N", "[bench][driver]") {
+  for (uint32_t every : {0u, 1u, 16u, 100u}) {
+    LatencySampler s(every, 12345);
+    const uint64_t draws = 1 << 20;
+    uint64_t timed = 0;
+    for (uint64_t i = 0; i < draws; ++i) timed += s.Next();
+    INFO("every " << every);
+    if (every <= 1) {
+      CHECK(timed == draws);
+    } else {
+      const double expect = static_cast<double>(draws) / every;
+      CHECK(static_cast<double>(timed) > expect * 0.95);
+      CHECK(static_cast<double>(timed) < expect * 1.05);
+    }
+  }
+}
+
+TEST_CASE("latencies are sampled only where the clock would cost", "[bench][driver]") {
+  Workload w;
+  RunOptions o;
+  w.window = 1024;
+  CHECK(EffectiveLatencySample(w, o) == kAutoSample);
+  w.window = kAutoSampleWindow;
+  CHECK(EffectiveLatencySample(w, o) == 1);  // few in flight: the clock is cheap beside the wait
+  w.window = 1024;
+  w.rate = 1000;
+  CHECK(EffectiveLatencySample(w, o) == 1);  // paced: the clock is read per record anyway
+  o.latency_sample = 7;
+  CHECK(EffectiveLatencySample(w, o) == 7);
+}
+
+TEST_CASE("a run sampled 1 in N checks every record and times about 1 in N", "[bench][driver]") {
+  Workload w;
+  w.system = "mem";
+  w.count = 100000;
+  w.window = 4096;
+  RunOptions o;
+  o.progress = ProgressMode::kNone;
+  o.latency_sample = 10;
+  auto sys = MakeMemSystem(w);
+  Result<Report> r = RunBenchmark(w, *sys, o);
+  REQUIRE_OK(r);
+  CHECK(r->CountsOk());
+  CHECK(r->consumed == 100000);
+  CHECK(r->latency_sample_every == 10);
+  CHECK(r->ack_latency.count() > 9000);
+  CHECK(r->ack_latency.count() < 11000);
+  CHECK(r->e2e_latency.count() == r->ack_latency.count());
+  CHECK(ReportJson(*r)["latency_ns"]["sample_every"] == 10);
 }
