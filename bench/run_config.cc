@@ -227,6 +227,12 @@ const ConfigDef<RunConfig>& RunConfigDef() {
                .doc = "Write a PNG plot of the run (gnuplot) to this file.",
                .component = "bench"},
               Field(&RunConfig::plot_path));
+    d->Define({.name = "vs-mem",
+               .type = Type::kBool,
+               .doc = "After the run, run the same workload against mem (the harness's reference, no "
+                      "server) and report this system's rates as a fraction of mem's.",
+               .component = "bench"},
+              Field(&RunConfig::vs_mem));
     return d;
   }();
   return *def;

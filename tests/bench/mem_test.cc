@@ -202,3 +202,31 @@ TEST_CASE("a run sampled 1 in N checks every record and times about 1 in N", "[b
   CHECK(r->e2e_latency.count() == r->ack_latency.count());
   CHECK(ReportJson(*r)["latency_ns"]["sample_every"] == 10);
 }
+
+TEST_CASE("the report gives a system's rates as a fraction of mem's", "[bench][report]") {
+  Report r;
+  r.workload.system = "rdmq";
+  r.workload.consumers = 1;
+  r.acked = r.sent = r.consumed = r.expected = 1000;
+  r.produce_s = 0.001;  // 1 M/s
+  r.consume_s = 0.002;  // 500 k/s
+  CHECK(ReportJson(r)["vs_mem"].is_null());
+  r.mem_produce_records_per_s = 4e6;
+  r.mem_consume_records_per_s = 2e6;
+  const nlohmann::json j = ReportJson(r);
+  CHECK(j["vs_mem"]["produce_fraction"].get<double>() == Approx(0.25));
+  CHECK(j["vs_mem"]["consume_fraction"].get<double>() == Approx(0.25));
+  CHECK(j["vs_mem"]["produce_records_per_s"].get<double>() == Approx(4e6));
+  rdmq::test::TempDir dir;
+  const std::string path = (dir / "summary.txt").string();
+  std::FILE* f = std::fopen(path.c_str(), "w+");
+  REQUIRE(f != nullptr);
+  PrintSummary(r, f);
+  std::rewind(f);
+  std::string text(8192, '\0');
+  text.resize(std::fread(text.data(), 1, text.size(), f));
+  std::fclose(f);
+  INFO(text);
+  CHECK(text.find("vs mem     produce 0.25 of mem's 4.00 M records/s, consume 0.25 of mem's 2.00 M") !=
+        std::string::npos);
+}

@@ -129,8 +129,14 @@ TEST_CASE("rdmq-bench rdmq run against its own broker: threads, exclusive produc
     RDMQ_SKIP("rdmq-bench or rdmq-broker is not built beside " + BenchBinary());
   rdmq::test::TempDir dir;
   const nlohmann::json j =
-      RunWithBroker(dir, "rdmq", "-p 2 -c 2 --partitions 2 -n 20000 -s 100 --progress plain", 40000);
+      RunWithBroker(dir, "rdmq", "-p 2 -c 2 --partitions 2 -n 20000 -s 100 --progress plain --vs-mem", 40000);
   CHECK(j["cpu"]["server"].is_object());  // the broker's CPU time was read
+  // --vs-mem: mem ran the same workload after it, and the fractions compare the two.
+  const double mem_rate = j["vs_mem"]["produce_records_per_s"].get<double>();
+  CHECK(mem_rate > 0);
+  CHECK(j["vs_mem"]["produce_fraction"].get<double>() ==
+        Approx(j["produce"]["records_per_s"].get<double>() / mem_rate));
+  CHECK(j["vs_mem"]["consume_fraction"].get<double>() > 0);
 }
 
 TEST_CASE("rdmq-bench rdmq run: processes, one record in flight", "[bench][smoke]") {

@@ -116,6 +116,10 @@ struct Report {
   LogHistogram ack_latency;
   LogHistogram e2e_latency;
   uint32_t latency_sample_every = 1;
+  // The harness's reference: mem's rates for the same workload in the same invocation
+  // (rdmq-bench --vs-mem), 0 when it was not run.
+  double mem_produce_records_per_s = 0;
+  double mem_consume_records_per_s = 0;
   // CPU.
   int server_pid = 0;
   bool server_cpu_known = false;
