@@ -31,6 +31,8 @@ std::string PercentileKey(double p) {
 
 double Us(uint64_t ns) { return static_cast<double>(ns) / 1e3; }
 
+double FractionOf(double rate, double reference) { return reference > 0 ? rate / reference : 0; }
+
 std::string FormatUs(double us) {
   char buf[32];
   if (us <= 0) return "-";
@@ -116,7 +118,17 @@ json ReportJson(const Report& r) {
   j["consume"] = {{"seconds", r.consume_s},
                   {"records_per_s", r.consume_records_per_s()},
                   {"mb_per_s", r.consume_mb_per_s()}};
-  j["latency_ns"] = {{"ack", HistogramJson(r.ack_latency)}, {"e2e", HistogramJson(r.e2e_latency)}};
+  j["latency_ns"] = {{"ack", HistogramJson(r.ack_latency)},
+                     {"e2e", HistogramJson(r.e2e_latency)},
+                     {"sample_every", r.latency_sample_every}};
+  // --vs-mem: the harness's reference on the same workload in the same invocation.
+  j["vs_mem"] =
+      r.mem_produce_records_per_s > 0
+          ? json{{"produce_records_per_s", r.mem_produce_records_per_s},
+                 {"consume_records_per_s", r.mem_consume_records_per_s},
+                 {"produce_fraction", FractionOf(r.produce_records_per_s(), r.mem_produce_records_per_s)},
+                 {"consume_fraction", FractionOf(r.consume_records_per_s(), r.mem_consume_records_per_s)}}
+          : json(nullptr);
   // Cores = CPU seconds over the elapsed time, from the start signal until every worker was
   // seen done (within a few milliseconds); teardown is not included in either.
   j["cpu"] = {{"elapsed_s", r.elapsed_s},
@@ -181,6 +193,21 @@ void PrintSummary(const Report& r, std::FILE* out) {
   };
   lat("ack", r.ack_latency);
   lat("e2e", r.e2e_latency);
+  if (r.latency_sample_every > 1 && (r.ack_latency.count() != 0 || r.e2e_latency.count() != 0)) {
+    std::fprintf(out, "sampled    latencies of 1 record in %u (pseudo-random); every record is checked\n",
+                 r.latency_sample_every);
+  }
+  if (r.mem_produce_records_per_s > 0) {
+    std::fprintf(out, "vs mem     produce %.2f of mem's %s records/s",
+                 FractionOf(r.produce_records_per_s(), r.mem_produce_records_per_s),
+                 Human(r.mem_produce_records_per_s).c_str());
+    if (w.consumers > 0) {
+      std::fprintf(out, ", consume %.2f of mem's %s records/s",
+                   FractionOf(r.consume_records_per_s(), r.mem_consume_records_per_s),
+                   Human(r.mem_consume_records_per_s).c_str());
+    }
+    std::fprintf(out, " (same workload, same invocation)\n");
+  }
   const double active = std::max(r.elapsed_s, 1e-9);
   if (r.server_cpu_known) {
     std::fprintf(out, "cpu        server (pid %d) %.2f s user + %.2f s sys = %.2f cores;", r.server_pid,

@@ -199,6 +199,14 @@ ConfigDef<RunOptions> RunOptionsDef() {
                         {"plain", static_cast<int64_t>(ProgressMode::kPlain)},
                         {"none", static_cast<int64_t>(ProgressMode::kNone)}}},
            Field(&RunOptions::progress));
+  d.Define({.name = "latency-sample",
+            .type = Type::kInt,
+            .doc = "Measure latencies on 1 record in N, picked pseudo-randomly (every record is still "
+                   "checked); 0: every record when paced or with at most 64 in flight, else 1 in 16.",
+            .component = bench,
+            .min = 0,
+            .max = 1 << 20},
+           Field(&RunOptions::latency_sample));
   return d;
 }
 
@@ -219,6 +227,12 @@ const ConfigDef<RunConfig>& RunConfigDef() {
                .doc = "Write a PNG plot of the run (gnuplot) to this file.",
                .component = "bench"},
               Field(&RunConfig::plot_path));
+    d->Define({.name = "vs-mem",
+               .type = Type::kBool,
+               .doc = "After the run, run the same workload against mem (the harness's reference, no "
+                      "server) and report this system's rates as a fraction of mem's.",
+               .component = "bench"},
+              Field(&RunConfig::vs_mem));
     return d;
   }();
   return *def;

@@ -22,7 +22,9 @@ using namespace std::chrono_literals;
 
 class RdmqProducer final : public ProducerClient {
  public:
-  RdmqProducer(const Workload& w, AckSink* sink) : topic_(w.topic), sink_(sink), ring_(w.window + 1) {}
+  RdmqProducer(const Workload& w, AckSink* sink) : topic_(w.topic), sink_(sink), ring_(w.window + 1) {
+    acked_tags_.reserve(ring_.size());
+  }
 
   Status Open(const producer::ProducerConfig& cfg) {
     RDMQ_ASSIGN_OR_RETURN(producer_, producer::Producer::Create(cfg));
@@ -76,24 +78,34 @@ class RdmqProducer final : public ProducerClient {
   };
 
   // Acks complete in order within a partition; the front is checked, so a later partition's
-  // ack waits behind an earlier partition's (at most one batch).
+  // ack waits behind an earlier partition's (at most one batch). The acknowledged run at the
+  // front goes to the sink as one group (one clock reading in the driver).
   size_t DeliverReady() {
     size_t n = 0;
+    acked_tags_.clear();
     while (count_ != 0 && ring_[head_].future.ready()) {
       Slot& slot = ring_[head_];
       const Result<producer::RecordMetadata> md = slot.future.get();
-      sink_->OnAck(slot.tag, md.status());
+      if (md.ok()) {
+        acked_tags_.push_back(slot.tag);
+      } else {
+        sink_->OnAcks(acked_tags_, Status::Ok());
+        acked_tags_.clear();
+        sink_->OnAck(slot.tag, md.status());
+      }
       slot.future = producer::SendFuture();
       head_ = (head_ + 1) % ring_.size();
       --count_;
       ++n;
     }
+    sink_->OnAcks(acked_tags_, Status::Ok());
     return n;
   }
 
   std::string topic_;
   AckSink* sink_;
-  std::vector<Slot> ring_;  // records in flight, oldest at head_
+  std::vector<Slot> ring_;            // records in flight, oldest at head_
+  std::vector<uint64_t> acked_tags_;  // DeliverReady's group (capacity: the ring's)
   size_t head_ = 0;
   size_t count_ = 0;
   std::unique_ptr<producer::Producer> producer_;  // last: closed first

@@ -45,10 +45,27 @@ enum class Fault {
   kFailOpenConsumer
 };
 
+// Forwards acks but swallows one per duplicated record, so the driver sees one ack per Send.
+// The inner system acknowledges the records it stored in order (one partition); the producer
+// names the ones to swallow by their index in that order.
+class DedupAcks final : public AckSink {
+ public:
+  explicit DedupAcks(AckSink* outer) : outer_(outer) {}
+  void SwallowAck(uint64_t index) { swallow_.insert(index); }
+  void OnAck(uint64_t tag, const Status& s) override {
+    if (swallow_.erase(seen_++) == 0) outer_->OnAck(tag, s);
+  }
+
+ private:
+  AckSink* outer_;
+  std::set<uint64_t> swallow_;
+  uint64_t seen_ = 0;
+};
+
 class FaultyProducer final : public ProducerClient {
  public:
-  FaultyProducer(std::unique_ptr<ProducerClient> inner, AckSink* sink, Fault fault)
-      : inner_(std::move(inner)), sink_(sink), fault_(fault) {}
+  FaultyProducer(std::unique_ptr<ProducerClient> inner, AckSink* sink, Fault fault, DedupAcks* dedup)
+      : inner_(std::move(inner)), sink_(sink), fault_(fault), dedup_(dedup) {}
   Status Send(int partition, std::span<const std::byte> payload, uint64_t tag) override {
     ++n_;
     if (fault_ == Fault::kFailSendAt50 && n_ == 50)
@@ -62,9 +79,12 @@ class FaultyProducer final : public ProducerClient {
       return Status::Ok();
     }
     if (fault_ == Fault::kDuplicateEvery100 && n_ % 100 == 0) {
-      // Store the record twice; DedupAcks lets one of its two acks through.
+      // Store the record twice; DedupAcks swallows one copy's ack.
       RDMQ_RETURN_IF_ERROR(inner_->Send(partition, payload, tag));
+      if (dedup_ != nullptr) dedup_->SwallowAck(stored_);
+      ++stored_;
     }
+    ++stored_;
     return inner_->Send(partition, payload, tag);
   }
   Status Poll(std::chrono::microseconds t) override { return inner_->Poll(t); }
@@ -74,22 +94,9 @@ class FaultyProducer final : public ProducerClient {
   std::unique_ptr<ProducerClient> inner_;
   AckSink* sink_;
   Fault fault_;
-  uint64_t n_ = 0;
-};
-
-// Forwards acks but swallows one per duplicated record, so the driver sees one ack per Send.
-class DedupAcks final : public AckSink {
- public:
-  explicit DedupAcks(AckSink* outer) : outer_(outer) {}
-  void OnAck(uint64_t tag, const Status& s) override {
-    if (tag == last_tag_) return;  // the second copy of a duplicated record
-    last_tag_ = tag;
-    outer_->OnAck(tag, s);
-  }
-
- private:
-  AckSink* outer_;
-  uint64_t last_tag_ = 0;
+  DedupAcks* dedup_;     // kDuplicateEvery100: told which acks to swallow
+  uint64_t n_ = 0;       // records given to Send
+  uint64_t stored_ = 0;  // records given to the inner system
 };
 
 class FaultySystem final : public System {
@@ -99,12 +106,15 @@ class FaultySystem final : public System {
   Status Setup() override { return inner_->Setup(); }
   Result<std::unique_ptr<ProducerClient>> OpenProducer(int index, AckSink* sink) override {
     AckSink* s = sink;
+    DedupAcks* dedup = nullptr;
     if (fault_ == Fault::kDuplicateEvery100) {
       dedup_.push_back(std::make_unique<DedupAcks>(sink));
-      s = dedup_.back().get();
+      dedup = dedup_.back().get();
+      s = dedup;
     }
     RDMQ_ASSIGN_OR_RETURN(auto inner, inner_->OpenProducer(index, s));
-    return std::unique_ptr<ProducerClient>(std::make_unique<FaultyProducer>(std::move(inner), sink, fault_));
+    return std::unique_ptr<ProducerClient>(
+        std::make_unique<FaultyProducer>(std::move(inner), sink, fault_, dedup));
   }
   Result<std::unique_ptr<ConsumerClient>> OpenConsumer(int index, const std::vector<int>& partitions,
                                                        RecordSink* sink) override {
@@ -205,11 +215,19 @@ TEST_CASE("threads: every record produced is acknowledged and consumed once", "[
     INFO("producers " << s.producers << " consumers " << s.consumers << " partitions " << s.partitions);
     CHECK(r.sent == 5000u * s.producers);
     CHECK(r.acked == r.sent);
-    CHECK(r.ack_latency.count() == r.sent);
+    // Every record timed with up to 64 in flight; 1 in 16 above.
+    CHECK(r.latency_sample_every == (s.window <= 64 ? 1u : 16u));
+    const uint64_t timed = r.ack_latency.count();
+    if (r.latency_sample_every == 1) {
+      CHECK(timed == r.sent);
+    } else {
+      CHECK(timed > r.sent / 32);
+      CHECK(timed < r.sent / 8);
+    }
     if (s.consumers > 0) {
       CHECK(r.consumed == r.sent);
       CHECK(r.expected == r.sent);
-      CHECK(r.e2e_latency.count() == r.sent);
+      CHECK(r.e2e_latency.count() == timed);  // the same records, timed at both ends
     } else {
       CHECK(r.consumed == 0);
     }
@@ -246,23 +264,33 @@ TEST_CASE("duration mode stops producers at the deadline", "[bench][driver]") {
 }
 
 TEST_CASE("records lost after their ack are reported missing", "[bench][driver]") {
-  Workload w = MemWorkload(1, 1, 1, 1000);
-  FaultySystem sys(w, Fault::kDropEvery100);
-  Report r = MustRun(w, sys);
-  CHECK(r.acked == 1000);
-  CHECK(r.consumed == 990);
-  CHECK(r.missing == 10);
-  CHECK(!r.CountsOk());
+  for (uint32_t sample : {1u, 16u}) {  // untimed records are checked as well
+    Workload w = MemWorkload(1, 1, 1, 1000);
+    FaultySystem sys(w, Fault::kDropEvery100);
+    RunOptions o = Quiet();
+    o.latency_sample = sample;
+    Result<Report> r = RunBenchmark(w, sys, o);
+    REQUIRE_OK(r);
+    CHECK(r->acked == 1000);
+    CHECK(r->consumed == 990);
+    CHECK(r->missing == 10);
+    CHECK(!r->CountsOk());
+  }
 }
 
 TEST_CASE("records stored twice are reported as duplicates", "[bench][driver]") {
-  Workload w = MemWorkload(1, 1, 1, 1000);
-  FaultySystem sys(w, Fault::kDuplicateEvery100);
-  Report r = MustRun(w, sys);
-  CHECK(r.acked == 1000);
-  CHECK(r.consumed == 1010);
-  CHECK(r.duplicates == 10);
-  CHECK(!r.CountsOk());
+  for (uint32_t sample : {1u, 16u}) {
+    Workload w = MemWorkload(1, 1, 1, 1000);
+    FaultySystem sys(w, Fault::kDuplicateEvery100);
+    RunOptions o = Quiet();
+    o.latency_sample = sample;
+    Result<Report> r = RunBenchmark(w, sys, o);
+    REQUIRE_OK(r);
+    CHECK(r->acked == 1000);
+    CHECK(r->consumed == 1010);
+    CHECK(r->duplicates == 10);
+    CHECK(!r->CountsOk());
+  }
 }
 
 TEST_CASE("failed acks are counted with the first error", "[bench][driver]") {

@@ -9,9 +9,12 @@
 // What is measured:
 // - produce throughput: records acknowledged / time from the start signal to the last ack;
 // - consume throughput: records consumed / time from the start signal to the last record read;
-// - produce-to-ack latency: ack time - send time, per record;
-// - produce-to-consume latency: time the consumer got the record - send time, per record (the
-//   time is taken once per batch a consumer poll returns);
+// - produce-to-ack latency: ack time - send time, per timed record;
+// - produce-to-consume latency: time the consumer got the record - send time, per timed record
+//   (the time is taken once per batch a consumer poll returns);
+// Timed records: every record, or a pseudo-random 1 in N (RunOptions::latency_sample), so that
+// the clock is not read twice for every record of a fast run; the others carry send time 0 and
+// are checked like the rest. The report says which N it used.
 // - CPU time (user, sys) of the server process (/proc/<pid>/stat) and of the client processes
 //   (getrusage), between the start signal and the end;
 // - throughput over time, sampled every `sample_interval`.
@@ -49,6 +52,34 @@ struct RunOptions {
   std::chrono::milliseconds drain_timeout{30000};
   // Whose CPU time is "the broker's": 0 = what the System reports (System::ServerPid).
   int server_pid = 0;
+  // Latencies are measured on 1 record in N, picked pseudo-randomly; 0 = automatic: every
+  // record when the run is paced (--rate, which reads the clock per record anyway) or has at
+  // most kAutoSampleWindow records in flight, else 1 in kAutoSample.
+  uint32_t latency_sample = 0;
+};
+
+inline constexpr uint32_t kAutoSample = 16;
+inline constexpr uint32_t kAutoSampleWindow = 64;
+
+// The N of RunOptions::latency_sample that a run of `w` uses.
+uint32_t EffectiveLatencySample(const Workload& w, const RunOptions& options);
+
+// Whether a record is timed, 1 in `every` (pseudo-random, xorshift; a few instructions, no
+// state shared between workers). every <= 1: every record.
+class LatencySampler {
+ public:
+  LatencySampler(uint32_t every, uint64_t seed) : every_(every), state_(seed | 1) {}
+  bool Next() noexcept {
+    if (every_ <= 1) return true;
+    state_ ^= state_ << 13;
+    state_ ^= state_ >> 7;
+    state_ ^= state_ << 17;
+    return ((state_ >> 32) * every_ >> 32) == 0;
+  }
+
+ private:
+  uint64_t every_;
+  uint64_t state_;
 };
 
 struct CpuTime {
@@ -81,9 +112,14 @@ struct Report {
   double produce_s = 0;
   double consume_s = 0;
   double elapsed_s = 0;
-  // Latencies in nanoseconds.
+  // Latencies in nanoseconds, of 1 record in latency_sample_every.
   LogHistogram ack_latency;
   LogHistogram e2e_latency;
+  uint32_t latency_sample_every = 1;
+  // The harness's reference: mem's rates for the same workload in the same invocation
+  // (rdmq-bench --vs-mem), 0 when it was not run.
+  double mem_produce_records_per_s = 0;
+  double mem_consume_records_per_s = 0;
   // CPU.
   int server_pid = 0;
   bool server_cpu_known = false;

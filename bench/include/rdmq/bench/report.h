@@ -4,8 +4,8 @@
 // JSON layout (one object per run; docs/benchmarks.md describes each field):
 //   {"version": 1, "system": ..., "description": ..., "label": ..., "machine": {...},
 //    "workload": {...}, "counts": {...}, "produce": {...}, "consume": {...},
-//    "latency_ns": {"ack": {...}, "e2e": {...}}, "cpu": {...}, "load": {...},
-//    "timeline": [...], "ok": bool}
+//    "latency_ns": {"ack": {...}, "e2e": {...}, "sample_every": N}, "vs_mem": {...} | null,
+//    "cpu": {...}, "load": {...}, "timeline": [...], "ok": bool}
 //
 // Threading: stateless functions. Errors: file and gnuplot failures name the path / command.
 #pragma once

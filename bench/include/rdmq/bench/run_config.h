@@ -24,6 +24,7 @@ struct RunConfig {
   RunOptions run;
   std::string json_path;  // "" = no JSON file
   std::string plot_path;  // "" = no plot
+  bool vs_mem = false;    // also run mem on the same workload and report the ratio
 };
 
 const config::ConfigDef<RunConfig>& RunConfigDef();

@@ -16,8 +16,10 @@
 //
 // Payloads: the driver writes a 16-byte header into every payload (PayloadHeader): the send
 // time, which is also the record's tag, and the producer and sequence numbers consumers use to
-// check that nothing is lost or duplicated. A backend that cannot carry the tag beside a record
-// may read it back from the payload (PayloadTag).
+// check that nothing is lost or duplicated. The send time is 0 in records the driver does not
+// time (latency sampling, RunOptions::latency_sample); backends pass tags through unchanged
+// either way. A backend that cannot carry the tag beside a record may read it back from the
+// payload (PayloadTag).
 //
 // Ownership and lifetime: clients are owned by the caller and must be destroyed before the
 // System; sinks must outlive the clients they are given to. Setup/Cleanup run once, in the
@@ -80,7 +82,7 @@ inline constexpr uint32_t kPayloadHeaderBytes = 16;
 
 // The first 16 bytes of every payload, little endian on every supported host.
 struct PayloadHeader {
-  uint64_t send_ns;  // MonoNanos() when the record was handed to Send; also the ack tag
+  uint64_t send_ns;  // MonoNanos() when the record was handed to Send, 0 if untimed; also the ack tag
   uint64_t id;       // producer << 40 | sequence
   static constexpr int kSeqBits = 40;
   static uint64_t MakeId(uint32_t producer, uint64_t seq) { return (uint64_t{producer} << kSeqBits) | seq; }
@@ -106,6 +108,12 @@ class AckSink {
   // One call per record handed to Send, with the tag it was sent with; `status` is the
   // server's verdict (OK = acknowledged, or accepted for acks=0).
   virtual void OnAck(uint64_t tag, const Status& status) = 0;
+  // The same for several records acknowledged together with one verdict, in send order; a
+  // backend that learns of acks in groups calls this once per group. The default calls OnAck
+  // for each; the driver's sink takes one clock reading for the whole group.
+  virtual void OnAcks(std::span<const uint64_t> tags, const Status& status) {
+    for (uint64_t tag : tags) OnAck(tag, status);
+  }
 };
 
 class RecordSink {
