@@ -263,33 +263,34 @@ TEST_CASE("duration mode stops producers at the deadline", "[bench][driver]") {
   CHECK(r.produce_s < 5.0);  // stopped, not run forever (generous: the machine is shared)
 }
 
+// 1000 records through a system with `fault`, timing 1 record in `sample`.
+Report RunFaulty(Fault fault, uint32_t sample) {
+  Workload w = MemWorkload(1, 1, 1, 1000);
+  FaultySystem sys(w, fault);
+  RunOptions o = Quiet();
+  o.latency_sample = sample;
+  Result<Report> r = RunBenchmark(w, sys, o);
+  REQUIRE_OK(r);
+  return *r;
+}
+
 TEST_CASE("records lost after their ack are reported missing", "[bench][driver]") {
   for (uint32_t sample : {1u, 16u}) {  // untimed records are checked as well
-    Workload w = MemWorkload(1, 1, 1, 1000);
-    FaultySystem sys(w, Fault::kDropEvery100);
-    RunOptions o = Quiet();
-    o.latency_sample = sample;
-    Result<Report> r = RunBenchmark(w, sys, o);
-    REQUIRE_OK(r);
-    CHECK(r->acked == 1000);
-    CHECK(r->consumed == 990);
-    CHECK(r->missing == 10);
-    CHECK(!r->CountsOk());
+    const Report r = RunFaulty(Fault::kDropEvery100, sample);
+    CHECK(r.acked == 1000);
+    CHECK(r.consumed == 990);
+    CHECK(r.missing == 10);
+    CHECK(!r.CountsOk());
   }
 }
 
 TEST_CASE("records stored twice are reported as duplicates", "[bench][driver]") {
   for (uint32_t sample : {1u, 16u}) {
-    Workload w = MemWorkload(1, 1, 1, 1000);
-    FaultySystem sys(w, Fault::kDuplicateEvery100);
-    RunOptions o = Quiet();
-    o.latency_sample = sample;
-    Result<Report> r = RunBenchmark(w, sys, o);
-    REQUIRE_OK(r);
-    CHECK(r->acked == 1000);
-    CHECK(r->consumed == 1010);
-    CHECK(r->duplicates == 10);
-    CHECK(!r->CountsOk());
+    const Report r = RunFaulty(Fault::kDuplicateEvery100, sample);
+    CHECK(r.acked == 1000);
+    CHECK(r.consumed == 1010);
+    CHECK(r.duplicates == 10);
+    CHECK(!r.CountsOk());
   }
 }
 
