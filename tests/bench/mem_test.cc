@@ -2,6 +2,7 @@
 // intact, across wraps and while the producer waits for room; producers do not wait for a
 // consumer that is gone or absent), and the driver's latency sampling.
 #include <cstring>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -57,66 +58,71 @@ class Records final : public RecordSink {
   uint64_t next = 0, wrong = 0;
 };
 
+// A mem system of one partition, set up, with its one consumer open.
+struct MemPair {
+  MemPair() : sys(MakeMemSystem(MemShape(1))) {
+    REQUIRE_OK(sys->Setup());
+    auto c = sys->OpenConsumer(0, {0}, &records);
+    REQUIRE_OK(c);
+    consumer = std::move(*c);
+  }
+  std::unique_ptr<ProducerClient> OpenProducer() {
+    auto p = sys->OpenProducer(0, &acks);
+    REQUIRE_OK(p);
+    return std::move(*p);
+  }
+  std::unique_ptr<System> sys;
+  Acks acks;
+  Records records;
+  std::unique_ptr<ConsumerClient> consumer;
+};
+
 }  // namespace
 
 TEST_CASE("mem: records come back in order and intact across ring wraps", "[bench][mem]") {
-  const Workload w = MemShape(1);
-  auto sys = MakeMemSystem(w);
-  REQUIRE_OK(sys->Setup());
-  Acks acks;
-  Records records;
-  auto consumer = sys->OpenConsumer(0, {0}, &records);
-  REQUIRE_OK(consumer);
-  auto producer = sys->OpenProducer(0, &acks);
-  REQUIRE_OK(producer);
+  MemPair m;
+  auto producer = m.OpenProducer();
   const uint64_t n = 120000;  // about 20 MB: two wraps of the ring
   for (uint64_t i = 0; i < n; ++i) {
-    REQUIRE_OK((*producer)->Send(0, Payload(i), i + 1));
+    REQUIRE_OK(producer->Send(0, Payload(i), i + 1));
     if (i % 64 == 63) {
-      REQUIRE_OK((*producer)->Poll(0us));
-      REQUIRE_OK((*consumer)->Poll(0ms));
+      REQUIRE_OK(producer->Poll(0us));
+      REQUIRE_OK(m.consumer->Poll(0ms));
     }
   }
-  REQUIRE_OK((*producer)->Flush(1s));
-  for (int k = 0; k < 100 && records.next < n; ++k) REQUIRE_OK((*consumer)->Poll(0ms));
-  CHECK(acks.ok == n);
-  CHECK(acks.out_of_order == 0);
-  CHECK(acks.groups < n / 32);  // a group per batch, not per record
-  CHECK(records.next == n);
-  CHECK(records.wrong == 0);
-  CHECK_OK(sys->Cleanup());
+  REQUIRE_OK(producer->Flush(1s));
+  for (int k = 0; k < 100 && m.records.next < n; ++k) REQUIRE_OK(m.consumer->Poll(0ms));
+  CHECK(m.acks.ok == n);
+  CHECK(m.acks.out_of_order == 0);
+  CHECK(m.acks.groups < n / 32);  // a group per batch, not per record
+  CHECK(m.records.next == n);
+  CHECK(m.records.wrong == 0);
+  CHECK_OK(m.sys->Cleanup());
 }
 
 TEST_CASE("mem: a producer ahead of its consumer waits for room and loses nothing", "[bench][mem]") {
-  const Workload w = MemShape(1);
-  auto sys = MakeMemSystem(w);
-  REQUIRE_OK(sys->Setup());
-  Acks acks;
-  Records records;
-  auto consumer = sys->OpenConsumer(0, {0}, &records);
-  REQUIRE_OK(consumer);
+  MemPair m;
   const uint64_t n = 150000;
   Status read_status;
   std::thread reader([&] {
     // A slow reader: the producer fills the ring and must wait. (No assertions off the main
     // thread.)
-    for (int k = 0; records.next < n && k < 200000 && read_status.ok(); ++k) {
+    for (int k = 0; m.records.next < n && k < 200000 && read_status.ok(); ++k) {
       if (k % 8 == 0) std::this_thread::sleep_for(1ms);
-      read_status = (*consumer)->Poll(10ms);
+      read_status = m.consumer->Poll(10ms);
     }
   });
-  auto producer = sys->OpenProducer(0, &acks);
-  REQUIRE_OK(producer);
+  auto producer = m.OpenProducer();
   for (uint64_t i = 0; i < n; ++i) {
-    REQUIRE_OK((*producer)->Send(0, Payload(i), i + 1));
-    if (i % 64 == 63) REQUIRE_OK((*producer)->Poll(0us));
+    REQUIRE_OK(producer->Send(0, Payload(i), i + 1));
+    if (i % 64 == 63) REQUIRE_OK(producer->Poll(0us));
   }
-  REQUIRE_OK((*producer)->Flush(1s));
+  REQUIRE_OK(producer->Flush(1s));
   reader.join();
   CHECK_OK(read_status);
-  CHECK(acks.ok == n);
-  CHECK(records.next == n);
-  CHECK(records.wrong == 0);
+  CHECK(m.acks.ok == n);
+  CHECK(m.records.next == n);
+  CHECK(m.records.wrong == 0);
 }
 
 TEST_CASE("mem: producers overwrite the ring when there is no consumer, or it is gone", "[bench][mem]") {
