@@ -35,11 +35,13 @@ Result<Mapping> MapShared(int fd, size_t len, uint64_t offset, bool writable, co
   // MAP_POPULATE maps shared pages read-only, so every page still takes a write fault
   // (page_mkwrite) on its first store: writable mappings are populated for write instead, all
   // those faults in one pass in the kernel (Linux 5.14+; older kernels fault lazily). Large
-  // writable mappings (a producer's window on a log segment) are left to fault lazily: the
-  // owner of such a mapping prefaults ahead of its writes where that pays (the producer does,
-  // off its sending thread), instead of stalling here for the whole range.
-  constexpr size_t kMaxWritePopulate = size_t{8} << 20;
-  if (writable && len > kMaxWritePopulate) populate = false;
+  // mappings are left to fault lazily, read-only ones too: a producer's window on a log segment
+  // (it prefaults ahead of its writes itself, off its sending thread), and a consumer's whole
+  // segment, which populating would read into the page cache in full, unwritten tail included
+  // (64 MiB per partition a consumer reads: 6.4 GB of page cache for a consumer of 100
+  // partitions, docs/benchmarks.md "Curves"); the kernel's fault-around maps 16 pages a fault.
+  constexpr size_t kMaxPopulate = size_t{8} << 20;
+  if (len > kMaxPopulate) populate = false;
   const int flags = MAP_SHARED | (populate && !writable ? MAP_POPULATE : 0);
   void* p = ::mmap(nullptr, len, prot, flags, fd, static_cast<off_t>(offset));
   if (p == MAP_FAILED) {

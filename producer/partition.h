@@ -90,6 +90,21 @@ class AckWatch {
   std::atomic<uint64_t> seen_{0};
 };
 
+// shm, exclusive: how far ahead of the writes the I/O thread prefaults each partition's window.
+// The prefaulted pages are page cache the producer holds mapped, so the reach is shared out: 16
+// MiB each while the producer writes to at most four partitions, a share of 64 MiB in all beyond
+// that, and never under 128 KiB (a producer over 1,000 partitions keeps 128 MiB ready, where a
+// fixed 16 MiB each held 16 GB).
+inline constexpr uint64_t kPrefaultAheadMax = uint64_t{16} << 20;
+inline constexpr uint64_t kPrefaultAheadMin = uint64_t{128} << 10;
+inline constexpr uint64_t kPrefaultBudget = uint64_t{64} << 20;
+constexpr uint64_t PrefaultAhead(size_t partitions) {
+  const uint64_t share = kPrefaultBudget / (partitions == 0 ? 1 : partitions);
+  return share < kPrefaultAheadMin   ? kPrefaultAheadMin
+         : share > kPrefaultAheadMax ? kPrefaultAheadMax
+                                     : share;
+}
+
 struct PState {
   PState(uint32_t id_, TopicState* topic_, PartitionId partition_, PartitionMode mode,
          std::chrono::nanoseconds delivery_timeout)

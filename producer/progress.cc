@@ -4,6 +4,9 @@
 // is idle.
 #include <sys/mman.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "producer/core.h"
 
 #ifndef MADV_POPULATE_WRITE
@@ -56,9 +59,10 @@ void Core::Tick(uint64_t now) {
 }
 
 void Core::Prefault() {
-  constexpr uint64_t kAhead = 16 << 20;  // keep this much of the window ready ahead of writes
-  constexpr uint64_t kStep = 4 << 20;
-  for (PState* ps : topics_.Partitions()) {
+  const std::vector<PState*> parts = topics_.Partitions();
+  const uint64_t ahead = PrefaultAhead(parts.size());  // keep this much ready ahead of the writes
+  const uint64_t step = std::min<uint64_t>(uint64_t{4} << 20, ahead);
+  for (PState* ps : parts) {
     for (int steps = 0; steps < 8; ++steps) {
       const std::byte* base = nullptr;
       uint64_t from = 0, to = 0;
@@ -70,9 +74,9 @@ void Core::Prefault() {
         const std::byte* m = l.remote->mapped();
         if (m == nullptr) break;
         const Position cap(l.seg.capacity);
-        if (l.prefault_to >= cap || l.prefault_to >= l.write_pos + kAhead) break;
+        if (l.prefault_to >= cap || l.prefault_to >= l.write_pos + ahead) break;
         const Position first = std::max(l.prefault_to, l.write_pos);
-        const Position last = std::min(cap, first + kStep);
+        const Position last = std::min(cap, first + step);
         base = m;
         // Claimed now; a roll meanwhile resets it (and the range may then be unmapped: madvise
         // on it fails harmlessly or populates the new mapping).

@@ -16,6 +16,21 @@ protocol::AckBlock Ack(uint64_t generation, uint64_t acked_position) {
   return a;
 }
 
+TEST_CASE("the prefault reach is 16 MiB for a few partitions and a share of 64 MiB for many",
+          "[producer][prefault]") {
+  CHECK(PrefaultAhead(0) == (16u << 20));
+  CHECK(PrefaultAhead(1) == (16u << 20));
+  CHECK(PrefaultAhead(4) == (16u << 20));
+  CHECK(PrefaultAhead(8) == (8u << 20));
+  CHECK(PrefaultAhead(100) == (64u << 20) / 100);
+  CHECK(PrefaultAhead(1000) == (128u << 10));
+  // What a producer holds prefaulted in all stays bounded however many partitions it writes.
+  for (size_t n : {1, 10, 100, 512, 1024}) {
+    if (n * PrefaultAhead(n) > (128u << 20))
+      FAIL(n << " partitions hold " << n * PrefaultAhead(n) << " bytes");
+  }
+}
+
 TEST_CASE("the ack watch reports each new generation once, and no torn block", "[producer][acks]") {
   alignas(64) std::byte block[protocol::kAckBlockSize] = {};
   AckWatch w;
