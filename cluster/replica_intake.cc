@@ -51,7 +51,7 @@ Result<ReplicaRange> CheckReplicaRange(std::span<const std::byte> range, const R
                                                 std::to_string(h.leader_epoch) + ", above its writer's " +
                                                 std::to_string(facts.writer_epoch));
     }
-    RDMQ_RETURN_IF_ERROR(out.epochs.Observe(h.leader_epoch, h.base_offset).WithContext(At(b)));
+    if (Status s = out.epochs.Observe(h.leader_epoch, h.base_offset); !s.ok()) return s.WithContext(At(b));
     out.end = h.next_offset();
     ++out.batches;
   }

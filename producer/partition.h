@@ -6,6 +6,7 @@
 // pollers read without the lock to decide whether taking it is worth it.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -93,16 +94,14 @@ class AckWatch {
 // shm, exclusive: how far ahead of the writes the I/O thread prefaults each partition's window.
 // The prefaulted pages are page cache the producer holds mapped, so the reach is shared out: 16
 // MiB each while the producer writes to at most four partitions, a share of 64 MiB in all beyond
-// that, and never under 128 KiB (a producer over 1,000 partitions keeps 128 MiB ready, where a
-// fixed 16 MiB each held 16 GB).
+// that, and never under 128 KiB (a producer over 1,000 partitions keeps at most 128 MiB ready,
+// where a fixed 16 MiB each could reach 16 GB).
 inline constexpr uint64_t kPrefaultAheadMax = uint64_t{16} << 20;
 inline constexpr uint64_t kPrefaultAheadMin = uint64_t{128} << 10;
 inline constexpr uint64_t kPrefaultBudget = uint64_t{64} << 20;
 constexpr uint64_t PrefaultAhead(size_t partitions) {
-  const uint64_t share = kPrefaultBudget / (partitions == 0 ? 1 : partitions);
-  return share < kPrefaultAheadMin   ? kPrefaultAheadMin
-         : share > kPrefaultAheadMax ? kPrefaultAheadMax
-                                     : share;
+  return std::clamp<uint64_t>(kPrefaultBudget / std::max<size_t>(partitions, 1), kPrefaultAheadMin,
+                              kPrefaultAheadMax);
 }
 
 struct PState {

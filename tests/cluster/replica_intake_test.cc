@@ -110,7 +110,7 @@ TEST_CASE("replica intake: torn, corrupt, oversized and empty ranges are refused
   small.max_batch_bytes = one.size() - 1;
   CHECK(CheckReplicaRange(Bytes(one), small, {}).status().is(Errc::kInvalidArgument));
   CHECK(CheckReplicaRange({}, Facts(0, 1, 1), {}).status().is(Errc::kInvalidArgument));
-  CHECK(CheckReplicaRange(Bytes(std::string(40, '\0')), Facts(0, 1, 1), {}).ok() == false);
+  CHECK_FALSE(CheckReplicaRange(Bytes(std::string(40, '\0')), Facts(0, 1, 1), {}).ok());
 }
 
 }  // namespace
