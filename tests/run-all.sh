@@ -57,6 +57,7 @@ stage_release() {
 stage_asan() {
   build asan &&
     RDMQ_TEST_SCALE=${RDMQ_TEST_SCALE:-0.25} ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+    LSAN_OPTIONS=suppressions=$PWD/tests/sanitizers/lsan.supp:print_suppressions=0 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --preset asan ${RDMQ_CTEST_ARGS:-}
 }
 

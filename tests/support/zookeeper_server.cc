@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <thread>
 
@@ -91,6 +92,8 @@ bool ZooKeeperServer::Start(std::string* error) {
     argv.push_back(a);
   }
   const std::string log = (dir_ / "server.log").string();
+  // The child's freopen would flush a copy of what this process has buffered into the test log.
+  std::fflush(nullptr);
   pid_ = ::fork();
   if (pid_ == 0) {
     ::setpgid(0, 0);
