@@ -1,4 +1,6 @@
-// Core: the producer's engine behind the Producer facade (producer.cc). Its pieces, one file each:
+// Core: the producer's engine behind the Producer facade (producer.cc), connected to one broker.
+// In a cluster the facade is ClusterProducer (cluster_producer.h, with routes.h): a Core per
+// broker, each record routed to its partition's leader. The Core's pieces, one file each:
 //
 //   core.cc        setup, Flush, Close
 //   reconnect.cc   losing the broker and connecting again (the I/O thread)
@@ -100,12 +102,17 @@ class Core : public std::enable_shared_from_this<Core> {
   Core& operator=(const Core&) = delete;
 
   Status Init();
-  Status Send(const ProducerRecord& r, SendCallback cb, SendFuture* fut);
+  // `*cb` (may be null) is moved from only when the record was taken; an error leaves it to the
+  // caller, which may send it elsewhere.
+  Status Send(const ProducerRecord& r, SendCallback* cb, SendFuture* fut);
   Status Flush(std::chrono::milliseconds timeout);
   Status Close(std::chrono::milliseconds timeout);
   Result<int32_t> PartitionCount(std::string_view topic);
   bool closed() const { return closed_.load(); }
   const ProducerConfig& config() const { return cfg_; }
+  // The connection to the broker (its Call is thread-safe): the cluster producer asks it for
+  // metadata.
+  const client::Connection& connection() const { return *conn_; }
 
   // Progress: drains the queues (if no one else is) and processes new acks. True if it did
   // anything.

@@ -54,3 +54,15 @@ struct rdmq::producer::SendFuture::State {
     return md;
   }
 };
+
+namespace rdmq::producer {
+
+// A future that is already failed with `s` (a Send refused before the record was taken).
+inline SendFuture FailedFuture(Status s) {
+  auto st = std::make_shared<SendFuture::State>();
+  st->status = std::move(s);
+  st->done.store(1);
+  return SendFuture(std::move(st), 0);
+}
+
+}  // namespace rdmq::producer

@@ -4,7 +4,9 @@
 // This file is the public facade; the engine is Core (core.h, which lists its files).
 #include "rdmq/producer/producer.h"
 
+#include "producer/cluster_producer.h"
 #include "producer/core.h"
+#include "producer/future.h"
 
 namespace rdmq::producer {
 
@@ -19,16 +21,10 @@ class ProducerImpl final : public Producer {
   SendFuture Send(const ProducerRecord& record) override {
     SendFuture f;
     Status s = core_->Send(record, nullptr, &f);
-    if (!s.ok()) {
-      auto st = std::make_shared<SendFuture::State>();
-      st->status = s;
-      st->done.store(1);
-      return SendFuture(std::move(st), 0);
-    }
-    return f;
+    return s.ok() ? f : FailedFuture(std::move(s));
   }
   Status Send(const ProducerRecord& record, SendCallback callback) override {
-    return core_->Send(record, std::move(callback), nullptr);
+    return core_->Send(record, &callback, nullptr);
   }
   Status Flush(std::chrono::milliseconds timeout) override { return core_->Flush(timeout); }
   Status Close(std::chrono::milliseconds timeout) override { return core_->Close(timeout); }
@@ -43,6 +39,10 @@ class ProducerImpl final : public Producer {
 Result<std::unique_ptr<Producer>> Producer::Create(const ProducerConfig& config) {
   auto core = std::make_shared<Core>(config);
   RDMQ_RETURN_IF_ERROR(core->Init());
+  // A broker of a cluster leads only some partitions: route each record to its leader.
+  auto cluster = core->connection().Call<protocol::DescribeClusterResponse>(protocol::Api::kDescribeCluster,
+                                                                            protocol::Empty{});
+  if (cluster.ok() && cluster->clustered != 0) return MakeClusterProducer(config, std::move(core), *cluster);
   return std::unique_ptr<Producer>(new ProducerImpl(std::move(core)));
 }
 

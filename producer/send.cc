@@ -23,7 +23,7 @@ uint32_t Random() {
 
 }  // namespace
 
-Status Core::Send(const ProducerRecord& r, SendCallback cb, SendFuture* fut) {
+Status Core::Send(const ProducerRecord& r, SendCallback* cb, SendFuture* fut) {
   if (closed_.load(std::memory_order_acquire))
     return Status(Errc::kFailedPrecondition, "the producer is closed");
   RDMQ_ASSIGN_OR_RETURN(TopicState * t, topics_.Get(r.topic));
@@ -62,7 +62,9 @@ Status Core::Send(const ProducerRecord& r, SendCallback cb, SendFuture* fut) {
     // as an unknown topic or a busy partition come back from this Send.
     Status s = Acquire(ps);
     if (!s.ok()) {
-      if (!Retriable(s)) ps.fatal = s;
+      // NOT_LEADER is not for ever: the cluster producer routes the record to the leader, and
+      // leadership may come back here.
+      if (!Retriable(s) && !s.is(WireError::kNotLeader)) ps.fatal = s;
       if (!Retriable(s) || (s.is(WireError::kPartitionBusy) && cfg_.busy == BusyPolicy::kFail)) return s;
       ps.lease.retry_at_ns = MonoNanos() + RetryAfterNs(s);
     }
@@ -91,7 +93,7 @@ Status Core::Send(const ProducerRecord& r, SendCallback cb, SendFuture* fut) {
       }
       b->state->records.push_back({in.timestamp, r.key ? static_cast<uint32_t>(r.key->size()) : 0u,
                                    r.value ? static_cast<uint32_t>(r.value->size()) : 0u});
-      if (cb) b->callbacks.emplace_back(index, std::move(cb));
+      if (cb != nullptr && *cb) b->callbacks.emplace_back(index, std::move(*cb));
       if (fut != nullptr) *fut = SendFuture(b->state, index);
       // Sealed when full (or the next record like this one would not fit); otherwise with linger
       // 0 at once when nothing is in flight (else records batch up until the ack of what is in

@@ -1,8 +1,9 @@
 // Three rdmq-broker processes in a cluster on a ZooKeeper the test starts (tcp fabric, loopback):
 // topics spread over the brokers; `rdmq cluster status` and `topic describe` from any broker show
 // every broker, the controller and every partition's leader; kcat (librdkafka) produces and
-// consumes through any broker, each request reaching the partition's leader; rdmq's own tools are
-// served by the leader and told NOT_LEADER elsewhere; a killed broker's partitions have no leader
+// consumes through any broker, each request reaching the partition's leader; rdmq's own producer
+// does too (by partition and by key); its consumer is served by the leader and told NOT_LEADER
+// elsewhere; a killed broker's partitions have no leader
 // until it returns with its data; deleting a topic removes it from every broker's disk; settings
 // that cannot work are refused.
 #include <catch2/catch.hpp>
@@ -14,6 +15,7 @@
 #include <thread>
 
 #include "cli/cli_fixture.h"
+#include "rdmq/producer/partitioner.h"
 #include "support/zookeeper_server.h"
 
 namespace rdmq::test {
@@ -118,15 +120,42 @@ TEST_CASE("cluster of three: topics spread, any broker answers, kcat reaches eve
   CHECK(n == 3000);
   CHECK(partitions_used.size() >= 4);  // 30 keys over 6 partitions
 
-  // rdmq's own producer: the leader serves it, another broker says who leads.
+  // rdmq's own producer, bootstrapped at any broker, reaches every partition's leader: to a
+  // partition it names, and by key (Kafka's murmur2; kcat's own default is a CRC32 hash). The
+  // consumer is still served by the leader alone (NOT_LEADER elsewhere).
   const int p0 = leader_of[0];
   const int other = p0 == 1 ? 2 : 1;
+  REQUIRE_RUN(
+      Run({Bin("rdmq-produce"), "-b", c.brokers.at(other)->address(), "-p", "0", "orders"}, "rdmq\n", 60), 0);
+  std::string keyed;
+  for (int i = 0; i < 600; ++i) keyed += "k" + std::to_string(i % 30) + ":r" + std::to_string(i) + "\n";
+  const RunResult routed =
+      Run({Bin("rdmq-produce"), "-b", c.brokers.at(other)->address(), "-K", ":", "-v", "orders"}, keyed, 60);
+  REQUIRE_RUN(routed, 0);
+  const RunResult after = c.Kcat(2, {"-C", "-t", "orders", "-e", "-q", "-f", "%p %k %s\n"});
+  REQUIRE_RUN(after, 0);
+  size_t rdmq_records = 0;
+  std::set<int> rdmq_partitions;
+  std::istringstream after_in(after.out);
+  for (std::string line; std::getline(after_in, line);) {
+    std::istringstream f(line);
+    std::string p, k, v;
+    f >> p >> k >> v;
+    if (v.empty() && k == "rdmq") {  // the unkeyed record ("%k" prints nothing)
+      CHECK(p == "0");
+      continue;
+    }
+    if (v.empty() || v[0] != 'r') continue;  // kcat's own records
+    ++rdmq_records;
+    rdmq_partitions.insert(std::stoi(p));
+    CHECK(std::stoi(p) == producer::PartitionForKey(k, 6));
+  }
+  CHECK(rdmq_records == 600);
+  CHECK(rdmq_partitions.size() >= 4);
   const RunResult wrong =
-      Run({Bin("rdmq-produce"), "-b", c.brokers.at(other)->address(), "-p", "0", "orders"}, "x\n", 60);
+      Run({Bin("rdmq-consume"), "-b", c.brokers.at(other)->address(), "-p", "0", "-e", "orders"}, "", 60);
   CHECK(wrong.code != 0);
   CHECK(Contains(wrong.err, "NOT_LEADER"));
-  REQUIRE_RUN(
-      Run({Bin("rdmq-produce"), "-b", c.brokers.at(p0)->address(), "-p", "0", "orders"}, "rdmq\n", 60), 0);
 
   // A broker dies: its partitions have no leader (replication.factor 1) until it returns, with
   // its data.
@@ -141,7 +170,7 @@ TEST_CASE("cluster of three: topics spread, any broker answers, kcat reaches eve
   REQUIRE(Eventually([&] { return c.Json(survivor, {"cluster", "status"})["offline_partitions"] == 0; }));
   const RunResult again = c.Kcat(survivor, {"-C", "-t", "orders", "-e", "-q"});
   REQUIRE_RUN(again, 0);
-  CHECK(std::count(again.out.begin(), again.out.end(), '\n') == 3001);
+  CHECK(std::count(again.out.begin(), again.out.end(), '\n') == 3601);
   d = c.Json(survivor, {"topic", "describe", "orders"});
   for (const auto& p : d["partitions"]) {
     if (p["leader"] == victim) CHECK(p["leader_epoch"].get<int>() >= 1);  // elected again

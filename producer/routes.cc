@@ -1,0 +1,72 @@
+#include "producer/routes.h"
+
+#include "rdmq/protocol/messages.h"
+
+namespace rdmq::producer {
+
+void Routes::SetBrokers(std::vector<BrokerAddress> live) {
+  MutexLock lock(mu_);
+  brokers_.clear();
+  for (auto& b : live) brokers_[b.id] = std::move(b.control);
+}
+
+void Routes::SetTopic(const std::string& topic, std::vector<PartitionRoute> partitions) {
+  MutexLock lock(mu_);
+  TopicRoutes& t = topics_[topic];
+  if (t.partitions.size() != partitions.size()) t.sticky = -1;
+  t.partitions = std::move(partitions);
+}
+
+std::optional<int32_t> Routes::PartitionCount(std::string_view topic) const {
+  MutexLock lock(mu_);
+  auto it = topics_.find(topic);
+  if (it == topics_.end()) return std::nullopt;
+  return static_cast<int32_t>(it->second.partitions.size());
+}
+
+Result<int32_t> Routes::BrokerOf(std::string_view topic, int32_t partition) const {
+  MutexLock lock(mu_);
+  auto it = topics_.find(topic);
+  if (it == topics_.end())
+    return Status(Errc::kNotFound, "topic '" + std::string(topic) + "' is not routed yet");
+  const auto& parts = it->second.partitions;
+  if (partition < 0 || static_cast<size_t>(partition) >= parts.size()) {
+    return Status(protocol::WireError::kUnknownPartition,
+                  "topic '" + std::string(topic) + "' has " + std::to_string(parts.size()) +
+                      " partitions; there is no partition " + std::to_string(partition));
+  }
+  const PartitionRoute& p = parts[static_cast<size_t>(partition)];
+  if (p.leader >= 0) return p.leader;
+  if (!p.replicas.empty()) return p.replicas.front();
+  return Status(protocol::WireError::kNotLeader,
+                std::string(topic) + "-" + std::to_string(partition) + " has neither a leader nor replicas");
+}
+
+Result<std::string> Routes::AddressOf(int32_t broker) const {
+  MutexLock lock(mu_);
+  auto it = brokers_.find(broker);
+  if (it == brokers_.end()) {
+    return Status(Errc::kUnavailable, "broker " + std::to_string(broker) + " is not live in the cluster");
+  }
+  return it->second;
+}
+
+int32_t Routes::Sticky(std::string_view topic, size_t bytes, uint32_t random) {
+  MutexLock lock(mu_);
+  auto it = topics_.find(topic);
+  if (it == topics_.end() || it->second.partitions.empty()) return 0;
+  TopicRoutes& t = it->second;
+  const auto n = static_cast<uint32_t>(t.partitions.size());
+  if (t.sticky < 0) {
+    t.sticky = static_cast<int32_t>(random % n);
+    t.sticky_bytes = 0;
+  } else if (t.sticky_bytes >= batch_size_ && n > 1) {
+    // Another partition, never the same one again.
+    t.sticky = static_cast<int32_t>((static_cast<uint32_t>(t.sticky) + 1 + random % (n - 1)) % n);
+    t.sticky_bytes = 0;
+  }
+  t.sticky_bytes += bytes;
+  return t.sticky;
+}
+
+}  // namespace rdmq::producer
