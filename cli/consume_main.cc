@@ -118,9 +118,9 @@ bool StdoutReaderGone() {
 // The partitions' ends for -e, and whether this consumer has read up to them.
 class EndTracker {
  public:
-  EndTracker(client::AdminClient& admin, consumer::Consumer& cons, std::vector<std::string> topics,
-             bool verbose)
-      : admin_(admin), cons_(cons), topics_(std::move(topics)), verbose_(verbose) {}
+  EndTracker(client::AdminClient& admin, const client::ClientOptions& options, consumer::Consumer& cons,
+             std::vector<std::string> topics, bool verbose)
+      : admin_(admin), options_(options), cons_(cons), topics_(std::move(topics)), verbose_(verbose) {}
 
   void SetEnd(const TopicPartition& tp, int64_t end) { ends_[tp] = end; }
 
@@ -135,7 +135,12 @@ class EndTracker {
     }
     if (refresh) {
       for (const auto& topic : topics_) {
-        auto d = admin_.DescribeTopic(topic);
+        std::vector<int32_t> mine;  // only the assigned partitions' leaders are asked
+        for (const auto& tp : assigned) {
+          if (tp.topic == topic) mine.push_back(tp.partition);
+        }
+        if (mine.empty()) continue;
+        auto d = admin_.DescribeTopicAtLeaders(topic, options_, mine);
         if (!d.ok()) return d.status();
         for (const auto& p : d->partitions) ends_[{topic, p.partition}] = p.high_watermark;
       }
@@ -170,6 +175,7 @@ class EndTracker {
   }
 
   client::AdminClient& admin_;
+  const client::ClientOptions& options_;
   consumer::Consumer& cons_;
   const std::vector<std::string> topics_;
   const bool verbose_;
@@ -290,7 +296,7 @@ int Main(int argc, char** argv) {
   // Every topic must exist (a group would otherwise wait for it in silence).
   std::map<TopicPartition, client::PartitionDescription> parts;
   for (const auto& topic : topics) {
-    auto described = (*admin)->DescribeTopic(topic);
+    auto described = (*admin)->DescribeTopicAtLeaders(topic, cfg.client, only);
     if (!described.ok()) return Fail("topic " + topic, described.status());
     for (const auto& p : described->partitions) parts[{topic, p.partition}] = p;
   }
@@ -345,7 +351,7 @@ int Main(int argc, char** argv) {
   });
 
   // -e: the end of each partition, refreshed when a poll finds nothing new.
-  EndTracker ends(**admin, *cons, topics, verbose);
+  EndTracker ends(**admin, cfg.client, *cons, topics, verbose);
   for (const auto& [tp, p] : parts) ends.SetEnd(tp, p.high_watermark);
   Committer committer(*cons);
   const std::string what = group.empty() ? topics[0] : "group " + group;

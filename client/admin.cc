@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -325,6 +326,39 @@ int32_t TopicDescription::partition_count() const {
     }
   }
   return static_cast<int32_t>(partitions.size());
+}
+
+Result<TopicDescription> AdminClient::DescribeTopicAtLeaders(const std::string& name,
+                                                             const ClientOptions& options,
+                                                             const std::vector<int32_t>& only) {
+  RDMQ_ASSIGN_OR_RETURN(TopicDescription d, DescribeTopic(name));
+  std::map<int32_t, std::vector<size_t>> elsewhere;  // leader -> its partitions, by index
+  for (size_t i = 0; i < d.partitions.size(); ++i) {
+    const PartitionDescription& p = d.partitions[i];
+    const bool wanted = only.empty() || std::find(only.begin(), only.end(), p.partition) != only.end();
+    if (wanted && !p.local && p.leader >= 0) elsewhere[p.leader].push_back(i);
+  }
+  if (elsewhere.empty()) return d;
+  RDMQ_ASSIGN_OR_RETURN(ClusterDescription cluster, DescribeCluster());
+  for (const auto& entry : elsewhere) {
+    const int32_t leader = entry.first;
+    auto b = std::find_if(cluster.brokers.begin(), cluster.brokers.end(),
+                          [leader](const BrokerDescription& e) { return e.id == leader; });
+    if (b == cluster.brokers.end()) continue;  // gone since: its partitions stay not local
+    ClientOptions at = options;
+    at.bootstrap = b->control;
+    auto admin = Connect(at);
+    if (!admin.ok())
+      return admin.status().WithContext("broker " + std::to_string(leader) + ", a leader of " + name);
+    RDMQ_ASSIGN_OR_RETURN(TopicDescription there, (*admin)->DescribeTopic(name));
+    for (size_t i : entry.second) {
+      const int32_t partition = d.partitions[i].partition;
+      for (const PartitionDescription& p : there.partitions) {
+        if (p.partition == partition && p.local) d.partitions[i] = p;
+      }
+    }
+  }
+  return d;
 }
 
 Result<std::unique_ptr<AdminClient>> AdminClient::Connect(const ClientOptions& options) {

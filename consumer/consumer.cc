@@ -15,6 +15,7 @@
 #include <string>
 #include <thread>
 
+#include "consumer/cluster_consumer.h"
 #include "consumer/decompressed.h"
 #include "consumer/group_consumer.h"
 #include "consumer/reconnect.h"
@@ -82,6 +83,10 @@ class ConsumerImpl final : public Consumer {
     shm_ = conn_->provider() == fabric::Provider::kShm;
     RDMQ_ASSIGN_OR_RETURN(notify_, conn_->fabric().Allocate(size_t{kNotifyRecvs} * 64, fabric::kLocalWrite));
     return PostNotifyRecvs();
+  }
+  // The bootstrap broker's answer: whether it is part of a cluster (cluster_consumer.h).
+  Result<protocol::DescribeClusterResponse> DescribeCluster() const {
+    return conn_->Call<protocol::DescribeClusterResponse>(protocol::Api::kDescribeCluster, protocol::Empty{});
   }
   Status PostNotifyRecvs() {
     std::vector<fabric::RecvRequest> rr(kNotifyRecvs);
@@ -680,11 +685,25 @@ class ConsumerImpl final : public Consumer {
 
 }  // namespace
 
+namespace internal {
+
+Result<std::unique_ptr<Consumer>> MakeOneBrokerConsumer(const ConsumerConfig& config) {
+  auto c = std::make_unique<ConsumerImpl>(config);
+  RDMQ_RETURN_IF_ERROR(c->Init());
+  return std::unique_ptr<Consumer>(std::move(c));
+}
+
+}  // namespace internal
+
 Result<std::unique_ptr<Consumer>> Consumer::Create(const ConsumerConfig& config) {
   auto c = std::make_unique<ConsumerImpl>(config);
   RDMQ_RETURN_IF_ERROR(c->Init());
-  if (config.group_id.empty()) return std::unique_ptr<Consumer>(std::move(c));
-  return internal::MakeGroupConsumer(config, std::move(c));
+  if (!config.group_id.empty()) return internal::MakeGroupConsumer(config, std::move(c));
+  // A broker of a cluster leads only some partitions: read each from its leader.
+  auto cluster = c->DescribeCluster();
+  if (cluster.ok() && cluster->clustered != 0)
+    return internal::MakeClusterConsumer(config, std::move(c), *cluster);
+  return std::unique_ptr<Consumer>(std::move(c));
 }
 
 }  // namespace rdmq::consumer

@@ -5,7 +5,7 @@
 #include <random>
 
 #include "producer/future.h"
-#include "producer/routes.h"
+#include "rdmq/client/routes.h"
 #include "rdmq/common/log.h"
 #include "rdmq/producer/partitioner.h"
 
@@ -15,6 +15,9 @@ namespace {
 
 using protocol::Api;
 using protocol::WireError;
+using client::BrokerAddress;
+using client::PartitionRoute;
+using client::Routes;
 
 uint32_t RandomNumber() {
   thread_local std::mt19937 rng{std::random_device{}()};

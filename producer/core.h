@@ -1,5 +1,5 @@
 // Core: the producer's engine behind the Producer facade (producer.cc), connected to one broker.
-// In a cluster the facade is ClusterProducer (cluster_producer.h, with routes.h): a Core per
+// In a cluster the facade is ClusterProducer (cluster_producer.h, with client/routes.h): a Core per
 // broker, each record routed to its partition's leader. The Core's pieces, one file each:
 //
 //   core.cc        setup, Flush, Close

@@ -46,8 +46,9 @@ struct NetCluster {
   std::unique_ptr<ZooKeeperServer> zk;
   std::map<int, std::unique_ptr<BrokerProcess>> brokers;  // broker id i+1 on host i
   History history;
-  std::string last_describe;  // what the last LeaderOf read, for failures
-  int written = 0;            // values w-1 .. w-<written> were sent
+  std::string last_describe;    // what the last LeaderOf read, for failures
+  std::string last_read_error;  // the last ReadAll's exit and standard error
+  int written = 0;              // values w-1 .. w-<written> were sent
 
   // The lab, ZooKeeper on the bridge and `n` brokers; a failure fails the test with the reason.
   void Up(int n) {
@@ -109,6 +110,7 @@ struct NetCluster {
   History::Verdict Judge(const std::string& topic, const std::map<int, int>& leader_of) {
     for (const auto& [p, leader] : leader_of) {
       auto final = ReadAll(host_of(leader), leader, topic, p);
+      INFO("reading " << topic << "-" << p << " from broker " << leader << ": " << last_read_error);
       REQUIRE(final.has_value());
       history.Final(p, *final);
     }
@@ -150,6 +152,7 @@ struct NetCluster {
                 {Bin("rdmq-consume"), "-b", broker(via).address(), "-p", std::to_string(partition), "-e",
                  "-f", "%o %s\\n", "-X", "request.timeout.ms=2000", topic});
     const RunResult r = Run(argv, "", 30);
+    last_read_error = "exit " + std::to_string(r.code) + ": " + r.err;
     if (r.code != 0) return std::nullopt;
     History::Records records;
     std::istringstream in(r.out);

@@ -168,6 +168,13 @@ class AdminClient {
       const std::string& name, const std::vector<std::pair<std::string, std::string>>& configs) = 0;
   // The live brokers and the controller (a broker on its own: itself).
   virtual Result<ClusterDescription> DescribeCluster() = 0;
+  // DescribeTopic with the log numbers (start, high watermark, segments) of the partitions in
+  // `only` (empty: all) from their leaders: in a cluster the answering broker knows only those of
+  // the replicas it holds (`local`), so the leaders of the others are asked too (`options`: how to
+  // reach them, the bootstrap replaced by each leader's address). A partition without a live
+  // leader keeps `local` false; a leader that cannot be reached is an error naming it.
+  Result<TopicDescription> DescribeTopicAtLeaders(const std::string& name, const ClientOptions& options,
+                                                  const std::vector<int32_t>& only = {});
 
   // --- Consumer groups (docs/groups.md) ---------------------------------------------------------
   // Every group with members or committed offsets, sorted by name.

@@ -1,5 +1,5 @@
-// Routes: which broker a producer in a cluster sends each partition to (docs/replication.md,
-// "Clients of a cluster"). Sans-I/O: it is told the cluster's live brokers (DescribeCluster) and
+// Routes: which broker a client in a cluster reaches each partition through (docs/replication.md,
+// "The broker in a cluster"). Sans-I/O: it is told the cluster's live brokers (DescribeCluster) and
 // each topic's partitions (DescribeTopic) and answers where a partition goes and which partition a
 // record without key or partition goes to.
 //
@@ -21,7 +21,7 @@
 #include "rdmq/common/mutex.h"
 #include "rdmq/common/status.h"
 
-namespace rdmq::producer {
+namespace rdmq::client {
 
 struct BrokerAddress {
   int32_t id = 0;
@@ -62,4 +62,4 @@ class Routes {
   std::map<std::string, TopicRoutes, std::less<>> topics_ GUARDED_BY(mu_);
 };
 
-}  // namespace rdmq::producer
+}  // namespace rdmq::client

@@ -1,6 +1,6 @@
-// Routes (producer/routes.h): where a cluster producer sends each partition, and the sticky
+// Routes (client/routes.h): where a client of a cluster reaches each partition, and the sticky
 // partition of keyless records.
-#include "producer/routes.h"
+#include "rdmq/client/routes.h"
 
 #include <catch2/catch.hpp>
 #include <set>
@@ -8,11 +8,11 @@
 #include "rdmq/protocol/messages.h"
 #include "support/test_util.h"
 
-namespace rdmq::producer {
+namespace rdmq::client {
 namespace {
 
 TEST_CASE("routes: a partition goes to its leader or else its first replica, and unknowns are clear errors",
-          "[producer][routes]") {
+          "[client][routes]") {
   Routes r(1000);
   r.SetBrokers({{1, "tcp:10.0.0.1:9192"}, {2, "tcp:10.0.0.2:9192"}});
   CHECK_FALSE(r.PartitionCount("t").has_value());
@@ -41,7 +41,7 @@ TEST_CASE("routes: a partition goes to its leader or else its first replica, and
 }
 
 TEST_CASE("routes: keyless records stick to a partition for batch.size bytes and then move to another",
-          "[producer][routes]") {
+          "[client][routes]") {
   Routes r(1000);
   r.SetTopic("t", {{1, {1}}, {2, {2}}, {3, {3}}, {1, {1}}});
   const int32_t first = r.Sticky("t", 400, 6);
@@ -61,4 +61,4 @@ TEST_CASE("routes: keyless records stick to a partition for batch.size bytes and
 }
 
 }  // namespace
-}  // namespace rdmq::producer
+}  // namespace rdmq::client

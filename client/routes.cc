@@ -1,8 +1,8 @@
-#include "producer/routes.h"
+#include "rdmq/client/routes.h"
 
 #include "rdmq/protocol/messages.h"
 
-namespace rdmq::producer {
+namespace rdmq::client {
 
 void Routes::SetBrokers(std::vector<BrokerAddress> live) {
   MutexLock lock(mu_);
@@ -69,4 +69,4 @@ int32_t Routes::Sticky(std::string_view topic, size_t bytes, uint32_t random) {
   return t.sticky;
 }
 
-}  // namespace rdmq::producer
+}  // namespace rdmq::client
