@@ -13,11 +13,11 @@ namespace rdmq::producer {
 
 namespace {
 
-using protocol::Api;
-using protocol::WireError;
 using client::BrokerAddress;
 using client::PartitionRoute;
 using client::Routes;
+using protocol::Api;
+using protocol::WireError;
 
 uint32_t RandomNumber() {
   thread_local std::mt19937 rng{std::random_device{}()};
