@@ -3,8 +3,9 @@
 # starts a ZooKeeper of its own (Debian's zookeeper, on a free loopback port, data in a temporary
 # folder) and three rdmq-broker processes (tcp fabric on loopback, separate data directories and
 # ports), creates a topic whose partitions spread over them, produces keyed records through one
-# broker's Kafka listener with kcat (each partition's records go to its leader), reads them all
-# back through another, kills one broker with SIGKILL, shows its partitions without a leader,
+# broker's Kafka listener with kcat and through another with rdmq-produce (each partition's
+# records go to its leader), reads them all back through a third with kcat and with
+# rdmq-consume, kills one broker with SIGKILL, shows its partitions without a leader,
 # restarts it, and checks that every record is there again, in order per key. Prints what it
 # checked; exits non-zero if anything was lost, duplicated or reordered.
 #
@@ -32,7 +33,7 @@ done
 [[ -r /usr/share/java/zookeeper.jar ]] || { echo "run-cluster.sh: Debian's zookeeper is missing (deploy/install-deps.sh)" >&2; exit 1; }
 
 cmake --preset release >/dev/null
-cmake --build --preset release -j "$jobs" --target rdmq-broker rdmq
+cmake --build --preset release -j "$jobs" --target rdmq-broker rdmq rdmq-produce rdmq-consume
 bin=$PWD/build/release/bin
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/rdmq-cluster-XXXXXX")
@@ -110,10 +111,19 @@ keys=$((partitions * 5))
 seq 0 $((records - 1)) | awk -v k="$keys" '{ print "k" ($1 % k) ":" $1 }' >"$work/input"
 kcat -b "${kafka[1]}" -P -t orders -K : -l "$work/input"
 say "produced $records keyed records through broker 1's Kafka listener"
+# rdmq's own producer through broker 2, with keys of its own (its partitioner is Kafka's murmur2,
+# kcat's a CRC32: the same key would land elsewhere and order per key could not be judged).
+seq "$records" $((2 * records - 1)) | awk -v k="$keys" '{ print "r" ($1 % k) ":" $1 }' |
+  "$bin/rdmq-produce" -b "tcp:${control[2]}" -K : orders
+say "produced $records keyed records through broker 2 with rdmq-produce"
 
-check() {  # VIA: reads everything through broker VIA and checks it
-  kcat -b "${kafka[$1]}" -C -t orders -e -q -f '%k %s\n' >"$work/read"
-  python3 - "$work/read" "$records" <<'EOF'
+check() {  # VIA [rdmq]: reads everything through broker VIA (with kcat, or rdmq-consume) and checks it
+  if [[ ${2:-kcat} == rdmq ]]; then
+    "$bin/rdmq-consume" -b "tcp:${control[$1]}" -e -f '%k %s\n' orders >"$work/read"
+  else
+    kcat -b "${kafka[$1]}" -C -t orders -e -q -f '%k %s\n' >"$work/read"
+  fi
+  python3 - "$work/read" $((2 * records)) <<'EOF'
 import sys
 last, n, seen = {}, 0, set()
 for line in open(sys.argv[1]):
@@ -126,7 +136,8 @@ if n != int(sys.argv[2]): sys.exit(f"read {n} records, expected {sys.argv[2]}")
 print(f"   {n} records, each once, in order per key")
 EOF
 }
-check 3 || fail "reading through broker 3"
+check 3 || fail "reading through broker 3 with kcat"
+check 3 rdmq || fail "reading through broker 3 with rdmq-consume"
 
 victim=$(rdmq 1 topic describe orders --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["partitions"][0]["leader"])')
 kill -KILL "${pid[$victim]}"
@@ -151,4 +162,5 @@ done
 [[ $offline == 0 ]] || fail "broker $victim's partitions did not get their leader back"
 say "broker $victim is back and leads its partitions again"
 check "$other" || fail "reading after the restart"
+check "$other" rdmq || fail "reading after the restart with rdmq-consume"
 say "OK: nothing lost, nothing duplicated, order per key kept"
