@@ -1,5 +1,5 @@
-// ClusterConsumer: the Consumer an application gets in a cluster without `group.id`
-// (docs/replication.md, "The broker in a cluster"). A broker serves reads only of the partitions
+// ClusterConsumer: the reader of a Consumer in a cluster (docs/replication.md, "The broker in a
+// cluster"): what an application gets without `group.id`, and what GroupConsumer reads through. A broker serves reads only of the partitions
 // it leads (others answer NOT_LEADER), so this consumer keeps one single-broker consumer
 // (consumer.cc) per broker it reads from, each connected to that broker alone, and gives each
 // the assigned partitions that broker leads (client::Routes: the leader, else the first replica,
@@ -10,8 +10,7 @@
 // bootstrap broker) at Assign.
 //
 // Not yet: a partition whose leader moves is not followed to the new leader (leaders move only
-// with replication, not built yet); a group's consumer (`group.id`) reads through its bootstrap
-// broker alone.
+// with replication, not built yet).
 //
 // Threading: as Consumer (one application thread; Wakeup from any).
 #pragma once

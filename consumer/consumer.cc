@@ -698,12 +698,17 @@ Result<std::unique_ptr<Consumer>> MakeOneBrokerConsumer(const ConsumerConfig& co
 Result<std::unique_ptr<Consumer>> Consumer::Create(const ConsumerConfig& config) {
   auto c = std::make_unique<ConsumerImpl>(config);
   RDMQ_RETURN_IF_ERROR(c->Init());
-  if (!config.group_id.empty()) return internal::MakeGroupConsumer(config, std::move(c));
-  // A broker of a cluster leads only some partitions: read each from its leader.
+  // A broker of a cluster leads only some partitions: read each from its leader (a group's
+  // consumer too; its group is coordinated by the broker it bootstraps from).
   auto cluster = c->DescribeCluster();
-  if (cluster.ok() && cluster->clustered != 0)
-    return internal::MakeClusterConsumer(config, std::move(c), *cluster);
-  return std::unique_ptr<Consumer>(std::move(c));
+  std::unique_ptr<Consumer> reader;
+  if (cluster.ok() && cluster->clustered != 0) {
+    RDMQ_ASSIGN_OR_RETURN(reader, internal::MakeClusterConsumer(config, std::move(c), *cluster));
+  } else {
+    reader = std::move(c);
+  }
+  if (!config.group_id.empty()) return internal::MakeGroupConsumer(config, std::move(reader));
+  return reader;
 }
 
 }  // namespace rdmq::consumer

@@ -162,6 +162,13 @@ TEST_CASE("cluster of three: topics spread, any broker answers, kcat reaches eve
   size_t total = 0;
   for (const auto& [p, count] : per_partition) total += count;
   CHECK(total == 3601);
+  // A group's consumer too: the group is coordinated by the broker it bootstraps from, its
+  // partitions read at their leaders.
+  const RunResult grouped = Run({Bin("rdmq-consume"), "-b", c.brokers.at(p0)->address(), "-g", "readers",
+                                 "-e", "-f", "%p %s\n", "orders"},
+                                "", 120);
+  REQUIRE_RUN(grouped, 0);
+  CHECK(std::count(grouped.out.begin(), grouped.out.end(), '\n') == 3601);
   const RunResult one =
       Run({Bin("rdmq-consume"), "-b", c.brokers.at(other)->address(), "-p", "0", "-e", "orders"}, "", 60);
   REQUIRE_RUN(one, 0);
