@@ -183,6 +183,15 @@ TEST_CASE("cluster of three: topics spread, any broker answers, kcat reaches eve
     json s = c.Json(survivor, {"cluster", "status"});
     return s["brokers"].size() == 2 && s["offline_partitions"] == 2;
   }));
+  // rdmq's clients, new to the victim, say that its partition's broker is gone.
+  const RunResult no_leader =
+      Run({Bin("rdmq-produce"), "-b", c.brokers.at(survivor)->address(), "-p", "1", "orders"}, "x\n", 60);
+  CHECK(no_leader.code == 1);
+  CHECK(Contains(no_leader.err, "broker " + std::to_string(victim) + " is not live in the cluster"));
+  const RunResult no_read =
+      Run({Bin("rdmq-consume"), "-b", c.brokers.at(survivor)->address(), "-p", "1", "-e", "orders"}, "", 60);
+  CHECK(no_read.code == 1);
+  CHECK(Contains(no_read.err, "broker " + std::to_string(victim) + " is not live in the cluster"));
   c.Start(victim);
   REQUIRE(Eventually([&] { return c.Json(survivor, {"cluster", "status"})["offline_partitions"] == 0; }));
   const RunResult again = c.Kcat(survivor, {"-C", "-t", "orders", "-e", "-q"});
