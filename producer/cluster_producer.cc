@@ -51,25 +51,11 @@ class ClusterProducer final : public Producer {
   }
 
   Status Flush(std::chrono::milliseconds timeout) override {
-    const auto deadline = Clock::now() + timeout;
-    Status first;
-    for (const auto& core : Cores()) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-      Status s = core->Flush(std::max(left, std::chrono::milliseconds(0)));
-      if (first.ok()) first = s;
-    }
-    return first;
+    return OnEachCore(timeout, [](Core& core, std::chrono::milliseconds left) { return core.Flush(left); });
   }
   Status Close(std::chrono::milliseconds timeout) override {
     if (closed_.exchange(true)) return Status(Errc::kFailedPrecondition, "the producer is closed");
-    const auto deadline = Clock::now() + timeout;
-    Status first;
-    for (const auto& core : Cores()) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-      Status s = core->Close(std::max(left, std::chrono::milliseconds(0)));
-      if (first.ok()) first = s;
-    }
-    return first;
+    return OnEachCore(timeout, [](Core& core, std::chrono::milliseconds left) { return core.Close(left); });
   }
   Result<int32_t> PartitionCount(std::string_view topic) override {
     if (auto n = routes_.PartitionCount(topic)) return *n;
@@ -145,6 +131,18 @@ class ClusterProducer final : public Producer {
     return cores_[broker] = std::move(core);
   }
 
+  // fn(core, time left) on every Core, all within `timeout`; the first error.
+  template <class Fn>
+  Status OnEachCore(std::chrono::milliseconds timeout, Fn fn) {
+    const auto deadline = Clock::now() + timeout;
+    Status first;
+    for (const auto& core : Cores()) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      Status s = fn(*core, std::max(left, std::chrono::milliseconds(0)));
+      if (first.ok()) first = s;
+    }
+    return first;
+  }
   std::vector<std::shared_ptr<Core>> Cores() {
     MutexLock lock(mu_);
     std::vector<std::shared_ptr<Core>> out;
