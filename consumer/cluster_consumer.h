@@ -1,8 +1,8 @@
 // ClusterConsumer: the reader of a Consumer in a cluster (docs/replication.md, "The broker in a
-// cluster"): what an application gets without `group.id`, and what GroupConsumer reads through. A broker serves reads only of the partitions
-// it leads (others answer NOT_LEADER), so this consumer keeps one single-broker consumer
-// (consumer.cc) per broker it reads from, each connected to that broker alone, and gives each
-// the assigned partitions that broker leads (client::Routes: the leader, else the first replica,
+// cluster"): what an application gets without `group.id`, and what GroupConsumer reads through. A broker
+// serves reads only of the partitions it leads (others answer NOT_LEADER), so this consumer keeps one
+// single-broker consumer (consumer.cc) per broker it reads from, each connected to that broker alone, and
+// gives each the assigned partitions that broker leads (client::Routes: the leader, else the first replica,
 // whose consumer reconnects with backoff until it returns). Poll polls each of them without
 // waiting; when none has records it waits in one of them, in turn, for at most 2 ms, so a
 // record on another broker's partition waits that long at most per broker before it is seen.
