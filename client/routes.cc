@@ -56,16 +56,26 @@ int32_t Routes::Sticky(std::string_view topic, size_t bytes, uint32_t random) {
   auto it = topics_.find(topic);
   if (it == topics_.end() || it->second.partitions.empty()) return 0;
   TopicRoutes& t = it->second;
-  const auto n = static_cast<uint32_t>(t.partitions.size());
-  if (t.sticky < 0) {
-    t.sticky = static_cast<int32_t>(random % n);
-    t.sticky_bytes = 0;
-  } else if (t.sticky_bytes >= batch_size_ && n > 1) {
-    // Another partition, never the same one again.
-    t.sticky = static_cast<int32_t>((static_cast<uint32_t>(t.sticky) + 1 + random % (n - 1)) % n);
-    t.sticky_bytes = 0;
+  const auto n = static_cast<int32_t>(t.partitions.size());
+  const auto led = [&](int32_t p) { return t.partitions[static_cast<size_t>(p)].leader >= 0; };
+  const bool have = t.sticky >= 0 && t.sticky < n;
+  if (have && t.sticky_bytes < batch_size_ && led(t.sticky)) {
+    t.sticky_bytes += bytes;
+    return t.sticky;
   }
-  t.sticky_bytes += bytes;
+  // Time for another: one with a leader (any, when none has one), not the same when there is a
+  // choice.
+  std::vector<int32_t> candidates;
+  for (int32_t p = 0; p < n; ++p) {
+    if (led(p)) candidates.push_back(p);
+  }
+  if (candidates.empty()) {
+    for (int32_t p = 0; p < n; ++p) candidates.push_back(p);
+  }
+  size_t pick = random % candidates.size();
+  if (have && candidates.size() > 1 && candidates[pick] == t.sticky) pick = (pick + 1) % candidates.size();
+  t.sticky = candidates[pick];
+  t.sticky_bytes = bytes;
   return t.sticky;
 }
 

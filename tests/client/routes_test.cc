@@ -54,6 +54,22 @@ TEST_CASE("routes: keyless records stick to a partition for batch.size bytes and
   for (uint32_t i = 0; i < 40; ++i) seen.insert(r.Sticky("t", 1000, i));
   CHECK(seen.size() == 4);  // every partition gets its turn
 
+  // Partitions without a leader are passed over while any has one; the sticky one moves off a
+  // partition whose leader went away.
+  Routes gaps(1000);
+  gaps.SetTopic("g", {{-1, {1}}, {2, {2}}, {-1, {3}}, {4, {4}}});
+  std::set<int32_t> picked;
+  for (uint32_t i = 0; i < 40; ++i) picked.insert(gaps.Sticky("g", 1000, i));
+  CHECK(picked == std::set<int32_t>{1, 3});
+  const int32_t now = gaps.Sticky("g", 10, 0);
+  std::vector<PartitionRoute> lost{{1, {1}}, {2, {2}}, {3, {3}}, {4, {4}}};
+  lost[static_cast<size_t>(now)].leader = -1;
+  gaps.SetTopic("g", lost);
+  CHECK(gaps.Sticky("g", 10, 0) != now);
+  gaps.SetTopic("g", {{-1, {1}}, {-1, {2}}});  // none has one: any will do (the record waits)
+  const int32_t any = gaps.Sticky("g", 10, 5);
+  CHECK((any == 0 || any == 1));
+
   Routes one(1000);
   one.SetTopic("u", {{1, {1}}});
   for (uint32_t i = 0; i < 5; ++i) CHECK(one.Sticky("u", 5000, i) == 0);

@@ -6,7 +6,8 @@
 // A partition goes to its leader; with no leader (its broker is down, replication.factor 1) to its
 // first replica, the broker that leads it again when it returns. Keyless records stick to one
 // partition for `batch.size` bytes, then move to another picked at random, as the single-broker
-// producer's sticky partitioner moves on once a batch is sealed.
+// producer's sticky partitioner moves on once a batch is sealed; partitions without a leader are
+// passed over while any has one (a keyless record can go anywhere).
 //
 // Threading: thread-safe (one mutex; the cluster producer's Send takes it once per record).
 #pragma once
