@@ -29,7 +29,11 @@ Result<int32_t> Routes::BrokerOf(std::string_view topic, int32_t partition) cons
   auto it = topics_.find(topic);
   if (it == topics_.end())
     return Status(Errc::kNotFound, "topic '" + std::string(topic) + "' is not routed yet");
-  const auto& parts = it->second.partitions;
+  return BrokerOfLocked(topic, it->second.partitions, partition);
+}
+
+Result<int32_t> Routes::BrokerOfLocked(std::string_view topic, const std::vector<PartitionRoute>& parts,
+                                       int32_t partition) const {
   if (partition < 0 || static_cast<size_t>(partition) >= parts.size()) {
     return Status(protocol::WireError::kUnknownPartition,
                   "topic '" + std::string(topic) + "' has " + std::to_string(parts.size()) +
@@ -51,11 +55,21 @@ Result<std::string> Routes::AddressOf(int32_t broker) const {
   return it->second;
 }
 
-int32_t Routes::Sticky(std::string_view topic, size_t bytes, uint32_t random) {
+Result<Routes::Target> Routes::Resolve(std::string_view topic, int32_t partition,
+                                       std::optional<uint32_t> key_hash, size_t bytes, uint32_t random) {
   MutexLock lock(mu_);
   auto it = topics_.find(topic);
-  if (it == topics_.end() || it->second.partitions.empty()) return 0;
+  if (it == topics_.end())
+    return Status(Errc::kNotFound, "topic '" + std::string(topic) + "' is not routed yet");
   TopicRoutes& t = it->second;
+  if (partition < 0 && !t.partitions.empty()) {
+    partition = key_hash ? static_cast<int32_t>(*key_hash % t.partitions.size()) : Sticky(t, bytes, random);
+  }
+  RDMQ_ASSIGN_OR_RETURN(const int32_t broker, BrokerOfLocked(topic, t.partitions, partition));
+  return Target{partition, broker};
+}
+
+int32_t Routes::Sticky(TopicRoutes& t, size_t bytes, uint32_t random) const {
   const auto n = static_cast<int32_t>(t.partitions.size());
   const auto led = [&](int32_t p) { return t.partitions[static_cast<size_t>(p)].leader >= 0; };
   const bool have = t.sticky >= 0 && t.sticky < n;

@@ -62,10 +62,14 @@ class ClusterConsumer final : public Consumer {
     }
     for (const auto& [broker, tps] : by_broker) RDMQ_RETURN_IF_ERROR(Connect(broker));
     // Every broker's consumer gets its share (none for the brokers that lead nothing assigned).
+    std::vector<Consumer*> active;
     for (auto& [broker, sub] : Subs()) {
       auto it = by_broker.find(broker);
       RDMQ_RETURN_IF_ERROR(sub->Assign(it == by_broker.end() ? std::vector<TopicPartition>{} : it->second));
+      if (it != by_broker.end()) active.push_back(sub);
     }
+    active_ = std::move(active);
+    rr_ = 0;
     owner_ = std::move(owner);
     assignment_ = partitions;
     return Status::Ok();
@@ -74,10 +78,7 @@ class ClusterConsumer final : public Consumer {
 
   Result<std::vector<ConsumerRecord>> Poll(std::chrono::milliseconds timeout) override {
     RDMQ_RETURN_IF_ERROR(CheckOpen());
-    std::vector<Consumer*> active;
-    for (auto& [broker, sub] : Subs()) {
-      if (!sub->Assignment().empty()) active.push_back(sub);
-    }
+    const std::vector<Consumer*>& active = active_;
     std::vector<ConsumerRecord> out;
     const auto deadline = Clock::now() + timeout;
     if (active.empty()) {
@@ -185,9 +186,7 @@ class ClusterConsumer final : public Consumer {
   template <class Fn>
   Status Each(const std::vector<TopicPartition>& partitions, Fn fn) {
     if (partitions.empty()) {
-      for (auto& [broker, sub] : Subs()) {
-        if (!sub->Assignment().empty()) RDMQ_RETURN_IF_ERROR(fn(*sub, {}));
-      }
+      for (Consumer* sub : active_) RDMQ_RETURN_IF_ERROR(fn(*sub, {}));
       return Status::Ok();
     }
     std::map<Consumer*, std::vector<TopicPartition>> share;
@@ -208,6 +207,7 @@ class ClusterConsumer final : public Consumer {
   bool wakeup_ = false;
   std::map<int32_t, std::unique_ptr<Consumer>> subs_;  // by broker id
   std::map<TopicPartition, int32_t> owner_;            // assigned partition -> broker
+  std::vector<Consumer*> active_;                      // the consumers given partitions
   std::vector<TopicPartition> assignment_;
   size_t rr_ = 0;  // the consumer that waits next
 };

@@ -71,7 +71,7 @@ class ClusterProducer final : public Producer {
       return Status(Errc::kFailedPrecondition, "the producer is closed");
     for (int attempt = 0;; ++attempt) {
       ProducerRecord routed = r;
-      RDMQ_ASSIGN_OR_RETURN(std::shared_ptr<Core> core, Route(routed));
+      RDMQ_ASSIGN_OR_RETURN(Core * core, Route(routed));
       Status s = core->Send(routed, cb, fut);
       if (s.ok() || !s.is(WireError::kNotLeader) || attempt == 1) return s;
       RDMQ_LOG(kDebug, "producer", "not the leader; asking for the topic's leaders again")
@@ -81,34 +81,33 @@ class ClusterProducer final : public Producer {
     }
   }
 
-  // Picks the record's partition (when it names none) and the Core of its leader.
-  Result<std::shared_ptr<Core>> Route(ProducerRecord& r) {
-    std::optional<int32_t> n = routes_.PartitionCount(r.topic);
-    if (!n || (r.partition >= 0 && r.partition >= *n)) {
-      // Not routed yet, or a partition beyond the count known (the topic may have grown).
+  // Picks the record's partition (when it names none) and the Core of its leader: one look at the
+  // routes per record, a second only for a topic not routed yet or a partition beyond the count
+  // known (the topic may have grown).
+  Result<Core*> Route(ProducerRecord& r) {
+    const std::optional<uint32_t> key_hash = r.key ? std::optional<uint32_t>(KeyHash(*r.key)) : std::nullopt;
+    const size_t bytes = r.value ? r.value->size() : 0;
+    auto target = routes_.Resolve(r.topic, r.partition, key_hash, bytes, RandomNumber());
+    if (!target.ok() &&
+        (target.status().is(Errc::kNotFound) || target.status().is(WireError::kUnknownPartition))) {
       RDMQ_RETURN_IF_ERROR(Describe(r.topic));
-      n = routes_.PartitionCount(r.topic);
+      target = routes_.Resolve(r.topic, r.partition, key_hash, bytes, RandomNumber());
     }
-    if (r.partition < 0) {
-      if (*n <= 0)
-        return Status(WireError::kUnknownPartition, "topic '" + std::string(r.topic) + "' has no partitions");
-      r.partition = r.key ? PartitionForKey(*r.key, *n)
-                          : routes_.Sticky(r.topic, r.value ? r.value->size() : 0, RandomNumber());
-    }
-    RDMQ_ASSIGN_OR_RETURN(const int32_t broker, routes_.BrokerOf(r.topic, r.partition));
-    return CoreOf(broker);
+    if (!target.ok()) return target.status();
+    r.partition = target->partition;
+    return CoreOf(target->broker);
   }
 
-  // The Core of `broker`, connected on first use.
-  Result<std::shared_ptr<Core>> CoreOf(int32_t broker) {
+  // The Core of `broker`, connected on first use. Cores live as long as the producer.
+  Result<Core*> CoreOf(int32_t broker) {
     {
       MutexLock lock(mu_);
-      if (auto it = cores_.find(broker); it != cores_.end()) return it->second;
+      if (auto it = cores_.find(broker); it != cores_.end()) return it->second.get();
     }
     MutexLock dial(dial_mu_);  // one new connection at a time; others wait for it
     {
       MutexLock lock(mu_);
-      if (auto it = cores_.find(broker); it != cores_.end()) return it->second;
+      if (auto it = cores_.find(broker); it != cores_.end()) return it->second.get();
     }
     Result<std::string> address = routes_.AddressOf(broker);
     if (!address.ok()) {
@@ -128,7 +127,7 @@ class ClusterProducer final : public Producer {
       return Status(Errc::kFailedPrecondition, "the producer is closed");
     }
     MutexLock lock(mu_);
-    return cores_[broker] = std::move(core);
+    return (cores_[broker] = std::move(core)).get();
   }
 
   // fn(core, time left) on every Core, all within `timeout`; the first error.

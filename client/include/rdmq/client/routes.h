@@ -48,8 +48,17 @@ class Routes {
   Result<int32_t> BrokerOf(std::string_view topic, int32_t partition) const EXCLUDES(mu_);
   // The control address of a live broker; kUnavailable naming it when it is not live.
   Result<std::string> AddressOf(int32_t broker) const EXCLUDES(mu_);
-  // The partition a keyless record of `bytes` goes to; `random` is a fresh random number.
-  int32_t Sticky(std::string_view topic, size_t bytes, uint32_t random) EXCLUDES(mu_);
+
+  // Where a producer's record goes, in one look (once per record): `partition` when it is >= 0;
+  // else, with a key, `key_hash` (non-negative) modulo the partition count; else the sticky
+  // partition, counting the record's `bytes` (`random`: a fresh random number, used when the
+  // sticky partition moves on). Errors as BrokerOf's.
+  struct Target {
+    int32_t partition = 0;
+    int32_t broker = 0;
+  };
+  Result<Target> Resolve(std::string_view topic, int32_t partition, std::optional<uint32_t> key_hash,
+                         size_t bytes, uint32_t random) EXCLUDES(mu_);
 
  private:
   struct TopicRoutes {
@@ -57,6 +66,10 @@ class Routes {
     int32_t sticky = -1;
     uint64_t sticky_bytes = 0;
   };
+  Result<int32_t> BrokerOfLocked(std::string_view topic, const std::vector<PartitionRoute>& parts,
+                                 int32_t partition) const REQUIRES(mu_);
+  int32_t Sticky(TopicRoutes& t, size_t bytes, uint32_t random) const REQUIRES(mu_);
+
   const uint32_t batch_size_;
   mutable Mutex mu_;
   std::map<int32_t, std::string> brokers_ GUARDED_BY(mu_);

@@ -15,9 +15,13 @@ namespace rdmq::producer {
 int32_t Murmur2(const void* data, size_t size) noexcept;
 inline int32_t Murmur2(std::string_view s) noexcept { return Murmur2(s.data(), s.size()); }
 
+// Kafka's Utils.toPositive(murmur2(key)): the key's partition is this modulo the count.
+inline uint32_t KeyHash(std::string_view key) noexcept {
+  return static_cast<uint32_t>(Murmur2(key) & 0x7fffffff);
+}
 // Kafka's Utils.toPositive(murmur2(key)) % num_partitions. num_partitions must be > 0.
 inline int32_t PartitionForKey(std::string_view key, int32_t num_partitions) noexcept {
-  return (Murmur2(key) & 0x7fffffff) % num_partitions;
+  return static_cast<int32_t>(KeyHash(key) % static_cast<uint32_t>(num_partitions));
 }
 
 }  // namespace rdmq::producer
