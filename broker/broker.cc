@@ -181,7 +181,7 @@ Status BrokerImpl::Init() {
   RDMQ_ASSIGN_OR_RETURN(rpc_, rpc::Server::Create(*control_fabric_, so));
   admin_ = std::make_unique<AdminHandlers>(cfg_, *data_fabric_, *meta_, sessions_, *topics_, *groups_,
                                            *authz_, cluster_.get());
-  group_rpcs_ = std::make_unique<GroupHandlers>(*groups_, sessions_, *authz_);
+  group_rpcs_ = std::make_unique<GroupHandlers>(*groups_, sessions_, *authz_, cluster_.get());
   user_rpcs_ =
       std::make_unique<UserHandlers>(*meta_, *authz_, [this](const std::string& u) { CutOffUser(u); });
   acl_rpcs_ = std::make_unique<AclHandlers>(*meta_, *authz_, [this] { RevokeDenied(); });

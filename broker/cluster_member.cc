@@ -212,9 +212,14 @@ Result<ProducerId> ClusterMember::NextProducerId() {
 
 int32_t ClusterMember::CoordinatorOf(const std::string& group) const {
   std::vector<int32_t> candidates;
+  std::vector<int32_t> all;
   for (const auto& [bid, b] : View().brokers) {
     if (!b.kafka.empty()) candidates.push_back(bid);
+    all.push_back(bid);
   }
+  // Kafka clients must reach their coordinator's Kafka listener; without one anywhere, rdmq's
+  // own groups still need a coordinator.
+  if (candidates.empty()) candidates = std::move(all);
   if (candidates.empty()) return -1;
   return candidates[StableHash(group) % candidates.size()];
 }

@@ -61,8 +61,10 @@ class ClusterMember final : public cluster::AgentListener {
   static std::optional<ClusterTopic> TopicIn(const cluster::ClusterSnapshot& view, const std::string& name);
   protocol::DescribeClusterResponse Describe() const;
   Result<ProducerId> NextProducerId() EXCLUDES(ids_mu_);
-  // The broker that coordinates `group` for Kafka clients: one of the live brokers with a Kafka
-  // listener, chosen by the group's name (-1 when there is none).
+  // The broker that coordinates `group`, for Kafka clients and rdmq's own alike: one of the live
+  // brokers, chosen by the group's name (a stable hash over their ids), among those with a Kafka
+  // listener when any has one. -1 when no broker is live. Each broker computes it from its own
+  // view of the live brokers, so while a broker joins or leaves two may briefly disagree.
   int32_t CoordinatorOf(const std::string& group) const;
   cluster::ClusterSnapshot View() const {
     auto a = Agent();

@@ -118,9 +118,19 @@ class AdminClientImpl final : public AdminClient {
 
   // --- Consumer groups -----------------------------------------------------------------------
 
+  // In a cluster each broker lists the groups it coordinates: every live broker is asked.
   Result<std::vector<GroupListing>> ListGroups() override {
     RDMQ_ASSIGN_OR_RETURN(auto resp,
                           (Call<protocol::ListGroupsResponse>(Api::kListGroups, protocol::Empty{})));
+    RDMQ_ASSIGN_OR_RETURN(
+        auto cluster, (Call<protocol::DescribeClusterResponse>(Api::kDescribeCluster, protocol::Empty{})));
+    for (const auto& b : cluster.brokers) {
+      if (cluster.clustered == 0 || b.id == cluster.this_broker) continue;
+      auto there = CallAt<protocol::ListGroupsResponse>(b.control, Api::kListGroups, protocol::Empty{});
+      if (!there.ok())
+        return there.status().WithContext("listing the groups of broker " + std::to_string(b.id));
+      resp.groups.insert(resp.groups.end(), there->groups.begin(), there->groups.end());
+    }
     std::vector<GroupListing> out;
     for (const auto& g : resp.groups) out.push_back({g.group, g.state, g.members, g.type});
     std::sort(out.begin(), out.end(), [](const auto& x, const auto& y) { return x.group < y.group; });
@@ -128,8 +138,8 @@ class AdminClientImpl final : public AdminClient {
   }
 
   Result<GroupDescription> DescribeGroup(const std::string& group) override {
-    RDMQ_ASSIGN_OR_RETURN(auto resp, (Call<protocol::DescribeGroupResponse>(Api::kDescribeGroup,
-                                                                            protocol::GroupRequest{group})));
+    RDMQ_ASSIGN_OR_RETURN(auto resp, (AtCoordinator<protocol::DescribeGroupResponse>(
+                                         group, Api::kDescribeGroup, protocol::GroupRequest{group})));
     auto tps = [](const std::vector<protocol::TopicPartitionRef>& refs) {
       std::vector<TopicPartition> out;
       out.reserve(refs.size());
@@ -186,14 +196,15 @@ class AdminClientImpl final : public AdminClient {
   }
 
   Status DeleteGroup(const std::string& group) override {
-    return Call<protocol::Empty>(Api::kDeleteGroup, protocol::GroupRequest{group}).status();
+    return AtCoordinator<protocol::Empty>(group, Api::kDeleteGroup, protocol::GroupRequest{group}).status();
   }
 
   Result<std::map<TopicPartition, CommittedOffset>> ListGroupOffsets(
       const std::string& group, const std::vector<TopicPartition>& partitions) override {
     protocol::OffsetFetchRequest req{group, {}};
     for (const auto& tp : partitions) req.partitions.push_back({tp.topic, PartitionId(tp.partition)});
-    RDMQ_ASSIGN_OR_RETURN(auto resp, (Call<protocol::OffsetFetchResponse>(Api::kOffsetFetch, req)));
+    RDMQ_ASSIGN_OR_RETURN(auto resp,
+                          (AtCoordinator<protocol::OffsetFetchResponse>(group, Api::kOffsetFetch, req)));
     std::map<TopicPartition, CommittedOffset> out;
     for (const auto& e : resp.offsets) {
       const bool none = e.offset.value() < 0;
@@ -216,7 +227,7 @@ class AdminClientImpl final : public AdminClient {
       }
       req.offsets.push_back({tp.topic, PartitionId(tp.partition), Offset(offset), -1, "", TimestampMs(0)});
     }
-    return Call<protocol::Empty>(Api::kOffsetCommit, req).status();
+    return AtCoordinator<protocol::Empty>(group, Api::kOffsetCommit, req).status();
   }
 
   Result<int64_t> OffsetForTimestamp(const TopicPartition& tp, int64_t timestamp_ms) override {
@@ -282,6 +293,28 @@ class AdminClientImpl final : public AdminClient {
           {b.principal, b.permission, b.operation, b.resource_type, b.pattern_type, b.resource_name});
     }
     return req;
+  }
+
+  // One RPC at the broker whose control address is `address`, over a connection of its own.
+  template <class Resp, class Req>
+  Result<Resp> CallAt(const std::string& address, protocol::Api api, const Req& req) {
+    ClientOptions at = conn_->options();
+    at.bootstrap = address;
+    ConnectionOptions co;
+    co.data_endpoint = false;
+    RDMQ_ASSIGN_OR_RETURN(auto there, Connection::Open(at, co));
+    return there->Call<Resp>(api, req);
+  }
+  // One RPC at the broker that coordinates `group` (FindCoordinator): this one, or another in a
+  // cluster.
+  template <class Resp, class Req>
+  Result<Resp> AtCoordinator(const std::string& group, protocol::Api api, const Req& req) {
+    RDMQ_ASSIGN_OR_RETURN(auto c, (Call<protocol::FindCoordinatorResponse>(Api::kFindCoordinator,
+                                                                           protocol::GroupRequest{group})));
+    if (c.control.empty()) return Call<Resp>(api, req);
+    auto r = CallAt<Resp>(c.control, api, req);
+    if (r.ok() || !r.status().is(Errc::kUnavailable)) return r;
+    return r.status().WithContext("group '" + group + "' coordinator, broker " + std::to_string(c.broker));
   }
 
   // One admin RPC, retried with backoff (retry.backoff.ms, doubling up to

@@ -79,7 +79,7 @@ Result<std::unique_ptr<Connection::Link>> Connection::Dial() const {
   Status last;
   std::string tried;
   for (const std::string& address : servers_) {
-    auto link = DialOne(address);
+    auto link = DialAt(address);
     if (link.ok() || servers_.size() == 1) return link;
     // A broker that answered and refused (another fabric, an error of its own) is as good as
     // absent: the next server may serve.
@@ -91,7 +91,7 @@ Result<std::unique_ptr<Connection::Link>> Connection::Dial() const {
   return Status(last.code(), "no bootstrap server answered: " + tried);
 }
 
-Result<std::unique_ptr<Connection::Link>> Connection::DialOne(const std::string& address) const {
+Result<std::unique_ptr<Connection::Link>> Connection::DialAt(const std::string& address) const {
   auto link = std::make_unique<Link>();
   link->address = address;
   rpc::ClientOptions ro;

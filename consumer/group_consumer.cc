@@ -5,6 +5,7 @@
 #include <set>
 
 #include "consumer/membership.h"
+#include "rdmq/client/coordinator.h"
 #include "rdmq/common/log.h"
 #include "rdmq/protocol/group_messages.h"
 
@@ -146,10 +147,18 @@ class GroupConsumer final : public Consumer {
     Status s;
     // A heartbeat may move the member's epoch between reading it and the commit's arrival; a
     // stale epoch is retried once the next heartbeat answered.
+    // The coordinator moved: a subscribed member's heartbeat thread finds it (and the member
+    // rejoins there); without a subscription nothing else uses the connection, so this thread
+    // follows it.
     for (int attempt = 0; attempt < 3; ++attempt) {
       s = conn_->Call<protocol::Empty>(Api::kOffsetCommit, CommitRequest(offsets)).status();
-      if (!s.is(WireError::kStaleMemberEpoch)) break;
-      member_.AwaitHeartbeat(std::chrono::milliseconds(1000));
+      if (s.is(WireError::kStaleMemberEpoch) || (subscribed_ && s.is(WireError::kNotCoordinator))) {
+        member_.AwaitHeartbeat(std::chrono::milliseconds(1000));
+      } else if (!subscribed_ && (s.is(WireError::kNotCoordinator) || s.is(Errc::kUnavailable))) {
+        RDMQ_RETURN_IF_ERROR(client::FollowCoordinator(*conn_, cfg_.group_id));
+      } else {
+        break;
+      }
     }
     return s;
   }
@@ -397,6 +406,7 @@ Result<std::unique_ptr<Consumer>> MakeGroupConsumer(const ConsumerConfig& cfg,
   client::ConnectionOptions co;
   co.data_endpoint = false;
   RDMQ_ASSIGN_OR_RETURN(auto conn, client::Connection::Open(cfg.client, co));
+  RDMQ_RETURN_IF_ERROR(client::FollowCoordinator(*conn, cfg.group_id));
   return std::unique_ptr<Consumer>(new GroupConsumer(cfg, std::move(reader), std::move(conn)));
 }
 

@@ -1,7 +1,9 @@
 #include "consumer/membership.h"
 
 #include <algorithm>
+#include <utility>
 
+#include "rdmq/client/coordinator.h"
 #include "rdmq/common/log.h"
 #include "rdmq/protocol/group_messages.h"
 
@@ -119,7 +121,14 @@ void Membership::OnAnswer(const Result<protocol::GroupHeartbeatResponse>& r) {
     urgent_ = true;
     return;
   }
-  if (s.is(Errc::kUnavailable) || s.is(Errc::kTimeout) || s.is(WireError::kStaleMemberEpoch)) {
+  if (s.is(WireError::kNotCoordinator)) {
+    // The coordinator moved (a broker joined or left the cluster). The new one does not know
+    // this member: its next answer is UNKNOWN_MEMBER_ID, and the member rejoins there.
+    RDMQ_LOG(kInfo, "consumer", "group coordinator moved").kv("group", cfg_.group_id).kv("why", s);
+    relocate_ = true;
+  }
+  if (s.is(Errc::kUnavailable) || s.is(Errc::kTimeout) || s.is(WireError::kStaleMemberEpoch) ||
+      s.is(WireError::kNotCoordinator)) {
     const auto lo = cfg_.client.reconnect_backoff;
     backoff_ = std::clamp(backoff_ * 2, lo, std::max(lo, cfg_.client.reconnect_backoff_max));
     return;
@@ -138,13 +147,19 @@ void Membership::Loop() {
     }
     urgent_ = false;
     const protocol::GroupHeartbeatRequest req = Request();
+    const bool relocate = std::exchange(relocate_, false);
     lock.Unlock();
-    // The broker went away: connect again (every bootstrap server in turn) before the heartbeat;
-    // a failure is retried with backoff like an unanswered heartbeat. Only this thread reconnects
-    // the group's control connection.
+    // The broker went away, or it no longer coordinates the group: find the coordinator again
+    // (connecting to every bootstrap server in turn when needed) before the heartbeat; a failure
+    // is retried with backoff like an unanswered heartbeat. Only this thread reconnects the
+    // group's control connection.
     Result<protocol::GroupHeartbeatResponse> r = Status(Errc::kUnavailable, "not connected");
-    if (conn_.connected() || conn_.Reconnect().ok()) {
+    Status located = Status::Ok();
+    if (relocate || !conn_.connected()) located = client::FollowCoordinator(conn_, cfg_.group_id);
+    if (located.ok()) {
       r = conn_.Call<protocol::GroupHeartbeatResponse>(Api::kGroupHeartbeat, req);
+    } else {
+      r = located;
     }
     lock.Lock();
     // An answer to a request built before the owned set or identity changed is still valid:

@@ -4,8 +4,10 @@
 // broker gave. The polling thread reads the assignment (Target), applies it to the consumer and
 // reports what it owns now (SetOwned). Errors that fence the member (unknown member, fenced
 // epoch) mark what it owned as lost and make it rejoin; an unreachable broker is reconnected to
-// and retried with backoff (after a broker restart the member is unknown: lost, rejoin); other errors (a bad
-// subscription) are kept for Poll to return.
+// and retried with backoff (after a broker restart the member is unknown: lost, rejoin); in a
+// cluster the heartbeats go to the group's coordinator, found again (FindCoordinator) after the
+// connection broke or a NOT_COORDINATOR answer; other errors (a bad subscription) are kept for
+// Poll to return.
 //
 // Threading: every method is thread-safe; the heartbeat thread runs between Start and Leave.
 #pragma once
@@ -60,7 +62,8 @@ class Membership {
   CondVar cv_;
   bool running_ GUARDED_BY(mu_) = false;
   bool stop_ GUARDED_BY(mu_) = false;
-  bool urgent_ GUARDED_BY(mu_) = false;  // heartbeat now
+  bool urgent_ GUARDED_BY(mu_) = false;    // heartbeat now
+  bool relocate_ GUARDED_BY(mu_) = false;  // find the coordinator before the next heartbeat
   std::vector<std::string> topics_ GUARDED_BY(mu_);
   std::string regex_ GUARDED_BY(mu_);
   std::string member_id_ GUARDED_BY(mu_);

@@ -50,6 +50,8 @@ std::string_view ApiName(Api api) noexcept {
       return "DescribeGroup";
     case Api::kDeleteGroup:
       return "DeleteGroup";
+    case Api::kFindCoordinator:
+      return "FindCoordinator";
     case Api::kCreateUser:
       return "CreateUser";
     case Api::kAlterUser:

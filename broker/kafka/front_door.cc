@@ -77,6 +77,8 @@ kafka::ErrorCode ToKafkaError(const Status& s) {
         return ErrorCode::kNotLeaderOrFollower;
       case WireError::kNotEnoughReplicas:
         return ErrorCode::kNotEnoughReplicas;
+      case WireError::kNotCoordinator:
+        return ErrorCode::kNotCoordinator;
       case WireError::kInternal:
       default:
         return ErrorCode::kUnknownServerError;

@@ -4,7 +4,8 @@
 // consumes through any broker, each request reaching the partition's leader; rdmq's own producer
 // does too (by partition and by key), and its consumer reads each partition from its leader; a
 // killed broker's partitions have no leader until it returns with its data; deleting a topic removes it from
-// every broker's disk; settings that cannot work are refused.
+// every broker's disk; a consumer group has one coordinator whichever broker its members
+// bootstrap from; settings that cannot work are refused.
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <map>
@@ -14,7 +15,9 @@
 #include <thread>
 
 #include "cli/cli_fixture.h"
+#include "rdmq/client/connection.h"
 #include "rdmq/producer/partitioner.h"
+#include "rdmq/protocol/group_messages.h"
 #include "support/zookeeper_server.h"
 
 namespace rdmq::test {
@@ -162,8 +165,8 @@ TEST_CASE("cluster of three: topics spread, any broker answers, kcat reaches eve
   size_t total = 0;
   for (const auto& [p, count] : per_partition) total += count;
   CHECK(total == 3601);
-  // A group's consumer too: the group is coordinated by the broker it bootstraps from, its
-  // partitions read at their leaders.
+  // A group's consumer too: the group is coordinated by one broker of the cluster (the test
+  // below), its partitions read at their leaders.
   const RunResult grouped = Run({Bin("rdmq-consume"), "-b", c.brokers.at(p0)->address(), "-g", "readers",
                                  "-e", "-f", "%p %s\n", "orders"},
                                 "", 120);
@@ -214,6 +217,87 @@ TEST_CASE("cluster of three: topics spread, any broker answers, kcat reaches eve
     return true;
   }));
   CHECK(c.Json(1, {"topic", "list"})["topics"].empty());
+}
+
+// An RPC connection (no data endpoint) to broker `via`.
+std::unique_ptr<client::Connection> Control(Cluster& c, int via) {
+  client::ClientOptions o;
+  o.bootstrap = c.brokers.at(via)->address();
+  client::ConnectionOptions co;
+  co.data_endpoint = false;
+  auto conn = client::Connection::Open(o, co);
+  REQUIRE(conn.ok());
+  return std::move(*conn);
+}
+
+// FindCoordinator through `via`: the broker that coordinates `group`.
+int CoordinatorVia(Cluster& c, int via, const std::string& group) {
+  auto found = Control(c, via)->Call<protocol::FindCoordinatorResponse>(protocol::Api::kFindCoordinator,
+                                                                        protocol::GroupRequest{group});
+  REQUIRE(found.ok());
+  CHECK(found->control.empty() == (found->broker == via));
+  return found->broker;
+}
+
+TEST_CASE("cluster: a group has one coordinator whichever broker its members bootstrap from",
+          "[e2e][cluster]") {
+  START_CLUSTER(c);
+  for (int id : {1, 2, 3}) c.Start(id);
+  REQUIRE_RUN(c.Rdmq(1, {"topic", "create", "jobs", "--partitions", "6"}), 0);
+  std::string lines;
+  for (int i = 0; i < 600; ++i) lines += "j" + std::to_string(i) + "\n";
+  REQUIRE_RUN(Run({Bin("rdmq-produce"), "-b", c.brokers.at(1)->address(), "jobs"}, lines, 60), 0);
+
+  // Every broker names the same coordinator.
+  const int coordinator = CoordinatorVia(c, 1, "workers");
+  REQUIRE(coordinator >= 1);
+  CHECK(CoordinatorVia(c, 2, "workers") == coordinator);
+  CHECK(CoordinatorVia(c, 3, "workers") == coordinator);
+  const int elsewhere = coordinator == 1 ? 2 : 1;
+  const int third = 6 - coordinator - elsewhere;
+
+  // Another broker refuses the group's requests, naming the coordinator.
+  {
+    protocol::GroupHeartbeatRequest join;
+    join.group = "workers";
+    join.topics = {"jobs"};
+    join.session_timeout_ms = 10000;
+    join.rebalance_timeout_ms = 10000;
+    auto refused =
+        Control(c, elsewhere)->Call<protocol::GroupHeartbeatResponse>(protocol::Api::kGroupHeartbeat, join);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.status().is(protocol::WireError::kNotCoordinator));
+    CHECK(Contains(refused.status().ToString(), "coordinated by broker " + std::to_string(coordinator)));
+  }
+
+  // A member bootstrapped at a broker that does not coordinate the group reads everything and
+  // commits at the coordinator ...
+  const RunResult first = Run({Bin("rdmq-consume"), "-b", c.brokers.at(elsewhere)->address(), "-g", "workers",
+                               "--commit", "-e", "jobs"},
+                              "", 120);
+  REQUIRE_RUN(first, 0);
+  CHECK(std::count(first.out.begin(), first.out.end(), '\n') == 600);
+  // ... so a member bootstrapped at a third broker resumes from those commits: nothing is left.
+  const RunResult second = Run(
+      {Bin("rdmq-consume"), "-b", c.brokers.at(third)->address(), "-g", "workers", "--commit", "-e", "jobs"},
+      "", 120);
+  REQUIRE_RUN(second, 0);
+  CHECK(second.out.empty());
+  // The group's offsets, described and listed through any broker, are the coordinator's.
+  for (int via : {1, 2, 3}) {
+    INFO("via broker " << via);
+    const json d = c.Json(via, {"group", "describe", "workers"});
+    int64_t committed = 0;
+    for (const auto& p : d["partitions"]) {
+      if (!p["committed_offset"].is_null()) committed += p["committed_offset"].get<int64_t>();
+    }
+    CHECK(committed == 600);
+    const json list = c.Json(via, {"group", "list"});
+    REQUIRE(list["groups"].size() == 1);
+    CHECK(list["groups"][0]["group"] == "workers");
+  }
+  REQUIRE_RUN(c.Rdmq(third, {"group", "delete", "workers"}), 0);
+  CHECK(c.Json(elsewhere, {"group", "list"})["groups"].empty());
 }
 
 TEST_CASE("cluster: settings that cannot work are refused with the reason", "[e2e][cluster]") {

@@ -45,6 +45,7 @@ void ForEachMessageType(F&& f) {
   f.template operator()<ListGroupsResponse>();
   f.template operator()<GroupRequest>();
   f.template operator()<DescribeGroupResponse>();
+  f.template operator()<FindCoordinatorResponse>();
   f.template operator()<ScramSecretEntry>();
   f.template operator()<UserRequest>();
   f.template operator()<UserNameRequest>();

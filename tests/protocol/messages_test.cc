@@ -251,6 +251,7 @@ TEST_CASE("the cluster's additions: DescribeCluster, NOT_LEADER, NOT_ENOUGH_REPL
   CHECK(static_cast<int>(WireError::kInvalidAcl) == 38);
   CHECK(static_cast<int>(WireError::kNotLeader) == 39);
   CHECK(static_cast<int>(WireError::kNotEnoughReplicas) == 40);
+  CHECK(static_cast<int>(WireError::kNotCoordinator) == 41);
   CHECK(Status(WireError::kNotLeader).is(Errc::kFailedPrecondition));
   // A partition's leadership follows its log's numbers.
   PartitionInfo p;

@@ -90,6 +90,9 @@ class Connection {
   // endpoint and its handshake. The current link is untouched. Thread-safe; one Dial at a time
   // is the caller's business. kUnavailable naming every server tried when none answers.
   Result<std::unique_ptr<Link>> Dial() const;
+  // The same, to one broker's control address (one the cluster named: a group's coordinator),
+  // whether or not it is a bootstrap server.
+  Result<std::unique_ptr<Link>> DialAt(const std::string& address) const;
   // Makes `link` the current one and destroys the old (its RPC handle once no Call uses it).
   // The fabric, its regions and the completion queues stay: memory registered on the fabric
   // stays valid. The caller guarantees that no thread uses data() meanwhile and that nothing
@@ -122,7 +125,6 @@ class Connection {
  private:
   Connection() = default;
   std::shared_ptr<rpc::Client> rpc() const;
-  Result<std::unique_ptr<Link>> DialOne(const std::string& address) const;
   // The SCRAM login after Hello when the broker asks for one (sasl.* options).
   Status LogIn(Link& link) const;
 

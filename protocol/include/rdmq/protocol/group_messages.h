@@ -139,11 +139,21 @@ struct ListGroupsResponse {
     v(groups);
   }
 };
-struct GroupRequest {  // DescribeGroup, DeleteGroup
+struct GroupRequest {  // DescribeGroup, DeleteGroup, FindCoordinator
   std::string group;
   template <class V>
   void Visit(V& v) {
     v(group);
+  }
+};
+// FindCoordinator (46): the broker that coordinates a group (request: GroupRequest).
+struct FindCoordinatorResponse {
+  int32_t broker = -1;
+  std::string control;  // its RPC control address; "" when it is the broker that answered
+  template <class V>
+  void Visit(V& v) {
+    v(broker);
+    v(control);
   }
 };
 struct GroupMemberInfo {

@@ -54,7 +54,8 @@
   X(kClusterAuthorizationFailed, kPermissionDenied, "CLUSTER_AUTHORIZATION_FAILED") \
   X(kInvalidAcl, kInvalidArgument, "INVALID_ACL")                                   \
   X(kNotLeader, kFailedPrecondition, "NOT_LEADER")                                  \
-  X(kNotEnoughReplicas, kFailedPrecondition, "NOT_ENOUGH_REPLICAS")
+  X(kNotEnoughReplicas, kFailedPrecondition, "NOT_ENOUGH_REPLICAS")                 \
+  X(kNotCoordinator, kFailedPrecondition, "NOT_COORDINATOR")
 RDMQ_DEFINE_ERRORS(rdmq::protocol, WireError, "rdmq", RDMQ_WIRE_ERRORS)
 
 namespace rdmq::protocol {
@@ -86,6 +87,7 @@ enum class Api : uint16_t {
   kListGroups = 43,
   kDescribeGroup = 44,
   kDeleteGroup = 45,
+  kFindCoordinator = 46,
   kCreateUser = 50,  // user_messages.h
   kAlterUser = 51,
   kDeleteUser = 52,
