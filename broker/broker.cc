@@ -108,7 +108,6 @@ Status BrokerImpl::StartKafka() {
   kd.topics = topics_.get();
   kd.admin = admin_.get();
   kd.groups = groups_.get();
-  kd.offsets = offsets_.get();
   kd.appender = appender_.get();
   kd.counters = &n_;
   kd.authz = authz_.get();
@@ -172,6 +171,7 @@ Status BrokerImpl::Init() {
     // The partitions to open are the replicas the cluster gives this broker (at the end of Init).
     cluster_ = std::make_unique<ClusterMember>(cfg_, *meta_, *topics_, *groups_);
     groups_->SetTopicSource([this] { return cluster_->CachedTopics(); });
+    groups_->SetOffsetBook(ClusterOffsetBook(*cluster_));
   } else {
     RDMQ_RETURN_IF_ERROR(Recover(&partitions));
   }

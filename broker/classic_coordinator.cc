@@ -250,7 +250,7 @@ ClassicCommitResponse GroupCoordinator::CommitClassic(const ClassicCommitRequest
       out.status = CheckClassicCommit(req.group, req.member_id, req.instance_id, req.generation_id, &ready);
     }
     if (out.status.ok() && !offsets.empty()) {
-      if (Status s = offsets_.Commit(req.group, offsets); !s.ok()) {
+      if (Status s = offsets_->Commit(req.group, offsets); !s.ok()) {
         out.status = Status(ClassicErrc::kUnknownServerError, "offset store: " + s.ToString());
       }
     }

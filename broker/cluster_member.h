@@ -71,6 +71,11 @@ class ClusterMember final : public cluster::AgentListener {
     return a ? a->Cached() : cluster::ClusterSnapshot{};
   }
   int32_t id() const { return static_cast<int32_t>(cfg_.broker_id); }
+  // The agent, once Start made it (null before, and after Stop).
+  std::shared_ptr<cluster::ClusterAgent> Agent() const EXCLUDES(agent_mu_) {
+    MutexLock lock(agent_mu_);
+    return agent_;
+  }
 
  private:
   void OnReplicas(const cluster::ReplicaMap& replicas) override EXCLUDES(sync_mu_);
@@ -80,12 +85,6 @@ class ClusterMember final : public cluster::AgentListener {
   // Opens the replicas it holds and sets their leadership.
   void OpenHeld(const cluster::ReplicaMap& replicas) REQUIRES(sync_mu_);
   void SetServing(Partition& p, bool serving, int32_t leader, int32_t epoch);
-
-  // The agent, once Start made it (null before, and after Stop).
-  std::shared_ptr<cluster::ClusterAgent> Agent() const EXCLUDES(agent_mu_) {
-    MutexLock lock(agent_mu_);
-    return agent_;
-  }
 
   const BrokerConfig& cfg_;
   metadata::MetadataStore& meta_;

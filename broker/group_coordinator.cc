@@ -65,7 +65,7 @@ std::string Salt() {
 
 GroupCoordinator::GroupCoordinator(const BrokerConfig& cfg, const metadata::MetadataStore& meta,
                                    metadata::OffsetStore& offsets)
-    : cfg_(cfg), meta_(meta), offsets_(offsets), salt_(Salt()) {}
+    : cfg_(cfg), meta_(meta), offsets_(LocalOffsetBook(offsets)), salt_(Salt()) {}
 
 void GroupCoordinator::Start() {
   thread_ = std::thread([this] { Loop(); });
@@ -206,7 +206,7 @@ Status GroupCoordinator::Commit(const protocol::OffsetCommitRequest& req) {
       s = ToWire(classic.CheckCommit(req.member_id, "", req.member_epoch, Clock::now()));
       Collect(classic, &ready);
     }
-    if (s.ok()) s = ToWire(offsets_.Commit(req.group, offsets));
+    if (s.ok()) s = ToWire(offsets_->Commit(req.group, offsets));
   }
   Deliver(ready);
   return s;
@@ -215,12 +215,14 @@ Status GroupCoordinator::Commit(const protocol::OffsetCommitRequest& req) {
 Result<protocol::OffsetFetchResponse> GroupCoordinator::Fetch(const protocol::OffsetFetchRequest& req) const {
   RDMQ_RETURN_IF_ERROR(ToWire(metadata::ValidateGroupId(req.group)));
   protocol::OffsetFetchResponse out;
+  RDMQ_ASSIGN_OR_RETURN(const metadata::GroupOffsets all, offsets_->FetchGroup(req.group));
   if (req.partitions.empty()) {
-    for (const auto& [key, c] : offsets_.FetchGroup(req.group)) out.offsets.push_back(ToEntry(key, c));
+    for (const auto& [key, c] : all) out.offsets.push_back(ToEntry(key, c));
     return out;
   }
   for (const auto& tp : req.partitions) {
-    const auto c = offsets_.Fetch(req.group, tp.topic, tp.partition.value());
+    const auto it = all.find({tp.topic, tp.partition.value()});
+    const auto c = it == all.end() ? std::nullopt : std::optional(it->second);
     if (c) {
       out.offsets.push_back(ToEntry({tp.topic, tp.partition.value()}, *c));
     } else {
@@ -250,7 +252,7 @@ Status GroupCoordinator::Delete(const std::string& id) {
   }
   const bool had_state = it != groups_.end();
   if (had_state) groups_.erase(it);
-  Status s = offsets_.DeleteGroup(id);
+  Status s = offsets_->DeleteGroup(id);
   if (s.is(metadata::MetadataErrc::kNoSuchGroup) && had_state) return Status::Ok();
   if (s.is(metadata::MetadataErrc::kNoSuchGroup))
     return Status(WireError::kUnknownGroup, "no group '" + id + "'");
@@ -267,7 +269,7 @@ void GroupCoordinator::TopicsChanged() {
 
 Status GroupCoordinator::TopicDeleted(const std::string& topic) {
   TopicsChanged();
-  return offsets_.DeleteTopic(topic);
+  return offsets_->DeleteTopic(topic);
 }
 
 void GroupCoordinator::Loop() {

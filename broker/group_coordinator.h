@@ -3,9 +3,10 @@
 // GroupHeartbeat RPCs) or Kafka's classic protocol (a group::ClassicGroup, driven by the Kafka
 // listener's JoinGroup/SyncGroup/Heartbeat/LeaveGroup): a group id is one group whichever
 // protocol its members speak, and while it has members of one kind a join of the other kind is
-// refused (INCONSISTENT_GROUP_PROTOCOL). Committed offsets are one durable metadata::OffsetStore
-// for both. A timer thread drives session and rebalance timeouts and topic changes. Membership is
-// not persisted: after a restart members rejoin and resume from their committed offsets.
+// refused (INCONSISTENT_GROUP_PROTOCOL). Committed offsets are one durable OffsetBook for both
+// (the broker's metadata::OffsetStore, or in a cluster ZooKeeper: offset_book.h). A timer thread drives
+// session and rebalance timeouts and topic changes. Membership is not persisted: after a restart members
+// rejoin and resume from their committed offsets.
 //
 // Threading: every method is thread-safe (one mutex, taken outside the offset store's). The
 // timer thread sleeps until the groups' next deadline, or until TopicsChanged() / Stop() / a
@@ -37,6 +38,7 @@
 #include <variant>
 #include <vector>
 
+#include "offset_book.h"
 #include "rdmq/broker/config.h"
 #include "rdmq/common/mutex.h"
 #include "rdmq/common/status.h"
@@ -101,6 +103,10 @@ class GroupCoordinator {
   void SetTopicSource(std::function<std::vector<metadata::TopicInfo>()> source) {
     topic_source_ = std::move(source);
   }
+  // Where committed offsets are kept instead of the local offset store (a cluster's ZooKeeper:
+  // offset_book.h). Set before Start.
+  void SetOffsetBook(std::unique_ptr<OffsetBook> book) { offsets_ = std::move(book); }
+  OffsetBook& offsets() { return *offsets_; }
   // Stops the timer thread and answers every waiting JoinGroup/SyncGroup with
   // COORDINATOR_NOT_AVAILABLE (on this thread).
   void Stop() EXCLUDES(mu_);
@@ -176,7 +182,7 @@ class GroupCoordinator {
   const BrokerConfig& cfg_;
   const metadata::MetadataStore& meta_;
   std::function<std::vector<metadata::TopicInfo>()> topic_source_;
-  metadata::OffsetStore& offsets_;
+  std::unique_ptr<OffsetBook> offsets_;
   const std::string salt_;  // this incarnation's, in generated member ids
   mutable Mutex mu_;
   CondVar cv_;

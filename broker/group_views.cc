@@ -6,6 +6,7 @@
 
 #include "group_convert.h"
 #include "group_coordinator.h"
+#include "rdmq/common/log.h"
 #include "rdmq/group/consumer_protocol.h"
 #include "rdmq/protocol/messages.h"
 
@@ -55,7 +56,15 @@ protocol::GroupMemberInfo ClassicMemberInfo(const group::ClassicGroupDescription
 
 std::vector<GroupOverview> GroupCoordinator::Overview() const {
   std::map<std::string, GroupOverview> all;
-  for (const auto& g : offsets_.Groups()) all[g] = {g, "", "", "Empty", 0};
+  // Groups with offsets only are left out while their store cannot be read (a cluster's
+  // ZooKeeper away); the log says so.
+  auto with_offsets = offsets_->Groups();
+  if (!with_offsets.ok()) {
+    RDMQ_LOG(kWarn, "broker", "committed offsets unreadable: groups with offsets only are not listed")
+        .kv("error", with_offsets.status());
+  }
+  for (const auto& g : with_offsets.ok() ? *with_offsets : std::vector<std::string>{})
+    all[g] = {g, "", "", "Empty", 0};
   {
     MutexLock lock(mu_);
     for (const auto& [id, slot] : groups_) {
@@ -83,7 +92,8 @@ Result<protocol::DescribeGroupResponse> GroupCoordinator::Describe(const std::st
   protocol::DescribeGroupResponse out;
   out.group = id;
   out.state = "Empty";
-  for (const auto& [key, c] : offsets_.FetchGroup(id)) out.offsets.push_back(ToEntry(key, c));
+  RDMQ_ASSIGN_OR_RETURN(const metadata::GroupOffsets committed, offsets_->FetchGroup(id));
+  for (const auto& [key, c] : committed) out.offsets.push_back(ToEntry(key, c));
   MutexLock lock(mu_);
   const auto it = groups_.find(id);
   if (it == groups_.end() && out.offsets.empty()) {
@@ -116,7 +126,8 @@ group::ClassicGroupDescription GroupCoordinator::DescribeClassic(const std::stri
   out.group_id = id;
   out.state = group::ClassicState::kDead;
   if (!metadata::ValidateGroupId(id).ok()) return out;
-  const bool has_offsets = !offsets_.FetchGroup(id).empty();
+  const auto committed = offsets_->FetchGroup(id);
+  const bool has_offsets = committed.ok() && !committed->empty();
   MutexLock lock(mu_);
   const auto it = groups_.find(id);
   if (it == groups_.end()) {

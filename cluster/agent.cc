@@ -217,6 +217,8 @@ class Agent final : public ClusterAgent {
     return Advance(*Zk(), layout_.producer_id_block(), count);
   }
 
+  std::shared_ptr<ZkSession> Session() const override { return Zk(); }
+  const std::string& root() const override { return opts_.root; }
   BrokerId id() const override { return opts_.self.id; }
   bool is_controller() const override { return controller_.load(); }
   void Refresh() override {

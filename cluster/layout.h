@@ -8,6 +8,7 @@
 //   <root>/topics/<name>/partitions/<p>/state        PartitionState (compare-and-set)
 //   <root>/topic_id                                  the last topic id handed out (compare-and-set)
 //   <root>/producer_id_block                         the last producer id block's end (compare-and-set)
+//   <root>/groups/<escaped group>/<topic>            a group's committed offsets of a topic (group_offsets.h)
 #pragma once
 
 #include <string>
@@ -32,6 +33,8 @@ struct Layout {
   std::string state(const std::string& name, int32_t p) const { return partition(name, p) + "/state"; }
   std::string topic_id() const { return root + "/topic_id"; }
   std::string producer_id_block() const { return root + "/producer_id_block"; }
+  std::string groups() const { return root + "/groups"; }
+  std::string group(const std::string& escaped) const { return groups() + "/" + escaped; }
 };
 
 }  // namespace rdmq::cluster::internal

@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "rdmq/cluster/group_offsets.h"
+
 namespace rdmq::cluster {
 namespace {
 
@@ -158,6 +160,40 @@ Result<std::pair<BrokerId, int32_t>> DecodeController(std::string_view text, std
   RDMQ_ASSIGN_OR_RETURN(int64_t id, Int(j, "broker", 0, std::numeric_limits<BrokerId>::max(), what));
   RDMQ_ASSIGN_OR_RETURN(int64_t epoch, Int(j, "epoch", 0, std::numeric_limits<int32_t>::max(), what));
   return std::pair(static_cast<BrokerId>(id), static_cast<int32_t>(epoch));
+}
+
+std::string EncodeTopicOffsets(const std::map<int32_t, GroupOffset>& partitions) {
+  json list = json::array();
+  for (const auto& [p, o] : partitions) {
+    list.push_back({{"partition", p},
+                    {"offset", o.offset},
+                    {"leader_epoch", o.leader_epoch},
+                    {"metadata", o.metadata},
+                    {"commit_ms", o.commit_ms}});
+  }
+  return json{{"version", kFormat}, {"partitions", std::move(list)}}.dump();
+}
+
+Result<std::map<int32_t, GroupOffset>> DecodeTopicOffsets(std::string_view text, std::string_view what) {
+  RDMQ_ASSIGN_OR_RETURN(json j, Object(text, what));
+  auto list = j.find("partitions");
+  if (list == j.end() || !list->is_array()) return Bad(what, "\"partitions\" is not an array");
+  std::map<int32_t, GroupOffset> out;
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  for (const auto& e : *list) {
+    if (!e.is_object()) return Bad(what, "a partition's entry is not an object");
+    RDMQ_ASSIGN_OR_RETURN(int64_t p, Int(e, "partition", 0, std::numeric_limits<int32_t>::max(), what));
+    GroupOffset o;
+    RDMQ_ASSIGN_OR_RETURN(o.offset, Int(e, "offset", 0, kMax, what));
+    RDMQ_ASSIGN_OR_RETURN(int64_t epoch,
+                          Int(e, "leader_epoch", -1, std::numeric_limits<int32_t>::max(), what));
+    o.leader_epoch = static_cast<int32_t>(epoch);
+    RDMQ_ASSIGN_OR_RETURN(o.metadata, Str(e, "metadata", what));
+    RDMQ_ASSIGN_OR_RETURN(o.commit_ms, Int(e, "commit_ms", 0, kMax, what));
+    if (!out.emplace(static_cast<int32_t>(p), std::move(o)).second)
+      return Bad(what, "partition " + std::to_string(p) + " twice");
+  }
+  return out;
 }
 
 }  // namespace rdmq::cluster

@@ -60,7 +60,6 @@ struct KafkaDeps {
   TopicTable* topics = nullptr;
   AdminHandlers* admin = nullptr;
   GroupCoordinator* groups = nullptr;
-  metadata::OffsetStore* offsets = nullptr;
   LocalAppender* appender = nullptr;
   Counters* counters = nullptr;
   const Authorizer* authz = nullptr;

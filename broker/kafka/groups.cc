@@ -248,6 +248,12 @@ void KafkaFrontDoor::OffsetFetch(const KafkaCall& call, Reader& r) {
     Reply(call, resp);
     return;
   }
+  const auto committed = d_.groups->offsets().FetchGroup(g);
+  if (!committed.ok()) {  // the store cannot be read now (a cluster's ZooKeeper away)
+    resp.error_code = ErrorCode::kCoordinatorNotAvailable;
+    Reply(call, resp);
+    return;
+  }
   auto fill = [](kafka::OffsetFetchPartitionResponse& pr, const std::optional<metadata::CommittedOffset>& c) {
     if (!c) return;
     pr.committed_offset = c->offset;
@@ -268,13 +274,14 @@ void KafkaFrontDoor::OffsetFetch(const KafkaCall& call, Reader& r) {
           tr.partitions.push_back(std::move(pr));
           continue;
         }
-        fill(pr, d_.offsets->Fetch(g, tr.name, p));
+        const auto it = committed->find({tr.name, p});
+        fill(pr, it == committed->end() ? std::nullopt : std::optional(it->second));
         tr.partitions.push_back(std::move(pr));
       }
       resp.topics.push_back(std::move(tr));
     }
   } else {
-    for (const auto& [key, c] : d_.offsets->FetchGroup(g)) {
+    for (const auto& [key, c] : *committed) {
       if (!MayTopic(call, AclOperation::kDescribe, key.first)) continue;
       if (resp.topics.empty() || resp.topics.back().name != key.first) resp.topics.push_back({key.first, {}});
       kafka::OffsetFetchPartitionResponse pr;

@@ -284,18 +284,45 @@ TEST_CASE("cluster: a group has one coordinator whichever broker its members boo
   REQUIRE_RUN(second, 0);
   CHECK(second.out.empty());
   // The group's offsets, described and listed through any broker, are the coordinator's.
-  for (int via : {1, 2, 3}) {
-    INFO("via broker " << via);
+  const auto committed_via = [&](int via) {
     const json d = c.Json(via, {"group", "describe", "workers"});
     int64_t committed = 0;
     for (const auto& p : d["partitions"]) {
       if (!p["committed_offset"].is_null()) committed += p["committed_offset"].get<int64_t>();
     }
-    CHECK(committed == 600);
+    return committed;
+  };
+  for (int via : {1, 2, 3}) {
+    INFO("via broker " << via);
+    CHECK(committed_via(via) == 600);
     const json list = c.Json(via, {"group", "list"});
     REQUIRE(list["groups"].size() == 1);
     CHECK(list["groups"][0]["group"] == "workers");
   }
+
+  // The coordinator dies: another broker coordinates the group, with every committed offset (the
+  // cluster keeps them in ZooKeeper, not on the coordinator's disk).
+  c.brokers.at(coordinator)->Kill();
+  REQUIRE(Eventually([&] { return CoordinatorVia(c, elsewhere, "workers") != coordinator; }));
+  CHECK(CoordinatorVia(c, third, "workers") == CoordinatorVia(c, elsewhere, "workers"));
+  CHECK(committed_via(elsewhere) == 600);
+  // It returns and coordinates the group again; a member resumes from the commits and reads only
+  // what was written since.
+  c.Start(coordinator);
+  REQUIRE(Eventually([&] { return CoordinatorVia(c, elsewhere, "workers") == coordinator; }));
+  REQUIRE(Eventually([&] { return c.Json(third, {"cluster", "status"})["offline_partitions"] == 0; }));
+  REQUIRE_RUN(Run({Bin("rdmq-produce"), "-b", c.brokers.at(third)->address(), "jobs"}, "n1\nn2\nn3\n", 60),
+              0);
+  const RunResult resumed = Run(
+      {Bin("rdmq-consume"), "-b", c.brokers.at(third)->address(), "-g", "workers", "--commit", "-e", "jobs"},
+      "", 120);
+  REQUIRE_RUN(resumed, 0);
+  std::vector<std::string> got;
+  std::istringstream resumed_in(resumed.out);
+  for (std::string line; std::getline(resumed_in, line);) got.push_back(line);
+  std::sort(got.begin(), got.end());
+  CHECK(got == std::vector<std::string>{"n1", "n2", "n3"});
+  CHECK(committed_via(coordinator) == 603);
   REQUIRE_RUN(c.Rdmq(third, {"group", "delete", "workers"}), 0);
   CHECK(c.Json(elsewhere, {"group", "list"})["groups"].empty());
 }

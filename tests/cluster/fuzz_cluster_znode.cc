@@ -1,10 +1,12 @@
 // Decodes arbitrary bytes as every znode rdmq writes (a broker, a topic, a partition state, the
-// controller); whatever decodes must encode and decode again to the same value.
+// controller, a group's committed offsets of a topic) and as an escaped group znode name;
+// whatever decodes must encode and decode again to the same value.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
 
+#include "rdmq/cluster/group_offsets.h"
 #include "rdmq/cluster/model.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -25,6 +27,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (auto c = DecodeController(in, "c"); c.ok()) {
     auto again = DecodeController(EncodeController(c->first, c->second), "c");
     if (!again.ok() || *again != *c) std::abort();
+  }
+  if (auto o = DecodeTopicOffsets(in, "o"); o.ok()) {
+    auto again = DecodeTopicOffsets(EncodeTopicOffsets(*o), "o");
+    if (!again.ok() || *again != *o) std::abort();
+  }
+  if (auto g = UnescapeGroup(in); g.ok()) {
+    auto again = UnescapeGroup(EscapeGroup(*g));
+    if (!again.ok() || *again != *g) std::abort();
   }
   return 0;
 }

@@ -32,6 +32,7 @@
 #include "rdmq/cluster/controller.h"
 #include "rdmq/cluster/model.h"
 #include "rdmq/common/status.h"
+#include "rdmq/coord/zk.h"
 
 namespace rdmq::cluster {
 
@@ -109,6 +110,11 @@ class ClusterAgent {
   virtual Result<uint64_t> NextTopicId() = 0;
   // `count` producer ids for this broker to hand out: [first, first + count).
   virtual Result<int64_t> ProducerIdBlock(int64_t count) = 0;
+
+  // The current ZooKeeper session (nullptr while there is none) and the cluster's root znode,
+  // for what is kept in ZooKeeper beside the cluster's own records (group_offsets.h).
+  virtual std::shared_ptr<coord::ZkSession> Session() const = 0;
+  virtual const std::string& root() const = 0;
 
   virtual BrokerId id() const = 0;
   virtual bool is_controller() const = 0;
