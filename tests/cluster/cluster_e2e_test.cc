@@ -284,8 +284,8 @@ TEST_CASE("cluster: a group has one coordinator whichever broker its members boo
   REQUIRE_RUN(second, 0);
   CHECK(second.out.empty());
   // The group's offsets, described and listed through any broker, are the coordinator's.
-  const auto committed_via = [&](int via) {
-    const json d = c.Json(via, {"group", "describe", "workers"});
+  const auto committed_via = [&](int via, const std::string& group = "workers") {
+    const json d = c.Json(via, {"group", "describe", group});
     int64_t committed = 0;
     for (const auto& p : d["partitions"]) {
       if (!p["committed_offset"].is_null()) committed += p["committed_offset"].get<int64_t>();
@@ -300,12 +300,26 @@ TEST_CASE("cluster: a group has one coordinator whichever broker its members boo
     CHECK(list["groups"][0]["group"] == "workers");
   }
 
-  // The coordinator dies: another broker coordinates the group, with every committed offset (the
+  // A Kafka consumer group (kcat, librdkafka) that the same broker coordinates commits there too.
+  std::string kafka_group;
+  for (int i = 0; kafka_group.empty() && i < 64; ++i) {
+    const std::string g = "kafka-" + std::to_string(i);
+    if (CoordinatorVia(c, 1, g) == coordinator) kafka_group = g;
+  }
+  REQUIRE_FALSE(kafka_group.empty());
+  const RunResult kread = c.Kcat(
+      elsewhere, {"-G", kafka_group, "-X", "auto.offset.reset=earliest", "-e", "-q", "-f", "%s\n", "jobs"});
+  REQUIRE_RUN(kread, 0);
+  CHECK(std::count(kread.out.begin(), kread.out.end(), '\n') == 600);
+  CHECK(committed_via(third, kafka_group) == 600);
+
+  // The coordinator dies: another broker coordinates the groups, with every committed offset (the
   // cluster keeps them in ZooKeeper, not on the coordinator's disk).
   c.brokers.at(coordinator)->Kill();
   REQUIRE(Eventually([&] { return CoordinatorVia(c, elsewhere, "workers") != coordinator; }));
   CHECK(CoordinatorVia(c, third, "workers") == CoordinatorVia(c, elsewhere, "workers"));
   CHECK(committed_via(elsewhere) == 600);
+  CHECK(committed_via(third, kafka_group) == 600);
   // It returns and coordinates the group again; a member resumes from the commits and reads only
   // what was written since.
   c.Start(coordinator);
@@ -323,7 +337,14 @@ TEST_CASE("cluster: a group has one coordinator whichever broker its members boo
   std::sort(got.begin(), got.end());
   CHECK(got == std::vector<std::string>{"n1", "n2", "n3"});
   CHECK(committed_via(coordinator) == 603);
+  // kcat resumes from its group's commits as well (a partition that had no records has no commit:
+  // it starts at the earliest record).
+  const RunResult kresumed = c.Kcat(
+      third, {"-G", kafka_group, "-X", "auto.offset.reset=earliest", "-e", "-q", "-f", "%s\n", "jobs"});
+  REQUIRE_RUN(kresumed, 0);
+  CHECK(std::count(kresumed.out.begin(), kresumed.out.end(), '\n') == 3);
   REQUIRE_RUN(c.Rdmq(third, {"group", "delete", "workers"}), 0);
+  REQUIRE_RUN(c.Rdmq(third, {"group", "delete", kafka_group}), 0);
   CHECK(c.Json(elsewhere, {"group", "list"})["groups"].empty());
 }
 
