@@ -66,6 +66,15 @@ Result<protocol::AclsResponse> AclHandlers::Change(const protocol::AclsRequest& 
   }
   protocol::AclsResponse r;
   Status failed;
+  if (cluster_ != nullptr) {
+    // Every binding is valid (FromWire checked): the cluster's list changes in one write.
+    auto changed = cluster_->ChangeAcls(bindings, add);
+    if (!changed.ok()) return MetadataToWire(changed.status());
+    r.changed = *changed;
+    for (const metadata::AclBinding& b : bindings)
+      RDMQ_LOG(kInfo, "broker", add ? "ACL added" : "ACL removed").kv("acl", metadata::Describe(b));
+    bindings.clear();
+  }
   for (const metadata::AclBinding& b : bindings) {
     Result<bool> done = add ? meta_.AddAcl(b) : meta_.RemoveAcl(b);
     if (!done.ok()) {

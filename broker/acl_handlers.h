@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "authorizer.h"
+#include "cluster_member.h"
 #include "rdmq/common/status.h"
 #include "rdmq/metadata/acl.h"
 #include "rdmq/metadata/store.h"
@@ -21,8 +22,11 @@ protocol::AclEntry ToWire(const metadata::AclBinding& b);
 
 class AclHandlers {
  public:
-  AclHandlers(metadata::MetadataStore& meta, Authorizer& authz, std::function<void()> changed)
-      : meta_(meta), authz_(authz), changed_(std::move(changed)) {}
+  // `cluster`: nullptr on a broker on its own; in a cluster the bindings are the cluster's
+  // (ClusterMember::ChangeAcls).
+  AclHandlers(metadata::MetadataStore& meta, Authorizer& authz, std::function<void()> changed,
+              ClusterMember* cluster)
+      : meta_(meta), authz_(authz), changed_(std::move(changed)), cluster_(cluster) {}
   Status Register(rpc::Server& server);
 
   // Every binding is checked before any is stored or removed (one bad entry changes nothing).
@@ -36,6 +40,7 @@ class AclHandlers {
   metadata::MetadataStore& meta_;
   Authorizer& authz_;
   std::function<void()> changed_;
+  ClusterMember* cluster_;
 };
 
 }  // namespace rdmq::broker::internal

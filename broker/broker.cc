@@ -172,6 +172,13 @@ Status BrokerImpl::Init() {
     cluster_ = std::make_unique<ClusterMember>(cfg_, *meta_, *topics_, *groups_);
     groups_->SetTopicSource([this] { return cluster_->CachedTopics(); });
     groups_->SetOffsetBook(ClusterOffsetBook(*cluster_));
+    cluster_->SetSecurityListener([this](const std::vector<std::string>& deleted, bool acls_changed) {
+      for (const std::string& u : deleted) CutOffUser(u);
+      if (acls_changed) {
+        authz_->Reload();
+        RevokeDenied();
+      }
+    });
   } else {
     RDMQ_RETURN_IF_ERROR(Recover(&partitions));
   }
@@ -182,9 +189,10 @@ Status BrokerImpl::Init() {
   admin_ = std::make_unique<AdminHandlers>(cfg_, *data_fabric_, *meta_, sessions_, *topics_, *groups_,
                                            *authz_, cluster_.get());
   group_rpcs_ = std::make_unique<GroupHandlers>(*groups_, sessions_, *authz_, cluster_.get());
-  user_rpcs_ =
-      std::make_unique<UserHandlers>(*meta_, *authz_, [this](const std::string& u) { CutOffUser(u); });
-  acl_rpcs_ = std::make_unique<AclHandlers>(*meta_, *authz_, [this] { RevokeDenied(); });
+  user_rpcs_ = std::make_unique<UserHandlers>(
+      *meta_, *authz_, [this](const std::string& u) { CutOffUser(u); }, cluster_.get());
+  acl_rpcs_ = std::make_unique<AclHandlers>(
+      *meta_, *authz_, [this] { RevokeDenied(); }, cluster_.get());
   produce_ = std::make_unique<ProduceHandlers>(sessions_, *topics_, *leases_, *publisher_, n_, *authz_);
   consume_ = std::make_unique<ConsumeHandlers>(sessions_, *topics_, *authz_);
   appender_ = std::make_unique<LocalAppender>(*leases_, *publisher_, n_);

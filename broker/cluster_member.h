@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -71,6 +72,22 @@ class ClusterMember final : public cluster::AgentListener {
     return a ? a->Cached() : cluster::ClusterSnapshot{};
   }
   int32_t id() const { return static_cast<int32_t>(cfg_.broker_id); }
+
+  // Users and ACLs (cluster_security.cc): written to ZooKeeper (cluster/security_records.h), then
+  // mirrored into this broker's metadata store at once; every broker mirrors them when its agent
+  // sees them change (OnSecurity), the cluster's copy winning over anything local. Errors as the
+  // metadata store's (kBadUser, kUserExists, kNoSuchUser, kBadAcl), or the cluster's.
+  Status CreateUser(const metadata::UserInfo& user) EXCLUDES(security_mu_);
+  Status UpdateUser(const metadata::UserInfo& user) EXCLUDES(security_mu_);
+  Status DeleteUser(const std::string& name) EXCLUDES(security_mu_);
+  // Adds (or removes) the bindings in one change of the cluster's list; how many changed.
+  Result<uint32_t> ChangeAcls(const std::vector<metadata::AclBinding>& bindings, bool add)
+      EXCLUDES(security_mu_);
+  // Called after a mirror changed this broker's users or ACLs: the users deleted, and whether
+  // the ACLs changed. Set before Start.
+  void SetSecurityListener(std::function<void(const std::vector<std::string>&, bool)> listener) {
+    security_listener_ = std::move(listener);
+  }
   // The agent, once Start made it (null before, and after Stop).
   std::shared_ptr<cluster::ClusterAgent> Agent() const EXCLUDES(agent_mu_) {
     MutexLock lock(agent_mu_);
@@ -80,6 +97,7 @@ class ClusterMember final : public cluster::AgentListener {
  private:
   void OnReplicas(const cluster::ReplicaMap& replicas) override EXCLUDES(sync_mu_);
   void OnSessionLost() override EXCLUDES(sync_mu_);
+  void OnSecurity(const cluster::SecurityRecords& records) override EXCLUDES(security_mu_);
   // Closes (and removes the files of) the replicas this broker no longer holds.
   void DropUnheld(const cluster::ReplicaMap& replicas) REQUIRES(sync_mu_);
   // Opens the replicas it holds and sets their leadership.
@@ -90,6 +108,8 @@ class ClusterMember final : public cluster::AgentListener {
   metadata::MetadataStore& meta_;
   TopicTable& topics_;
   GroupCoordinator& groups_;
+  mutable Mutex security_mu_;  // the mirror and this broker's own writes, one at a time
+  std::function<void(const std::vector<std::string>&, bool)> security_listener_;
   mutable Mutex agent_mu_;  // a leaf
   std::shared_ptr<cluster::ClusterAgent> agent_ GUARDED_BY(agent_mu_);
 

@@ -47,20 +47,21 @@ Status UserHandlers::Register(rpc::Server& server) {
 
 Status UserHandlers::CreateUser(const protocol::UserRequest& req) {
   RDMQ_ASSIGN_OR_RETURN(metadata::UserInfo u, ToUser(req));
-  RDMQ_RETURN_IF_ERROR(MetadataToWire(meta_.CreateUser(u)));
+  RDMQ_RETURN_IF_ERROR(MetadataToWire(cluster_ ? cluster_->CreateUser(u) : meta_.CreateUser(u)));
   RDMQ_LOG(kInfo, "broker", "user created").kv("user", u.name);
   return Status::Ok();
 }
 
 Status UserHandlers::AlterUser(const protocol::UserRequest& req) {
   RDMQ_ASSIGN_OR_RETURN(metadata::UserInfo u, ToUser(req));
-  RDMQ_RETURN_IF_ERROR(MetadataToWire(meta_.UpdateUser(u)));
+  RDMQ_RETURN_IF_ERROR(MetadataToWire(cluster_ ? cluster_->UpdateUser(u) : meta_.UpdateUser(u)));
   RDMQ_LOG(kInfo, "broker", "user credentials changed").kv("user", u.name);
   return Status::Ok();
 }
 
 Status UserHandlers::DeleteUser(const protocol::UserNameRequest& req) {
-  RDMQ_RETURN_IF_ERROR(MetadataToWire(meta_.DeleteUser(req.name)));
+  RDMQ_RETURN_IF_ERROR(
+      MetadataToWire(cluster_ ? cluster_->DeleteUser(req.name) : meta_.DeleteUser(req.name)));
   RDMQ_LOG(kInfo, "broker", "user deleted").kv("user", req.name);
   deleted_(req.name);
   return Status::Ok();

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "authorizer.h"
+#include "cluster_member.h"
 #include "rdmq/common/status.h"
 #include "rdmq/metadata/store.h"
 #include "rdmq/protocol/user_messages.h"
@@ -18,9 +19,11 @@ namespace rdmq::broker::internal {
 
 class UserHandlers {
  public:
+  // `cluster`: nullptr on a broker on its own; in a cluster the users are the cluster's
+  // (ClusterMember::CreateUser and the rest).
   UserHandlers(metadata::MetadataStore& meta, const Authorizer& authz,
-               std::function<void(const std::string&)> deleted)
-      : meta_(meta), authz_(authz), deleted_(std::move(deleted)) {}
+               std::function<void(const std::string&)> deleted, ClusterMember* cluster)
+      : meta_(meta), authz_(authz), deleted_(std::move(deleted)), cluster_(cluster) {}
   Status Register(rpc::Server& server);
 
   Status CreateUser(const protocol::UserRequest& req);
@@ -32,6 +35,7 @@ class UserHandlers {
   metadata::MetadataStore& meta_;
   const Authorizer& authz_;
   std::function<void(const std::string&)> deleted_;
+  ClusterMember* cluster_;
 };
 
 }  // namespace rdmq::broker::internal

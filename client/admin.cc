@@ -122,8 +122,12 @@ class AdminClientImpl final : public AdminClient {
   Result<std::vector<GroupListing>> ListGroups() override {
     RDMQ_ASSIGN_OR_RETURN(auto resp,
                           (Call<protocol::ListGroupsResponse>(Api::kListGroups, protocol::Empty{})));
-    RDMQ_ASSIGN_OR_RETURN(
-        auto cluster, (Call<protocol::DescribeClusterResponse>(Api::kDescribeCluster, protocol::Empty{})));
+    // A user that may not describe the cluster gets this broker's list (all of it on a broker on
+    // its own).
+    auto described = Call<protocol::DescribeClusterResponse>(Api::kDescribeCluster, protocol::Empty{});
+    if (!described.ok() && !described.status().is(Errc::kPermissionDenied)) return described.status();
+    protocol::DescribeClusterResponse cluster;
+    if (described.ok()) cluster = std::move(*described);
     for (const auto& b : cluster.brokers) {
       if (cluster.clustered == 0 || b.id == cluster.this_broker) continue;
       auto there = CallAt<protocol::ListGroupsResponse>(b.control, Api::kListGroups, protocol::Empty{});
@@ -306,15 +310,25 @@ class AdminClientImpl final : public AdminClient {
     return there->Call<Resp>(api, req);
   }
   // One RPC at the broker that coordinates `group` (FindCoordinator): this one, or another in a
-  // cluster.
+  // cluster. While a broker joins or leaves, brokers may briefly disagree on the coordinator:
+  // NOT_COORDINATOR is asked again with backoff, until the request timeout.
   template <class Resp, class Req>
   Result<Resp> AtCoordinator(const std::string& group, protocol::Api api, const Req& req) {
-    RDMQ_ASSIGN_OR_RETURN(auto c, (Call<protocol::FindCoordinatorResponse>(Api::kFindCoordinator,
-                                                                           protocol::GroupRequest{group})));
-    if (c.control.empty()) return Call<Resp>(api, req);
-    auto r = CallAt<Resp>(c.control, api, req);
-    if (r.ok() || !r.status().is(Errc::kUnavailable)) return r;
-    return r.status().WithContext("group '" + group + "' coordinator, broker " + std::to_string(c.broker));
+    using Clock = std::chrono::steady_clock;
+    const auto deadline = Clock::now() + conn_->options().request_timeout;
+    Backoff backoff(conn_->options().retry_backoff, conn_->options().reconnect_backoff_max);
+    for (;;) {
+      RDMQ_ASSIGN_OR_RETURN(auto c, (Call<protocol::FindCoordinatorResponse>(Api::kFindCoordinator,
+                                                                             protocol::GroupRequest{group})));
+      Result<Resp> r = c.control.empty() ? Call<Resp>(api, req) : CallAt<Resp>(c.control, api, req);
+      if (r.ok()) return r;
+      if (!r.status().is(protocol::WireError::kNotCoordinator) || Clock::now() >= deadline) {
+        if (c.control.empty() || !r.status().is(Errc::kUnavailable)) return r;
+        return r.status().WithContext("group '" + group + "' coordinator, broker " +
+                                      std::to_string(c.broker));
+      }
+      std::this_thread::sleep_for(std::min<Clock::duration>(backoff.Next(), deadline - Clock::now()));
+    }
   }
 
   // One admin RPC, retried with backoff (retry.backoff.ms, doubling up to

@@ -325,6 +325,7 @@ class Agent final : public ClusterAgent {
         RDMQ_LOG(kWarn, "cluster", "ZooKeeper unreachable; serving nothing until it answers")
             .kv("broker", opts_.self.id);
         last_.reset();
+        last_security_.reset();
         listener_->OnSessionLost();
       }
       return;
@@ -334,6 +335,7 @@ class Agent final : public ClusterAgent {
       RDMQ_LOG(kWarn, "cluster", "ZooKeeper session lost; rejoining").kv("broker", opts_.self.id);
       controller_.store(false);
       last_.reset();
+      last_security_.reset();
       listener_->OnSessionLost();
       if (Status s = OpenSession(); !s.ok()) {
         RDMQ_LOG(kWarn, "cluster", "rejoining failed; retrying").kv("error", s);
@@ -372,6 +374,10 @@ class Agent final : public ClusterAgent {
     if (!last_ || *last_ != mine) {
       last_ = mine;
       listener_->OnReplicas(mine);
+    }
+    if (!last_security_ || *last_security_ != view->security) {
+      last_security_ = view->security;
+      listener_->OnSecurity(view->security);
     }
   }
 
@@ -465,16 +471,21 @@ class Agent final : public ClusterAgent {
     MutexLock lock(mu_);
     watched_.erase(path);
   }
+  // `read` (a ZooKeeper read of `path`) with a watch on `path` when `watch` is set; a failed read
+  // leaves none.
+  template <class Read>
+  auto Watched(const std::string& path, bool watch, Read&& read) {
+    auto r = read(watch ? Watch(path) : nullptr);
+    if (!r.ok() && watch) Unwatch(path);
+    return r;
+  }
 
   Result<ClusterSnapshot> Read(ZkSession& zk, bool watch) {
-    auto w = [&](const std::string& path) { return watch ? Watch(path) : nullptr; };
     ClusterSnapshot s;
-    auto ids = zk.Children(layout_.brokers(), w(layout_.brokers()));
-    if (!ids.ok()) {
-      if (watch) Unwatch(layout_.brokers());
-      return ids.status();
-    }
-    for (const auto& id : *ids) {
+    RDMQ_ASSIGN_OR_RETURN(auto ids, Watched(layout_.brokers(), watch, [&](coord::Watcher wt) {
+                            return zk.Children(layout_.brokers(), std::move(wt));
+                          }));
+    for (const auto& id : ids) {
       auto b = zk.Get(layout_.brokers() + "/" + id);
       if (!b.ok()) continue;  // gone meanwhile
       auto info = DecodeBroker(b->data, layout_.brokers() + "/" + id);
@@ -486,18 +497,13 @@ class Agent final : public ClusterAgent {
         s.controller_epoch = who->second;
       }
     }
-    auto names = zk.Children(layout_.topics(), w(layout_.topics()));
-    if (!names.ok()) {
-      if (watch) Unwatch(layout_.topics());
-      return names.status();
-    }
-    for (const auto& name : *names) {
+    RDMQ_ASSIGN_OR_RETURN(auto names, Watched(layout_.topics(), watch, [&](coord::Watcher wt) {
+                            return zk.Children(layout_.topics(), std::move(wt));
+                          }));
+    for (const auto& name : names) {
       const std::string tpath = layout_.topic(name);
-      auto t = zk.Get(tpath, w(tpath));
-      if (!t.ok()) {
-        if (watch) Unwatch(tpath);
-        continue;
-      }
+      auto t = Watched(tpath, watch, [&](coord::Watcher wt) { return zk.Get(tpath, std::move(wt)); });
+      if (!t.ok()) continue;
       auto topic = DecodeTopic(t->data, name, tpath);
       if (!topic.ok()) {
         RDMQ_LOG(kWarn, "cluster", "a topic znode rdmq cannot read is ignored").kv("error", topic.status());
@@ -505,11 +511,8 @@ class Agent final : public ClusterAgent {
       }
       for (int32_t p = 0; p < static_cast<int32_t>(topic->replicas.size()); ++p) {
         const std::string spath = layout_.state(name, p);
-        auto st = zk.Exists(spath, w(spath));
-        if (!st.ok()) {
-          if (watch) Unwatch(spath);
-          continue;
-        }
+        auto st = Watched(spath, watch, [&](coord::Watcher wt) { return zk.Exists(spath, std::move(wt)); });
+        if (!st.ok()) continue;
         if (!st->has_value()) continue;  // the watch (if set) fires on its creation
         auto node = zk.Get(spath);       // (the watch Exists set covers its changes)
         if (!node.ok()) continue;
@@ -524,7 +527,36 @@ class Agent final : public ClusterAgent {
       }
       s.topics.emplace(name, std::move(*topic));
     }
+    RDMQ_RETURN_IF_ERROR(ReadSecurity(zk, watch, &s.security));
     return s;
+  }
+
+  // The users' and the ACL list's znodes, each watched (a user's for its changes, the folder for
+  // users made or deleted).
+  Status ReadSecurity(ZkSession& zk, bool watch, SecurityRecords* out) {
+    RDMQ_RETURN_IF_ERROR(zk.CreateParents(layout_.users()));
+    RDMQ_ASSIGN_OR_RETURN(auto names, Watched(layout_.users(), watch, [&](coord::Watcher wt) {
+                            return zk.Children(layout_.users(), std::move(wt));
+                          }));
+    for (const auto& escaped : names) {
+      const std::string path = layout_.user(escaped);
+      auto u = Watched(path, watch, [&](coord::Watcher wt) { return zk.Get(path, std::move(wt)); });
+      if (!u.ok()) continue;  // deleted meanwhile: the folder's watch fires
+      auto name = UnescapeName(escaped);
+      if (!name.ok()) {
+        RDMQ_LOG(kWarn, "cluster", "a user znode rdmq cannot read is ignored").kv("error", name.status());
+        continue;
+      }
+      out->users.emplace(std::move(*name), std::move(u->data));
+    }
+    RDMQ_ASSIGN_OR_RETURN(auto acls, Watched(layout_.acls(), watch, [&](coord::Watcher wt) {
+                            return zk.Exists(layout_.acls(), std::move(wt));
+                          }));
+    if (acls.has_value()) {
+      auto node = zk.Get(layout_.acls());
+      if (node.ok()) out->acls = std::move(node->data);
+    }
+    return Status::Ok();
   }
 
   // Reads the topic, lets `change` edit it (and add operations), writes it back with
@@ -575,6 +607,7 @@ class Agent final : public ClusterAgent {
   int32_t epoch_ = 0;
   int32_t epoch_version_ = -1;
   std::optional<ReplicaMap> last_;
+  std::optional<SecurityRecords> last_security_;
   bool fenced_ = false;  // OnSessionLost was told of a disconnection not yet ended (the loop's)
 };
 

@@ -20,55 +20,12 @@ std::string Child(const std::string& dir, const std::string& name) {
 }
 }  // namespace
 
-std::string EscapeGroup(std::string_view group) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (const char c : group) {
-    const auto u = static_cast<unsigned char>(c);
-    if (std::isalnum(u) != 0 || c == '_' || c == '-') {
-      out += c;
-    } else {
-      out += '%';
-      out += kHex[u >> 4];
-      out += kHex[u & 0xf];
-    }
-  }
-  return out;
-}
-
-Result<std::string> UnescapeGroup(std::string_view name) {
-  auto hex = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
-  std::string out;
-  for (size_t i = 0; i < name.size(); ++i) {
-    if (name[i] != '%') {
-      out += name[i];
-      continue;
-    }
-    if (i + 2 >= name.size()) {
-      return Status(ClusterErrc::kBadZnode, "group znode '" + std::string(name) + "': a cut %XX escape");
-    }
-    const int hi = hex(name[i + 1]);
-    const int lo = hex(name[i + 2]);
-    if (hi < 0 || lo < 0) {
-      return Status(ClusterErrc::kBadZnode, "group znode '" + std::string(name) + "': a bad %XX escape");
-    }
-    out += static_cast<char>(hi * 16 + lo);
-    i += 2;
-  }
-  if (out.empty()) return Status(ClusterErrc::kBadZnode, "an empty group znode name");
-  return out;
-}
-
 GroupOffsetStore::GroupOffsetStore(coord::ZkSession& zk, std::string root)
     : zk_(zk), root_(std::move(root)) {}
 
 std::string GroupOffsetStore::groups() const { return internal::Layout{root_}.groups(); }
 std::string GroupOffsetStore::group(const std::string& g) const {
-  return internal::Layout{root_}.group(EscapeGroup(g));
+  return internal::Layout{root_}.group(EscapeName(g));
 }
 
 Status GroupOffsetStore::Commit(const std::string& group, const GroupOffsets& offsets) {
@@ -122,7 +79,7 @@ Result<std::vector<std::string>> GroupOffsetStore::Groups() {
   if (!names.ok()) return names.status();
   std::vector<std::string> out;
   for (const std::string& name : *names) {
-    RDMQ_ASSIGN_OR_RETURN(std::string g, UnescapeGroup(name));
+    RDMQ_ASSIGN_OR_RETURN(std::string g, UnescapeName(name));
     auto topics = zk_.Children(Child(groups(), name));
     if (topics.ok() && !topics->empty()) out.push_back(std::move(g));
   }

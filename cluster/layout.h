@@ -9,6 +9,8 @@
 //   <root>/topic_id                                  the last topic id handed out (compare-and-set)
 //   <root>/producer_id_block                         the last producer id block's end (compare-and-set)
 //   <root>/groups/<escaped group>/<topic>            a group's committed offsets of a topic (group_offsets.h)
+//   <root>/users/<escaped name>                      a SASL user and its secrets (security_records.h)
+//   <root>/acls                                      every ACL binding, one list (security_records.h)
 #pragma once
 
 #include <string>
@@ -35,6 +37,9 @@ struct Layout {
   std::string producer_id_block() const { return root + "/producer_id_block"; }
   std::string groups() const { return root + "/groups"; }
   std::string group(const std::string& escaped) const { return groups() + "/" + escaped; }
+  std::string users() const { return root + "/users"; }
+  std::string user(const std::string& escaped) const { return users() + "/" + escaped; }
+  std::string acls() const { return root + "/acls"; }
 };
 
 }  // namespace rdmq::cluster::internal

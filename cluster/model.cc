@@ -1,6 +1,7 @@
 #include "rdmq/cluster/model.h"
 
 #include <algorithm>
+#include <cctype>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -160,6 +161,49 @@ Result<std::pair<BrokerId, int32_t>> DecodeController(std::string_view text, std
   RDMQ_ASSIGN_OR_RETURN(int64_t id, Int(j, "broker", 0, std::numeric_limits<BrokerId>::max(), what));
   RDMQ_ASSIGN_OR_RETURN(int64_t epoch, Int(j, "epoch", 0, std::numeric_limits<int32_t>::max(), what));
   return std::pair(static_cast<BrokerId>(id), static_cast<int32_t>(epoch));
+}
+
+std::string EscapeName(std::string_view name) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (const char c : name) {
+    const auto u = static_cast<unsigned char>(c);
+    if (std::isalnum(u) != 0 || c == '_' || c == '-') {
+      out += c;
+    } else {
+      out += '%';
+      out += kHex[u >> 4];
+      out += kHex[u & 0xf];
+    }
+  }
+  return out;
+}
+
+Result<std::string> UnescapeName(std::string_view name) {
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string out;
+  for (size_t i = 0; i < name.size(); ++i) {
+    if (name[i] != '%') {
+      out += name[i];
+      continue;
+    }
+    if (i + 2 >= name.size()) {
+      return Status(ClusterErrc::kBadZnode, "znode name '" + std::string(name) + "': a cut %XX escape");
+    }
+    const int hi = hex(name[i + 1]);
+    const int lo = hex(name[i + 2]);
+    if (hi < 0 || lo < 0) {
+      return Status(ClusterErrc::kBadZnode, "znode name '" + std::string(name) + "': a bad %XX escape");
+    }
+    out += static_cast<char>(hi * 16 + lo);
+    i += 2;
+  }
+  if (out.empty()) return Status(ClusterErrc::kBadZnode, "an empty group znode name");
+  return out;
 }
 
 std::string EncodeTopicOffsets(const std::map<int32_t, GroupOffset>& partitions) {

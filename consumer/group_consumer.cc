@@ -406,7 +406,13 @@ Result<std::unique_ptr<Consumer>> MakeGroupConsumer(const ConsumerConfig& cfg,
   client::ConnectionOptions co;
   co.data_endpoint = false;
   RDMQ_ASSIGN_OR_RETURN(auto conn, client::Connection::Open(cfg.client, co));
-  RDMQ_RETURN_IF_ERROR(client::FollowCoordinator(*conn, cfg.group_id));
+  // A coordinator that cannot be reached yet (brokers disagree for a moment while one joins or
+  // leaves) is looked for again by the first heartbeat or commit; the group's own errors (a bad
+  // id, an ACL refusal) are the caller's.
+  if (Status s = client::FollowCoordinator(*conn, cfg.group_id);
+      !s.ok() && !s.is(Errc::kUnavailable) && !s.is(protocol::WireError::kNotCoordinator)) {
+    return s;
+  }
   return std::unique_ptr<Consumer>(new GroupConsumer(cfg, std::move(reader), std::move(conn)));
 }
 

@@ -62,8 +62,8 @@ class Membership {
   CondVar cv_;
   bool running_ GUARDED_BY(mu_) = false;
   bool stop_ GUARDED_BY(mu_) = false;
-  bool urgent_ GUARDED_BY(mu_) = false;    // heartbeat now
-  bool relocate_ GUARDED_BY(mu_) = false;  // find the coordinator before the next heartbeat
+  bool urgent_ GUARDED_BY(mu_) = false;   // heartbeat now
+  bool relocate_ GUARDED_BY(mu_) = true;  // find the coordinator before the next heartbeat
   std::vector<std::string> topics_ GUARDED_BY(mu_);
   std::string regex_ GUARDED_BY(mu_);
   std::string member_id_ GUARDED_BY(mu_);

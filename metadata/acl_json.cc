@@ -37,4 +37,28 @@ Result<AclBinding> AclFromJson(const nlohmann::json& j) {
   return b;
 }
 
+std::string EncodeAcls(const std::vector<AclBinding>& acls) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const AclBinding& b : acls) list.push_back(ToJson(b));
+  return nlohmann::json{{"version", 1}, {"acls", std::move(list)}}.dump();
+}
+
+Result<std::vector<AclBinding>> DecodeAcls(std::string_view text) {
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object())
+    return Status(MetadataErrc::kBadAcl, "an ACL list is not a JSON object");
+  auto v = j.find("version");
+  if (v == j.end() || !v->is_number_integer() || v->get<int64_t>() != 1)
+    return Status(MetadataErrc::kBadAcl, "an ACL list without \"version\": 1");
+  auto list = j.find("acls");
+  if (list == j.end() || !list->is_array())
+    return Status(MetadataErrc::kBadAcl, "an ACL list without \"acls\"");
+  std::vector<AclBinding> out;
+  for (const auto& e : *list) {
+    RDMQ_ASSIGN_OR_RETURN(AclBinding b, AclFromJson(e));
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
 }  // namespace rdmq::metadata

@@ -97,4 +97,20 @@ Result<UserInfo> UserInfoFromJson(const nlohmann::json& j) {
   return u;
 }
 
+std::string EncodeUser(const UserInfo& user) {
+  nlohmann::json j = ToJson(user);
+  j["version"] = 1;
+  return j.dump();
+}
+
+Result<UserInfo> DecodeUser(std::string_view text) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return Bad("a user record is not a JSON object");
+  auto v = j.find("version");
+  if (v == j.end() || !v->is_number_integer() || v->get<int64_t>() != 1)
+    return Bad("a user record without \"version\": 1");
+  j.erase("version");
+  return UserInfoFromJson(j);
+}
+
 }  // namespace rdmq::metadata

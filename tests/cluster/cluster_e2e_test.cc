@@ -27,18 +27,23 @@ using nlohmann::json;
 using namespace std::chrono_literals;
 
 struct Cluster {
-  explicit Cluster(ZooKeeperServer& server) : zk(server) {}
+  explicit Cluster(ZooKeeperServer& server, std::vector<std::string> extra_args = {})
+      : zk(server), extra(std::move(extra_args)) {}
   ZooKeeperServer& zk;
+  std::vector<std::string> extra;  // more broker arguments
   TempDir tmp{"rdmq-cluster"};
   std::map<int, std::unique_ptr<BrokerProcess>> brokers;
 
   std::unique_ptr<BrokerProcess> Make(int id, const std::string& dir = "") {
+    std::vector<std::string> args{"--set", "fabric=tcp",
+                                  "--set", "listen.control=127.0.0.1:0",
+                                  "--set", "listen.data=127.0.0.1:0",
+                                  "--set", "broker.id=" + std::to_string(id),
+                                  "--set", "cluster.zookeeper.connect=" + zk.connect(),
+                                  "--set", "cluster.zookeeper.session.timeout.ms=2000"};
+    args.insert(args.end(), extra.begin(), extra.end());
     return std::make_unique<BrokerProcess>(
-        tmp.str() + "/" + (dir.empty() ? "broker" + std::to_string(id) : dir),
-        std::vector<std::string>{"--set", "fabric=tcp", "--set", "listen.control=127.0.0.1:0", "--set",
-                                 "listen.data=127.0.0.1:0", "--set", "broker.id=" + std::to_string(id),
-                                 "--set", "cluster.zookeeper.connect=" + zk.connect(), "--set",
-                                 "cluster.zookeeper.session.timeout.ms=2000"});
+        tmp.str() + "/" + (dir.empty() ? "broker" + std::to_string(id) : dir), std::move(args));
   }
   void Start(int id) {
     if (!brokers[id]) brokers[id] = Make(id);
@@ -46,9 +51,9 @@ struct Cluster {
     INFO(error);
     REQUIRE(brokers[id]->Start(&error));
   }
-  RunResult Rdmq(int via, std::vector<std::string> args) {
+  RunResult Rdmq(int via, std::vector<std::string> args, const std::string& input = "") {
     args.insert(args.begin(), {Bin("rdmq"), "--broker", brokers.at(via)->address()});
-    return Run(args);
+    return Run(args, input);
   }
   json Json(int via, std::vector<std::string> args) {
     args.push_back("--json");
@@ -346,6 +351,68 @@ TEST_CASE("cluster: a group has one coordinator whichever broker its members boo
   REQUIRE_RUN(c.Rdmq(third, {"group", "delete", "workers"}), 0);
   REQUIRE_RUN(c.Rdmq(third, {"group", "delete", kafka_group}), 0);
   CHECK(c.Json(elsewhere, {"group", "list"})["groups"].empty());
+}
+
+// kcat's SASL/SCRAM login as `user` (password "<user>-secret").
+std::vector<std::string> As(const std::string& user, std::vector<std::string> args) {
+  args.insert(args.end(), {"-X", "security.protocol=sasl_plaintext", "-X", "sasl.mechanisms=SCRAM-SHA-256",
+                           "-X", "sasl.username=" + user, "-X", "sasl.password=" + user + "-secret"});
+  return args;
+}
+
+TEST_CASE("cluster: users and ACLs made through one broker hold at every broker", "[e2e][cluster]") {
+  RDMQ_START_ZOOKEEPER(zk);
+  Cluster c(zk, {"--set", "kafka.security.protocol=SASL_PLAINTEXT", "--set",
+                 "sasl.enabled.mechanisms=SCRAM-SHA-256", "--set", "authorizer.enabled=true", "--set",
+                 "super.users=User:ANONYMOUS"});
+  for (int id : {1, 2, 3}) c.Start(id);
+  REQUIRE_RUN(c.Rdmq(1, {"topic", "create", "orders", "--partitions", "3"}), 0);
+  REQUIRE_RUN(c.Rdmq(1, {"user", "add", "alice", "--mechanism", "SCRAM-SHA-256", "--password-file", "-"},
+                     "alice-secret\n"),
+              0);
+  // Made through broker 1: every broker lists alice, and refuses a second one.
+  for (int via : {1, 2, 3}) {
+    INFO("via broker " << via);
+    CHECK(Eventually([&] { return c.Json(via, {"user", "list"})["users"].size() == 1; }));
+  }
+  const RunResult twice = c.Rdmq(3, {"user", "add", "alice", "--password-file", "-"}, "other\n");
+  CHECK(twice.code != 0);
+  CHECK(Contains(twice.err, "exists"));
+
+  // An ACL added through broker 2 lets alice write at every partition's leader (kcat through
+  // broker 3 reaches all three); without Read she may not consume.
+  REQUIRE_RUN(
+      c.Rdmq(2, {"acl", "add", "--principal", "User:alice", "--operation", "write", "--topic", "orders"}), 0);
+  for (int via : {1, 2, 3}) {
+    INFO("via broker " << via);
+    CHECK(Eventually([&] { return c.Json(via, {"acl", "list"})["acls"].size() == 1; }));
+  }
+  std::string lines;
+  for (int i = 0; i < 30; ++i) lines += "o" + std::to_string(i) + "\n";
+  REQUIRE_RUN(c.Kcat(3, As("alice", {"-P", "-t", "orders"}), lines), 0);
+  const RunResult no_read = c.Kcat(1, As("alice", {"-C", "-t", "orders", "-e", "-c", "1"}));
+  CHECK(Contains(no_read.out + no_read.err, "uthorization failed"));
+  REQUIRE_RUN(
+      c.Rdmq(3, {"acl", "add", "--principal", "User:alice", "--operation", "read", "--topic", "orders"}), 0);
+  CHECK(Eventually([&] { return c.Json(1, {"acl", "list"})["acls"].size() == 2; }));
+  CHECK(Eventually([&] { return c.Json(2, {"acl", "list"})["acls"].size() == 2; }));
+  const RunResult read = c.Kcat(1, As("alice", {"-C", "-t", "orders", "-e", "-q"}));
+  REQUIRE_RUN(read, 0);
+  CHECK(std::count(read.out.begin(), read.out.end(), '\n') == 30);
+
+  // A restarted broker has them from the cluster; deleted through broker 2, alice is gone
+  // everywhere.
+  c.brokers.at(1)->Kill();
+  c.Start(1);
+  CHECK(c.Json(1, {"user", "list"})["users"].size() == 1);
+  CHECK(c.Json(1, {"acl", "list"})["acls"].size() == 2);
+  REQUIRE_RUN(c.Rdmq(2, {"user", "delete", "alice"}), 0);
+  for (int via : {1, 2, 3}) {
+    INFO("via broker " << via);
+    CHECK(Eventually([&] { return c.Json(via, {"user", "list"})["users"].empty(); }));
+  }
+  const RunResult gone = c.Kcat(3, As("alice", {"-L"}));
+  CHECK(gone.code != 0);
 }
 
 TEST_CASE("cluster: settings that cannot work are refused with the reason", "[e2e][cluster]") {

@@ -32,8 +32,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto again = DecodeTopicOffsets(EncodeTopicOffsets(*o), "o");
     if (!again.ok() || *again != *o) std::abort();
   }
-  if (auto g = UnescapeGroup(in); g.ok()) {
-    auto again = UnescapeGroup(EscapeGroup(*g));
+  if (auto g = UnescapeName(in); g.ok()) {
+    auto again = UnescapeName(EscapeName(*g));
     if (!again.ok() || *again != *g) std::abort();
   }
   return 0;

@@ -17,17 +17,17 @@ namespace {
 using namespace std::chrono_literals;
 
 TEST_CASE("group offsets: group ids escape to one znode name and back", "[cluster][unit]") {
-  CHECK(EscapeGroup("billing-2_x") == "billing-2_x");
-  CHECK(EscapeGroup("a/b.c") == "a%2Fb%2Ec");
-  CHECK(EscapeGroup("..") == "%2E%2E");
+  CHECK(EscapeName("billing-2_x") == "billing-2_x");
+  CHECK(EscapeName("a/b.c") == "a%2Fb%2Ec");
+  CHECK(EscapeName("..") == "%2E%2E");
   for (const std::string g : {"a/b.c", "..", "%", "x y", "~!@#$%^&*()"}) {
-    auto back = UnescapeGroup(EscapeGroup(g));
+    auto back = UnescapeName(EscapeName(g));
     REQUIRE_OK(back);
     CHECK(*back == g);
   }
-  CHECK(UnescapeGroup("a%2").status().is(ClusterErrc::kBadZnode));
-  CHECK(UnescapeGroup("a%zz").status().is(ClusterErrc::kBadZnode));
-  CHECK(UnescapeGroup("").status().is(ClusterErrc::kBadZnode));
+  CHECK(UnescapeName("a%2").status().is(ClusterErrc::kBadZnode));
+  CHECK(UnescapeName("a%zz").status().is(ClusterErrc::kBadZnode));
+  CHECK(UnescapeName("").status().is(ClusterErrc::kBadZnode));
 }
 
 TEST_CASE("group offsets: a topic's znode encodes and is checked on decode", "[cluster][unit]") {

@@ -250,5 +250,20 @@ TEST_CASE("a corrupt ACL in the checkpoint or the log is corruption that changes
   }
 }
 
+TEST_CASE("acl: a cluster's ACL list znode is versioned JSON, checked when read", "[metadata][acl]") {
+  const std::vector<AclBinding> acls{Allow("alice", AclOperation::kWrite, kTopic, "orders"),
+                                     Deny("bob", AclOperation::kRead, kGroup, "billing")};
+  auto back = DecodeAcls(EncodeAcls(acls));
+  REQUIRE_OK(back);
+  CHECK(*back == acls);
+  auto none = DecodeAcls(EncodeAcls({}));
+  REQUIRE_OK(none);
+  CHECK(none->empty());
+  CHECK(DecodeAcls(R"({"version":2,"acls":[]})").status().is(MetadataErrc::kBadAcl));
+  CHECK(DecodeAcls(R"({"version":1})").status().is(MetadataErrc::kBadAcl));
+  CHECK(DecodeAcls(R"({"version":1,"acls":[{"principal":"User:a"}]})").status().is(MetadataErrc::kBadAcl));
+  CHECK(DecodeAcls("not json").status().is(MetadataErrc::kBadAcl));
+}
+
 }  // namespace
 }  // namespace rdmq::metadata

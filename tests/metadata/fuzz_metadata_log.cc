@@ -1,7 +1,10 @@
 // Fuzzes the metadata log decoder and the JSON mutation/checkpoint decoders (topic store and
-// offset store) and the topic, user and ACL entry decoders over arbitrary bytes.
+// offset store) and the topic, user and ACL entry decoders over arbitrary bytes; and the user and
+// ACL-list records of a cluster's znodes (DecodeUser, DecodeAcls), whatever decodes encoding and
+// decoding again to the same value.
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <string_view>
 
@@ -28,6 +31,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)md::internal::DecodeMutation(bytes, "fuzz", 1);
   md::internal::StoreState state;
   (void)md::internal::DecodeCheckpoint(bytes, "fuzz", &state);
+  if (auto u = md::DecodeUser(bytes); u.ok()) {
+    auto again = md::DecodeUser(md::EncodeUser(*u));
+    if (!again.ok() || !(*again == *u)) std::abort();
+  }
+  if (auto a = md::DecodeAcls(bytes); a.ok()) {
+    auto again = md::DecodeAcls(md::EncodeAcls(*a));
+    if (!again.ok() || *again != *a) std::abort();
+  }
   auto j = nlohmann::json::parse(bytes, nullptr, false);
   if (!j.is_discarded()) {
     (void)md::TopicInfoFromJson(j);

@@ -325,5 +325,20 @@ TEST_CASE("put_user and delete_user records are the documented JSON", "[user]") 
   CHECK(d->name == "alice");
 }
 
+TEST_CASE("a user record for a cluster's znode: versioned JSON, checked when read", "[user]") {
+  const UserInfo u = User("alice");
+  auto back = DecodeUser(EncodeUser(u));
+  REQUIRE_OK(back);
+  CHECK(*back == u);
+  CHECK(nlohmann::json::parse(EncodeUser(u))["version"] == 1);
+  nlohmann::json j = nlohmann::json::parse(EncodeUser(u));
+  j["version"] = 2;
+  CHECK(DecodeUser(j.dump()).status().is(MetadataErrc::kBadUser));
+  j.erase("version");
+  CHECK(DecodeUser(j.dump()).status().is(MetadataErrc::kBadUser));
+  CHECK(DecodeUser("[1]").status().is(MetadataErrc::kBadUser));
+  CHECK(DecodeUser(R"({"version":1,"name":"bad name","scram":{}})").status().is(MetadataErrc::kBadUser));
+}
+
 }  // namespace
 }  // namespace rdmq::metadata

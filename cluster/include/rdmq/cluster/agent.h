@@ -58,6 +58,14 @@ struct Replica {
 };
 using ReplicaMap = std::map<TopicPartition, Replica>;
 
+// The cluster's users and ACLs as their znodes hold them: JSON text, decoded by the broker
+// (metadata::DecodeUser, metadata::DecodeAcls).
+struct SecurityRecords {
+  std::map<std::string, std::string> users;  // user name -> its znode's data
+  std::string acls;                          // "" when no ACL was ever written
+  bool operator==(const SecurityRecords&) const = default;
+};
+
 class AgentListener {
  public:
   virtual ~AgentListener() = default;
@@ -67,6 +75,9 @@ class AgentListener {
   // The ZooKeeper session expired or ZooKeeper cannot be reached: whatever this broker led, it
   // may no longer acknowledge (until OnReplicas says again that it leads).
   virtual void OnSessionLost() = 0;
+  // The cluster's users and ACLs (security_records.h), as their znodes hold them, whenever any
+  // changed (and once at the start).
+  virtual void OnSecurity(const SecurityRecords& records) { (void)records; }
 };
 
 // The whole cluster as ZooKeeper has it, read fresh.
@@ -76,6 +87,7 @@ struct ClusterSnapshot {
   int32_t controller_epoch = 0;
   std::map<std::string, TopicAssignment> topics;
   std::map<TopicPartition, PartitionState> states;
+  SecurityRecords security;
 };
 
 class ClusterAgent {

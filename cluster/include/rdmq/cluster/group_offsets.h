@@ -3,8 +3,8 @@
 // committed partitions as JSON. Kept in the cluster rather than on the coordinating broker's disk,
 // so a group's offsets stay whole when its coordinator changes (a broker joined or left).
 //
-// The group's name is escaped for the znode (every byte outside [A-Za-z0-9_-] as %XX), so any
-// valid group id (printable ASCII, '/' and '.' included) is one znode. A commit of several
+// The group's name is escaped for the znode (EscapeName, model.h), so any valid group id
+// (printable ASCII, '/' and '.' included) is one znode. A commit of several
 // topics is one multi-op with each znode's version checked: all or none, retried when another
 // commit changed a znode in between.
 //
@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "rdmq/cluster/model.h"
 #include "rdmq/common/status.h"
 #include "rdmq/coord/zk.h"
 
@@ -32,10 +33,6 @@ struct GroupOffset {
 };
 using GroupOffsetKey = std::pair<std::string, int32_t>;  // topic, partition
 using GroupOffsets = std::map<GroupOffsetKey, GroupOffset>;
-
-// The znode name of a group id, and back (kBadZnode for a name that is no escaped group id).
-std::string EscapeGroup(std::string_view group);
-Result<std::string> UnescapeGroup(std::string_view name);
 
 // One topic's znode: {"version": 1, "partitions": [{"partition", "offset", "leader_epoch",
 // "metadata", "commit_ms"}, ...]}. Decode checks every field (kBadZnode naming `what`).

@@ -77,6 +77,12 @@ std::string EncodeTopic(const TopicAssignment& t);
 Result<TopicAssignment> DecodeTopic(std::string_view json, std::string_view name, std::string_view what);
 std::string EncodeState(const PartitionState& s);
 Result<PartitionState> DecodeState(std::string_view json, std::string_view what);
+// A name (a group id, a user name) as one znode's name: every byte outside [A-Za-z0-9_-] as %XX
+// (upper-case hex), so '/', '.' and ".." are safe; and back (kBadZnode for a name that is no
+// such escape).
+std::string EscapeName(std::string_view name);
+Result<std::string> UnescapeName(std::string_view znode);
+
 std::string EncodeController(BrokerId id, int32_t epoch);
 Result<std::pair<BrokerId, int32_t>> DecodeController(std::string_view json, std::string_view what);
 

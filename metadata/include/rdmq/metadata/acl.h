@@ -19,6 +19,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "rdmq/common/status.h"
 #include "rdmq/metadata/topic.h"  // MetadataErrc: kBadAcl
@@ -63,6 +64,11 @@ Status ValidateAcl(const AclBinding& b);
 // One line for logs and the CLI: "allow User:alice read topic:orders" ("topic:billing-*" for a
 // prefix).
 std::string Describe(const AclBinding& b);
+
+// A list of bindings as one JSON object, {"version": 1, "acls": [...]} (a cluster's ACL znode:
+// docs/replication.md), and back: kBadAcl naming what is wrong.
+std::string EncodeAcls(const std::vector<AclBinding>& acls);
+Result<std::vector<AclBinding>> DecodeAcls(std::string_view json);
 
 // Whether `user` (a user name, without "User:") may perform `op` on the resource.
 bool Authorize(std::span<const AclBinding> acls, std::string_view user, AclResourceType type,

@@ -42,4 +42,9 @@ Status ValidateUserName(std::string_view name);
 // [4096, 1000000], keys of the mechanism's hash size (kBadUser otherwise).
 Status ValidateUser(const UserInfo& user);
 
+// A user as one JSON object with "version": 1 (a cluster's user znode: docs/replication.md),
+// and back: kBadUser naming what is wrong (not JSON, another version, a user ValidateUser refuses).
+std::string EncodeUser(const UserInfo& user);
+Result<UserInfo> DecodeUser(std::string_view json);
+
 }  // namespace rdmq::metadata
