@@ -266,6 +266,7 @@ class Agent final : public ClusterAgent {
     std::shared_ptr<ZkSession> session = std::move(*zk);
     RDMQ_RETURN_IF_ERROR(session->CreateParents(layout_.brokers()));
     RDMQ_RETURN_IF_ERROR(session->CreateParents(layout_.topics()));
+    RDMQ_RETURN_IF_ERROR(session->CreateParents(layout_.users()));
     const auto deadline = std::chrono::steady_clock::now() + opts_.session_timeout * 2;
     while (true) {
       auto made =
@@ -534,7 +535,6 @@ class Agent final : public ClusterAgent {
   // The users' and the ACL list's znodes, each watched (a user's for its changes, the folder for
   // users made or deleted).
   Status ReadSecurity(ZkSession& zk, bool watch, SecurityRecords* out) {
-    RDMQ_RETURN_IF_ERROR(zk.CreateParents(layout_.users()));
     RDMQ_ASSIGN_OR_RETURN(auto names, Watched(layout_.users(), watch, [&](coord::Watcher wt) {
                             return zk.Children(layout_.users(), std::move(wt));
                           }));
