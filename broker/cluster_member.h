@@ -93,6 +93,15 @@ class ClusterMember final : public cluster::AgentListener {
     MutexLock lock(agent_mu_);
     return agent_;
   }
+  // `f(session, root)` over the cluster's ZooKeeper session (the records kept beside the
+  // cluster's own: offsets, users, ACLs); kUnavailable while there is none.
+  template <class F>
+  Status WithZooKeeper(F&& f) const {
+    const auto agent = Agent();
+    const auto zk = agent ? agent->Session() : nullptr;
+    if (!zk) return Status(Errc::kUnavailable, "not connected to the cluster's ZooKeeper");
+    return f(*zk, agent->root());
+  }
 
  private:
   void OnReplicas(const cluster::ReplicaMap& replicas) override EXCLUDES(sync_mu_);

@@ -23,11 +23,10 @@ Status PutLocal(metadata::MetadataStore& meta, const metadata::UserInfo& user) {
 
 template <class F>
 static Status WithSecurityStore(const ClusterMember& m, F&& f) {
-  const auto agent = m.Agent();
-  const auto zk = agent ? agent->Session() : nullptr;
-  if (!zk) return Status(Errc::kUnavailable, "not connected to the cluster's ZooKeeper");
-  cluster::SecurityStore store(*zk, agent->root());
-  return f(store);
+  return m.WithZooKeeper([&](coord::ZkSession& zk, const std::string& root) {
+    cluster::SecurityStore store(zk, root);
+    return f(store);
+  });
 }
 
 Status ClusterMember::CreateUser(const metadata::UserInfo& user) {

@@ -12,10 +12,6 @@ class Local final : public OffsetBook {
   Status Commit(const std::string& group, const metadata::GroupOffsets& offsets) override {
     return store_.Commit(group, offsets);
   }
-  Result<std::optional<metadata::CommittedOffset>> Fetch(const std::string& group, const std::string& topic,
-                                                         int32_t partition) override {
-    return store_.Fetch(group, topic, partition);
-  }
   Result<metadata::GroupOffsets> FetchGroup(const std::string& group) override {
     return store_.FetchGroup(group);
   }
@@ -47,13 +43,6 @@ class InCluster final : public OffsetBook {
     }
     return WithStore([&](cluster::GroupOffsetStore& s) { return s.Commit(group, out); });
   }
-  Result<std::optional<metadata::CommittedOffset>> Fetch(const std::string& group, const std::string& topic,
-                                                         int32_t partition) override {
-    RDMQ_ASSIGN_OR_RETURN(metadata::GroupOffsets all, FetchGroup(group));
-    auto it = all.find({topic, partition});
-    if (it == all.end()) return std::optional<metadata::CommittedOffset>{};
-    return std::optional<metadata::CommittedOffset>(it->second);
-  }
   Result<metadata::GroupOffsets> FetchGroup(const std::string& group) override {
     metadata::GroupOffsets out;
     RDMQ_RETURN_IF_ERROR(WithStore([&](cluster::GroupOffsetStore& s) -> Status {
@@ -84,11 +73,10 @@ class InCluster final : public OffsetBook {
  private:
   template <class F>
   Status WithStore(F&& f) const {
-    const auto agent = member_.Agent();
-    const auto zk = agent ? agent->Session() : nullptr;
-    if (!zk) return Status(Errc::kUnavailable, "not connected to the cluster's ZooKeeper");
-    cluster::GroupOffsetStore store(*zk, agent->root());
-    return f(store);
+    return member_.WithZooKeeper([&](coord::ZkSession& zk, const std::string& root) {
+      cluster::GroupOffsetStore store(zk, root);
+      return f(store);
+    });
   }
 
   const ClusterMember& member_;

@@ -6,7 +6,6 @@
 #pragma once
 
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,9 +20,6 @@ class OffsetBook {
   virtual ~OffsetBook() = default;
   // Stores the offsets (each partition's replaced) all or none; every store's validation errors.
   virtual Status Commit(const std::string& group, const metadata::GroupOffsets& offsets) = 0;
-  virtual Result<std::optional<metadata::CommittedOffset>> Fetch(const std::string& group,
-                                                                 const std::string& topic,
-                                                                 int32_t partition) = 0;
   virtual Result<metadata::GroupOffsets> FetchGroup(const std::string& group) = 0;  // empty if none
   virtual Result<std::vector<std::string>> Groups() = 0;                            // with offsets, sorted
   // metadata::MetadataErrc::kNoSuchGroup when the group has no offsets.
