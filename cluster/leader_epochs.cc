@@ -57,4 +57,22 @@ TruncationStep Truncation(const LeaderEpochs& follower, Offset follower_end, Off
   return {false, Offset(0), mine->first};
 }
 
+Offset FollowerTruncationPoint(const LeaderEpochs& follower, Offset follower_end, Offset follower_start,
+                               const LeaderEpochs& leader, Offset leader_end, int* rounds) {
+  int32_t ask = FirstQuestion(follower);
+  // Each round asks about an older epoch the follower has, so there are at most as many rounds
+  // as it has epochs, plus the last answer.
+  for (size_t n = 1; n <= follower.entries().size() + 1; ++n) {
+    const auto answer = ask < 0 ? std::nullopt : leader.EndOf(ask, leader_end);
+    const TruncationStep step = Truncation(follower, follower_end, follower_start, answer);
+    if (step.done || step.ask >= ask) {  // (the second cannot happen; the safe answer if it did)
+      if (rounds != nullptr) *rounds = static_cast<int>(n);
+      return step.done ? step.truncate_to : follower_start;
+    }
+    ask = step.ask;
+  }
+  if (rounds != nullptr) *rounds = static_cast<int>(follower.entries().size() + 1);
+  return follower_start;
+}
+
 }  // namespace rdmq::cluster

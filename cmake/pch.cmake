@@ -57,6 +57,7 @@ if(RDMQ_PCH)
     add_executable(rdmq_pch_test EXCLUDE_FROM_ALL ${stub})
     target_link_libraries(rdmq_pch_test PRIVATE Catch2::Catch2)
     target_precompile_headers(rdmq_pch_test PRIVATE ${RDMQ_PCH_TEST})
+    rdmq_test_code(rdmq_pch_test)  # the test binaries' optimisation level, which a header must match
   endif()
 
   foreach(owner rdmq_pch_lib rdmq_pch_asio rdmq_pch_exe rdmq_pch_test)

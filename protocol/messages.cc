@@ -52,6 +52,12 @@ std::string_view ApiName(Api api) noexcept {
       return "DeleteGroup";
     case Api::kFindCoordinator:
       return "FindCoordinator";
+    case Api::kOpenReplica:
+      return "OpenReplica";
+    case Api::kReplicaCommit:
+      return "ReplicaCommit";
+    case Api::kReplicaTruncate:
+      return "ReplicaTruncate";
     case Api::kCreateUser:
       return "CreateUser";
     case Api::kAlterUser:

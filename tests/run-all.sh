@@ -5,7 +5,7 @@
 #
 # Stages:
 #   lint     clang-format check, the 800-line file limit, clang-tidy (.clang-tidy) over the sources
-#   release  build (g++ -O3; test code -O1) and run every CTest test (unit, crash, stress, e2e, fuzz replays)
+#   release  build (g++ -O3; test code -O0) and run every CTest test (unit, crash, stress, e2e, fuzz replays)
 #   asan     build with clang: ASan+UBSan, -Wthread-safety (lock annotations), libFuzzer coverage;
 #            run the suite at RDMQ_TEST_SCALE=0.25 (fewer trials)
 #   fuzz     run each libFuzzer target of the asan build for RDMQ_FUZZ_SECONDS (10), RDMQ_JOBS of

@@ -45,22 +45,11 @@ TEST_CASE("leader epochs: built from batches in order, answered as KIP-279 says"
   CHECK(r.entries() == std::vector<LeaderEpochs::Entry>{{2, Offset(12)}, {5, Offset(30)}});
 }
 
-// The follower's rounds with a leader whose cache is `leader` and log end `leader_end`.
+// The follower's rounds with a leader whose cache is `leader` and log end `leader_end`, run
+// where both caches are known (as the leader does with the cache OpenReplica brought it).
 Offset TruncationPoint(const LeaderEpochs& follower, Offset follower_end, Offset follower_start,
                        const LeaderEpochs& leader, Offset leader_end, int* rounds = nullptr) {
-  int32_t ask = FirstQuestion(follower);
-  for (int n = 1; n <= 10; ++n) {
-    const auto answer = ask < 0 ? std::nullopt : leader.EndOf(ask, leader_end);
-    const TruncationStep step = Truncation(follower, follower_end, follower_start, answer);
-    if (step.done) {
-      if (rounds != nullptr) *rounds = n;
-      return step.truncate_to;
-    }
-    REQUIRE(step.ask < ask);  // each round asks about an older epoch
-    ask = step.ask;
-  }
-  FAIL("no answer after 10 rounds");
-  return kNoOffset;
+  return FollowerTruncationPoint(follower, follower_end, follower_start, leader, leader_end, rounds);
 }
 
 TEST_CASE("truncation point: a follower keeps exactly what it shares with the new leader",

@@ -4,6 +4,7 @@
 #include "rdmq/protocol/acl_messages.h"
 #include "rdmq/protocol/group_messages.h"
 #include "rdmq/protocol/messages.h"
+#include "rdmq/protocol/replica_messages.h"
 #include "rdmq/protocol/user_messages.h"
 
 namespace rdmq::protocol::testing {
@@ -46,6 +47,11 @@ void ForEachMessageType(F&& f) {
   f.template operator()<GroupRequest>();
   f.template operator()<DescribeGroupResponse>();
   f.template operator()<FindCoordinatorResponse>();
+  f.template operator()<EpochEntry>();
+  f.template operator()<OpenReplicaRequest>();
+  f.template operator()<OpenReplicaResponse>();
+  f.template operator()<ReplicaCommitRequest>();
+  f.template operator()<ReplicaTruncateRequest>();
   f.template operator()<ScramSecretEntry>();
   f.template operator()<UserRequest>();
   f.template operator()<UserNameRequest>();

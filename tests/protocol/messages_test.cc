@@ -4,6 +4,7 @@
 #include <random>
 
 #include "rdmq/protocol/acl_messages.h"
+#include "rdmq/protocol/replica_messages.h"
 #include "rdmq/protocol/user_messages.h"
 #include "support/test_util.h"
 #include "tests/protocol/all_messages.h"
@@ -269,6 +270,51 @@ TEST_CASE("the cluster's additions: DescribeCluster, NOT_LEADER, NOT_ENOUGH_REPL
   CHECK(back->isr == std::vector<int32_t>{3});
   CHECK(back->leader == 3);
   CHECK(back->local == 1);
+}
+
+TEST_CASE("the replication RPCs: ids, names and the documented encoding", "[protocol]") {
+  CHECK(static_cast<uint16_t>(Api::kOpenReplica) == 47);
+  CHECK(static_cast<uint16_t>(Api::kReplicaCommit) == 48);
+  CHECK(static_cast<uint16_t>(Api::kReplicaTruncate) == 49);
+  CHECK(ApiName(Api::kOpenReplica) == "OpenReplica");
+  CHECK(ApiName(Api::kReplicaCommit) == "ReplicaCommit");
+  CHECK(ApiName(Api::kReplicaTruncate) == "ReplicaTruncate");
+
+  // ReplicaCommit: lease u64, epoch i32, segment i64, position u64, length u32, next i64, hw i64.
+  ReplicaCommitRequest c{LeaseId{7}, 3, Offset{100}, Position{4096}, 512, Offset{140}, Offset{120}};
+  std::string want;
+  coding::Writer w(&want);
+  w.LE<uint64_t>(7);
+  w.LE<int32_t>(3);
+  w.LE<int64_t>(100);
+  w.LE<uint64_t>(4096);
+  w.LE<uint32_t>(512);
+  w.LE<int64_t>(140);
+  w.LE<int64_t>(120);
+  CHECK(Encode(c) == want);
+
+  // The epoch cache travels as a counted array of (epoch i32, start i64), oldest first.
+  OpenReplicaResponse r;
+  r.log_start = Offset{5};
+  r.high_watermark = Offset{9};
+  r.epochs = {{1, Offset{5}}, {4, Offset{8}}};
+  auto bytes = Encode(r);
+  auto back = Decode<OpenReplicaResponse>(coding::AsBytes(bytes));
+  REQUIRE_OK(back);
+  CHECK(back->epochs == r.epochs);
+  CHECK(back->log_start == Offset{5});
+  CHECK(back->high_watermark == Offset{9});
+  std::string tail;
+  coding::Writer t(&tail);
+  t.LE<int64_t>(5);
+  t.LE<int64_t>(9);
+  t.LE<uint32_t>(2);
+  t.LE<int32_t>(1);
+  t.LE<int64_t>(5);
+  t.LE<int32_t>(4);
+  t.LE<int64_t>(8);
+  REQUIRE(bytes.size() > tail.size());
+  CHECK(bytes.substr(bytes.size() - tail.size()) == tail);
 }
 
 }  // namespace

@@ -67,4 +67,11 @@ inline int32_t FirstQuestion(const LeaderEpochs& follower) { return follower.lat
 TruncationStep Truncation(const LeaderEpochs& follower, Offset follower_end, Offset follower_start,
                           const std::optional<std::pair<int32_t, Offset>>& leader_answer);
 
+// The same rounds run where both caches are at hand: a leader that got the follower's cache
+// (OpenReplica's answer) finds the follower's truncation point itself, answering each question
+// from its own cache (`leader`, log end `leader_end`), with no round trip per round. `rounds`,
+// when given, says how many questions it took.
+Offset FollowerTruncationPoint(const LeaderEpochs& follower, Offset follower_end, Offset follower_start,
+                               const LeaderEpochs& leader, Offset leader_end, int* rounds = nullptr);
+
 }  // namespace rdmq::cluster

@@ -88,6 +88,9 @@ enum class Api : uint16_t {
   kDescribeGroup = 44,
   kDeleteGroup = 45,
   kFindCoordinator = 46,
+  kOpenReplica = 47,  // replica_messages.h
+  kReplicaCommit = 48,
+  kReplicaTruncate = 49,
   kCreateUser = 50,  // user_messages.h
   kAlterUser = 51,
   kDeleteUser = 52,
