@@ -73,8 +73,9 @@ Status PartitionLog::Impl::CommitExclusiveLocked(Position pos, uint64_t len, Off
                                                          Num(expected_word) +
                                                          " (a shared producer reserved)");
   }
-  if (Status s = seg.PersistData(pos, len); !s.ok()) return Fail(s);
   const Position end = pos + len;
+  if (stamp_epoch_ >= 0) StampEpochs(seg, pos, end);
+  if (Status s = seg.PersistData(pos, len); !s.ok()) return Fail(s);
   Position p = pos;
   while (p < end) {
     BatchHeader h;
@@ -89,6 +90,50 @@ Status PartitionLog::Impl::CommitExclusiveLocked(Position pos, uint64_t len, Off
   completed_.push_back(CompletedRange{seg.base(), pos, len, first, next, false});
   Publish();
   return MaybeCheckpoint(seg);
+}
+
+void PartitionLog::Impl::StampEpochs(Segment& seg, Position from, Position to) const {
+  // Whole validated batches: each header is there and its length stays inside [from, to).
+  for (Position p = from; p < to;) {
+    BatchHeader h;
+    if (!DecodeBatchHeader(seg.bytes(p, to), &h).ok()) return;
+    PatchLeaderEpoch(seg.at(p), stamp_epoch_);
+    p += h.total_size();
+  }
+}
+
+Status PartitionLog::SetLeaderEpoch(int32_t epoch) {
+  Impl& m = *impl_;
+  MutexLock lock(m.mu_);
+  RDMQ_RETURN_IF_ERROR(m.CheckOpen());
+  if (epoch >= 0) {
+    const std::vector<EpochStart> known = m.EpochsLocked();
+    if (!known.empty() && epoch < known.back().epoch) {
+      return Status(Errc::kInvalidArgument, "log " + m.dir_ + ": leader epoch " + std::to_string(epoch) +
+                                                " is below epoch " + std::to_string(known.back().epoch) +
+                                                ", which the log already holds");
+    }
+  }
+  m.stamp_epoch_ = epoch < 0 ? -1 : epoch;
+  return Status::Ok();
+}
+
+std::vector<EpochStart> PartitionLog::LeaderEpochs() const {
+  const Impl& m = *impl_;
+  MutexLock lock(m.mu_);
+  return m.EpochsLocked();
+}
+
+std::vector<EpochStart> PartitionLog::Impl::EpochsLocked() const {
+  std::vector<EpochStart> out;
+  for (const auto& [base, seg] : segments_) {
+    for (const EpochStart& e : seg->epochs) {
+      if (out.empty() || e.epoch > out.back().epoch) out.push_back(e);
+    }
+  }
+  // Retention deletes whole segments: the oldest entry left may have started in one of them.
+  if (!out.empty() && !segments_.empty() && out.front().start < LogStart()) out.front().start = LogStart();
+  return out;
 }
 
 Result<AppendResult> PartitionLog::Append(std::span<const RecordInput> records, const BatchOptions& batch) {

@@ -115,6 +115,10 @@ class PartitionLog::Impl {
   // Exclusive: validates batches in [pos, pos+len) of the active segment, persists, publishes.
   Status CommitExclusiveLocked(Position pos, uint64_t len, Offset expected_next, bool validated)
       REQUIRES(mu_);
+  // Writes stamp_epoch_ into every batch of [from, to) (whole, validated batches).
+  void StampEpochs(Segment& seg, Position from, Position to) const REQUIRES(mu_);
+  // LeaderEpochs() for a caller that holds the lock.
+  std::vector<EpochStart> EpochsLocked() const REQUIRES(mu_);
   // Shared: assigns offsets to pending ranges that now start at the committed prefix.
   Status AdvancePrefix(Segment& seg, bool fresh_position_valid, Position fresh_position) REQUIRES(mu_);
   Status FillGap(Segment& seg, Position from, Position to, uint64_t* fillers, uint64_t* bytes) REQUIRES(mu_);
@@ -143,7 +147,8 @@ class PartitionLog::Impl {
     Offset next{0};
   };
   Exposed exposed_ GUARDED_BY(mu_);
-  Status failed_ GUARDED_BY(mu_);  // the first failed persist; writes are refused after it
+  int32_t stamp_epoch_ GUARDED_BY(mu_) = -1;  // SetLeaderEpoch
+  Status failed_ GUARDED_BY(mu_);             // the first failed persist; writes are refused after it
   bool closed_ GUARDED_BY(mu_) = false;
   // What the current call completed and dropped (CommitOutcome/ExpireOutcome point into them).
   std::vector<CompletedRange> completed_ GUARDED_BY(mu_);

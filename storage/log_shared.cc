@@ -47,6 +47,10 @@ Status PartitionLog::Impl::AdvancePrefix(Segment& seg, bool fresh_valid, Positio
       (void)DecodeBatchHeader(seg.bytes(p, end), &h);
       PatchBaseOffset(seg.at(p), next);
       h.base_offset = next;
+      if (stamp_epoch_ >= 0) {
+        PatchLeaderEpoch(seg.at(p), stamp_epoch_);
+        h.leader_epoch = stamp_epoch_;
+      }
       seg.NoteBatch(p, h);
       next = h.next_offset();
       p += h.total_size();

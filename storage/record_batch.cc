@@ -551,6 +551,10 @@ void PatchBaseOffset(std::byte* batch, Offset offset) noexcept {
   StoreBE<int64_t>(batch + bf::kBaseOffset, offset.value());
 }
 
+void PatchLeaderEpoch(std::byte* batch, int32_t epoch) noexcept {
+  StoreBE<int32_t>(batch + bf::kLeaderEpoch, epoch);
+}
+
 void PatchProducerState(std::span<std::byte> batch, int16_t producer_epoch, int32_t base_sequence) noexcept {
   if (batch.size() < kBatchHeaderSize) return;
   std::byte* p = batch.data();

@@ -77,7 +77,14 @@ Status Segment::Persist(const void* addr, size_t len) {
   return file_->Persist(addr, len);
 }
 
+void NoteEpoch(std::vector<EpochStart>* epochs, const BatchHeader& h) {
+  if (h.leader_epoch >= 0 && (epochs->empty() || h.leader_epoch > epochs->back().epoch)) {
+    epochs->push_back(EpochStart{h.leader_epoch, h.base_offset});
+  }
+}
+
 void Segment::NoteBatch(Position pos, const BatchHeader& h) {
+  NoteEpoch(&epochs, h);
   if (pos >= next_index_pos_) {
     index.push_back(IndexEntry{h.base_offset, pos, max_ts});
     next_index_pos_ = pos + interval_;
@@ -263,6 +270,7 @@ Segment::Walk Segment::WalkHeaders(Position to) const {
       w.next_index_pos = pos + interval_;
     }
     w.max_ts = std::max(w.max_ts, h.max_timestamp);
+    NoteEpoch(&w.epochs, h);
     pos += h.total_size();
     w.next = h.next_offset();
   }
@@ -272,6 +280,7 @@ Segment::Walk Segment::WalkHeaders(Position to) const {
 
 void Segment::CutTo(Walk walk, Position end, Offset next, TimestampMs max_ts_floor) {
   index = std::move(walk.index);
+  epochs = std::move(walk.epochs);
   next_index_pos_ = walk.next_index_pos;
   max_ts = std::max(walk.max_ts, max_ts_floor);
   corrupt_at = kNoPosition;

@@ -15,6 +15,7 @@
 #include "rdmq/common/types.h"
 #include "rdmq/storage/env.h"
 #include "rdmq/storage/format.h"
+#include "rdmq/storage/log.h"
 #include "rdmq/storage/record_batch.h"
 
 namespace rdmq::storage::internal {
@@ -29,6 +30,11 @@ struct IndexEntry {
   Position position;
   TimestampMs max_ts_before;  // max timestamp of every batch before `position` in this segment
 };
+
+// The first batch of each leader epoch in a segment, in order (LeaderEpochStart in log.h): a
+// batch stamped with an epoch above the last one noted starts an entry; unstamped batches (-1)
+// and lower epochs add none.
+void NoteEpoch(std::vector<EpochStart>* epochs, const BatchHeader& h);
 
 // A shared-mode range that was validated but waits for the bytes before it.
 struct PendingRange {
@@ -114,6 +120,7 @@ class Segment {
   // first header that does not decode or does not continue the offsets. Changes nothing.
   struct Walk {
     std::vector<IndexEntry> index;
+    std::vector<EpochStart> epochs;
     TimestampMs max_ts = kNoTimestamp;
     Position next_index_pos{0};
     Position reached{0};  // where it stopped
@@ -145,6 +152,7 @@ class Segment {
   uint32_t commits_since_checkpoint = 0;
   uint64_t last_checkpoint_ns = 0;
   std::vector<IndexEntry> index;
+  std::vector<EpochStart> epochs;  // NoteEpoch, by NoteBatch
   // Shared mode.
   std::map<Position, PendingRange> pending;  // by start position
   Position crossing = kNoPosition;           // start of the reservation that crossed the end, if known

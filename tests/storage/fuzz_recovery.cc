@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "rdmq/common/coding.h"
 #include "rdmq/storage/format.h"
@@ -131,6 +132,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     at = r->next_offset;
   }
   (void)l.OffsetForTimestamp(TimestampMs(static_cast<int64_t>(data[0])));
+  // The epoch cache rebuilt from whatever headers recovery walked: epochs and starts increasing,
+  // every start inside the log; and it survives a clean reopen as it is.
+  const std::vector<EpochStart> epochs = l.LeaderEpochs();
+  for (size_t i = 0; i < epochs.size(); ++i) {
+    if (epochs[i].epoch < 0 || epochs[i].start < start || epochs[i].start >= hwm)
+      Violation("epoch outside the log");
+    if (i > 0 && (epochs[i].epoch <= epochs[i - 1].epoch || epochs[i].start <= epochs[i - 1].start)) {
+      Violation("epochs out of order");
+    }
+  }
   RecordInput rec;
   rec.value = std::string_view("after recovery");
   auto a = l.Append(std::span(&rec, 1));
@@ -140,6 +151,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   log = PartitionLog::Open(&env, kDir, o);
   if (!log.ok()) Violation("reopen after a clean close failed", log.status());
   if ((*log)->HighWatermark() != hwm2) Violation("reopen changed the high watermark");
+  if ((*log)->LeaderEpochs() != epochs) Violation("reopen changed the leader epochs");
   if (a.ok()) {
     auto r = (*log)->Read(a->base_offset, 100);
     if (!r.ok()) Violation("the record appended after recovery is unreadable", r.status());

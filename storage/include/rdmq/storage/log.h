@@ -122,6 +122,14 @@ struct SlotInfo {
   std::shared_ptr<const void> pin;
 };
 
+// The first offset a leader epoch wrote (docs/replication.md, "Leader epochs"): read from the
+// partitionLeaderEpoch field of the batches.
+struct EpochStart {
+  int32_t epoch = 0;
+  Offset start{0};
+  bool operator==(const EpochStart&) const = default;
+};
+
 enum class CommitMode { kExclusive, kShared };
 
 struct CommitRequest {
@@ -263,6 +271,18 @@ class PartitionLog {
   // (kOutOfRange) and not below the exposed end (kInvalidArgument: the high watermark only
   // grows). kFailedPrecondition for a log that is not replicated.
   Status Expose(Offset next);
+
+  // The leader epoch stamped into the partitionLeaderEpoch field (bytes 12..15, which the batch
+  // CRC does not cover) of every batch committed or appended from now on, fillers included; -1
+  // (the default at every open) stamps nothing, and batches keep what their writer put there (a
+  // follower keeps its leader's stamps). kInvalidArgument for an epoch below the latest one in
+  // the log (epochs never go back along a log); nothing changes then.
+  Status SetLeaderEpoch(int32_t epoch);
+  // Which leader epoch wrote which part of the log: for each epoch, the first offset it wrote,
+  // oldest first (batches stamped -1 belong to none; an epoch below the one before it starts no
+  // entry). Rebuilt at open from the batch headers, kept by commits, truncation and retention
+  // (an entry whose records retention deleted in part starts at the log start).
+  std::vector<EpochStart> LeaderEpochs() const;
 
   // Cuts the log back to `end`: every record at and after `end` is gone for good, the log end
   // offset is `end`, and appends and commits continue there, in the segment holding `end`, which

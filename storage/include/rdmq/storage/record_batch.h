@@ -321,6 +321,8 @@ bool IsFillerBatch(const BatchHeader& h) noexcept;
 
 // Writes `offset` into the baseOffset field of the batch at `batch` (the CRC does not cover it).
 void PatchBaseOffset(std::byte* batch, Offset offset) noexcept;
+// Writes `epoch` into the partitionLeaderEpoch field of the batch at `batch` (nor this one).
+void PatchLeaderEpoch(std::byte* batch, int32_t epoch) noexcept;
 // Rewrites the producer epoch and base sequence of the whole batch `batch` (an idempotent
 // producer that bumped its epoch renumbers what it has not sent yet) and its CRC.
 void PatchProducerState(std::span<std::byte> batch, int16_t producer_epoch, int32_t base_sequence) noexcept;
