@@ -226,6 +226,22 @@ int32_t ClusterMember::CoordinatorOf(const std::string& group) const {
 
 void ClusterMember::SetServing(Partition& p, bool serving, int32_t leader, int32_t epoch) {
   const bool was = p.serving();
+  // The leader stamps its epoch on every batch it takes (storage-format.md, "Leader epochs"),
+  // from before it serves; a follower keeps the stamps its leader's batches carry, from after it
+  // stopped serving.
+  if (!serving) p.SetLeadership(false, leader, epoch);
+  {
+    MutexLock plock(p.mu);
+    if (!p.deleted()) {
+      if (Status s = p.log().SetLeaderEpoch(serving ? epoch : -1); !s.ok()) {
+        RDMQ_LOG(kError, "broker", "the partition's log refuses the leader epoch; not serving it")
+            .kv("partition", p.where())
+            .kv("leader_epoch", epoch)
+            .kv("error", s);
+        serving = false;
+      }
+    }
+  }
   p.SetLeadership(serving, leader, epoch);
   if (was == serving) return;
   RDMQ_LOG(kInfo, "broker", serving ? "leading a partition" : "no longer leading a partition")

@@ -123,6 +123,7 @@ struct Walker {
     b.max_timestamp_ms = h.max_timestamp.value();
     b.producer_id = h.producer_id.value();
     b.producer_epoch = h.producer_epoch;
+    b.leader_epoch = h.leader_epoch;
     b.base_sequence = h.base_sequence;
     b.control = h.is_control();
     b.transactional = h.is_transactional();
@@ -561,16 +562,16 @@ void PrintInspectText(const PartitionDump& d, bool records, std::ostream& os) {
     }
     if (!records) {
       Table t({"POSITION", "OFFSETS", "RECORDS", "BYTES", "FIRST TIMESTAMP", "MAX TIMESTAMP", "PRODUCER",
-               "EPOCH", "SEQ", "FLAGS", "CRC"},
+               "EPOCH", "SEQ", "LEADER EPOCH", "FLAGS", "CRC"},
               {Align::kRight, Align::kLeft, Align::kRight, Align::kRight, Align::kLeft, Align::kLeft,
-               Align::kRight, Align::kRight, Align::kRight, Align::kLeft, Align::kLeft});
+               Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kLeft, Align::kLeft});
       for (const BatchDump& b : s.batches) {
-        t.AddRow({std::to_string(b.position),
-                  std::to_string(b.base_offset) + ".." + std::to_string(b.last_offset),
-                  std::to_string(b.record_count), std::to_string(b.bytes),
-                  FormatTimestampMs(b.base_timestamp_ms), FormatTimestampMs(b.max_timestamp_ms),
-                  std::to_string(b.producer_id), std::to_string(b.producer_epoch),
-                  std::to_string(b.base_sequence), Flags(b), b.crc_ok ? "ok" : "MISMATCH"});
+        t.AddRow(
+            {std::to_string(b.position), std::to_string(b.base_offset) + ".." + std::to_string(b.last_offset),
+             std::to_string(b.record_count), std::to_string(b.bytes), FormatTimestampMs(b.base_timestamp_ms),
+             FormatTimestampMs(b.max_timestamp_ms), std::to_string(b.producer_id),
+             std::to_string(b.producer_epoch), std::to_string(b.base_sequence),
+             std::to_string(b.leader_epoch), Flags(b), b.crc_ok ? "ok" : "MISMATCH"});
       }
       std::ostringstream table;
       t.Print(table);
@@ -584,7 +585,8 @@ void PrintInspectText(const PartitionDump& d, bool records, std::ostream& os) {
          << ", " << b.record_count << " records, " << b.bytes << " bytes, timestamps "
          << FormatTimestampMs(b.base_timestamp_ms) << " .. " << FormatTimestampMs(b.max_timestamp_ms)
          << ", producer " << b.producer_id << " epoch " << b.producer_epoch << " seq " << b.base_sequence
-         << ", flags " << Flags(b) << ", CRC " << (b.crc_ok ? "ok" : "MISMATCH") << "\n";
+         << ", leader epoch " << b.leader_epoch << ", flags " << Flags(b) << ", CRC "
+         << (b.crc_ok ? "ok" : "MISMATCH") << "\n";
       for (const RecordDump& r : b.records) {
         os << "    offset " << r.offset << "  " << FormatTimestampMs(r.timestamp_ms) << "  key "
            << Printable(r.key, 64) << "  value " << Printable(r.value, 200);
@@ -672,6 +674,7 @@ std::string InspectToJson(const PartitionDump& d, bool records) {
         jb["producer_id"] = b.producer_id;
         jb["producer_epoch"] = b.producer_epoch;
         jb["base_sequence"] = b.base_sequence;
+        jb["leader_epoch"] = b.leader_epoch;
         jb["control"] = b.control;
         jb["transactional"] = b.transactional;
         jb["filler"] = b.filler;

@@ -323,6 +323,7 @@ TEST_CASE("partition inspect on the broker's files reports a flipped bit at its 
   REQUIRE(healthy["segments"].size() >= 1);
   const json& seg = healthy["segments"][0];
   REQUIRE(seg["batches"].size() >= 3);
+  CHECK(seg["batches"][0]["leader_epoch"] == -1);  // a broker on its own stamps no leader epoch
   const json& victim = seg["batches"][seg["batches"].size() / 2];
   REQUIRE(f.broker().Stop() == 0);
 

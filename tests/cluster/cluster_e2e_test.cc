@@ -126,6 +126,23 @@ TEST_CASE("cluster of three: topics spread, any broker answers, kcat reaches eve
   }
   CHECK(n == 3000);
   CHECK(partitions_used.size() >= 4);  // 30 keys over 6 partitions
+  // Each leader stamped its leader epoch on every batch it took (kcat's included).
+  for (const auto& p : d["partitions"]) {
+    const int leader = p["leader"].get<int>();
+    const std::string index = std::to_string(p["partition"].get<int>());
+    const RunResult inspect = Run({Bin("rdmq"), "partition", "inspect", "--data-dir",
+                                   c.brokers.at(leader)->data_dir(), "orders", index, "--json"});
+    REQUIRE_RUN(inspect, 0);
+    const json dump = ParseJson(inspect);
+    size_t batches = 0;
+    for (const auto& seg : dump["segments"]) {
+      for (const auto& b : seg["batches"]) {
+        CHECK(b["leader_epoch"] == p["leader_epoch"]);
+        ++batches;
+      }
+    }
+    if (partitions_used.count(p["partition"].get<int>()) != 0) CHECK(batches > 0);
+  }
 
   // rdmq's own producer, bootstrapped at any broker, reaches every partition's leader: to a
   // partition it names, and by key (Kafka's murmur2; kcat's own default is a CRC32 hash).

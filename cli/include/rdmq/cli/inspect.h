@@ -57,6 +57,7 @@ struct BatchDump {
   int64_t max_timestamp_ms = 0;
   int64_t producer_id = -1;
   int16_t producer_epoch = -1;
+  int32_t leader_epoch = -1;  // partitionLeaderEpoch: the epoch of the leader that took it (-1: none)
   int32_t base_sequence = -1;
   bool control = false;
   bool transactional = false;
