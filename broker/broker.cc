@@ -195,6 +195,10 @@ Status BrokerImpl::Init() {
       *meta_, *authz_, [this] { RevokeDenied(); }, cluster_.get());
   produce_ = std::make_unique<ProduceHandlers>(sessions_, *topics_, *leases_, *publisher_, n_, *authz_);
   consume_ = std::make_unique<ConsumeHandlers>(sessions_, *topics_, *authz_);
+  if (cluster_) {
+    replica_rpcs_ =
+        std::make_unique<ReplicaHandlers>(sessions_, *topics_, *leases_, *publisher_, n_, *authz_);
+  }
   appender_ = std::make_unique<LocalAppender>(*leases_, *publisher_, n_);
   login_ = std::make_unique<RpcLogin>(cfg_, *meta_, sessions_);
   RDMQ_RETURN_IF_ERROR(login_->Register(*rpc_));
@@ -204,6 +208,7 @@ Status BrokerImpl::Init() {
     rpc::Server& server = gate ? *gate : *rpc_;
     RDMQ_RETURN_IF_ERROR(admin_->Register(server));
     RDMQ_RETURN_IF_ERROR(produce_->Register(server));
+    if (replica_rpcs_) RDMQ_RETURN_IF_ERROR(replica_rpcs_->Register(server));
     RDMQ_RETURN_IF_ERROR(consume_->Register(server));
     RDMQ_RETURN_IF_ERROR(group_rpcs_->Register(server));
     RDMQ_RETURN_IF_ERROR(user_rpcs_->Register(server));

@@ -9,7 +9,8 @@
 //   GroupCoordinator consumer groups (group::Group) and committed offsets (metadata::OffsetStore)
 //   Authorizer      the ACL decision both front doors ask (authorizer.h)
 //   ClusterMember   in a cluster: the ZooKeeper agent, the replicas held, topic administration
-//   AdminHandlers, ProduceHandlers, ConsumeHandlers, GroupHandlers, UserHandlers, AclHandlers:
+//   AdminHandlers, ProduceHandlers, ReplicaHandlers (a follower's, in a cluster), ConsumeHandlers,
+//                   GroupHandlers, UserHandlers, AclHandlers:
 //                   the RPCs, grouped by concern
 //   KafkaListener, KafkaFrontDoor (kafka/): the Kafka protocol's front door; LocalAppender: its
 //                   appends, as one more shared writer
@@ -50,6 +51,7 @@
 #include "rdmq/metadata/store.h"
 #include "rdmq/metrics/http.h"
 #include "rdmq/rpc/server.h"
+#include "replica_handlers.h"
 #include "rpc_login.h"
 #include "session.h"
 #include "topic_table.h"
@@ -127,6 +129,7 @@ class BrokerImpl final : public Broker {
   std::unique_ptr<TopicTable> topics_;
   std::unique_ptr<AdminHandlers> admin_;
   std::unique_ptr<ProduceHandlers> produce_;
+  std::unique_ptr<ReplicaHandlers> replica_rpcs_;  // in a cluster only
   std::unique_ptr<ConsumeHandlers> consume_;
   std::unique_ptr<GroupHandlers> group_rpcs_;
   std::unique_ptr<UserHandlers> user_rpcs_;

@@ -226,6 +226,7 @@ int32_t ClusterMember::CoordinatorOf(const std::string& group) const {
 
 void ClusterMember::SetServing(Partition& p, bool serving, int32_t leader, int32_t epoch) {
   const bool was = p.serving();
+  const int32_t was_epoch = p.leader_epoch();
   // The leader stamps its epoch on every batch it takes (storage-format.md, "Leader epochs"),
   // from before it serves; a follower keeps the stamps its leader's batches carry, from after it
   // stopped serving.
@@ -243,6 +244,9 @@ void ClusterMember::SetServing(Partition& p, bool serving, int32_t leader, int32
     }
   }
   p.SetLeadership(serving, leader, epoch);
+  // A follower's replica lease is its leader's of one epoch: a newer epoch (this broker's own
+  // included) fences it.
+  if (!was && epoch > was_epoch) topics_.EndLeases(p, WireError::kFencedLeaderEpoch);
   if (was == serving) return;
   RDMQ_LOG(kInfo, "broker", serving ? "leading a partition" : "no longer leading a partition")
       .kv("partition", p.where())

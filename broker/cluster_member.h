@@ -8,8 +8,10 @@
 // DescribeTopic's leadership, the Kafka listener's Metadata and coordinators) and producer ids,
 // handed to the broker in blocks.
 //
-// Not yet: replication. A topic's replication.factor must be 1 (NOT_ENOUGH_REPLICAS otherwise), so
-// a partition whose broker is down has no leader until that broker returns.
+// A partition's leader stamps its leader epoch on what it takes; a follower's replica takes its
+// leader's writes (ReplicaHandlers), and a newer epoch ends the old leader's replica lease.
+// Not yet: leaders replicating. A topic's replication.factor must be 1 (NOT_ENOUGH_REPLICAS
+// otherwise), so a partition whose broker is down has no leader until that broker returns.
 //
 // Threading: thread-safe. OnReplicas and OnSessionLost run on the agent's thread, one at a time
 // (sync_mu_); the administration and views may run on any thread.

@@ -64,6 +64,7 @@ void CommitPoller::Commit(const std::shared_ptr<Lease>& l, Session& session, uin
     if (!p.deleted() && l->segment_base == p.active().base) p.SpoilTail(p.active().committed, byte_len);
   };
   if (p.deleted()) return fail(TopicDeleted(p.topic_name()));
+  if (l->replica()) return fail(ReplicaCommitOnly(*l));
   const ActiveSegment& a = p.active();
   const Committer who{l->producer_id, l->producer_epoch, l->shared()};
   const CommitValidator v = p.Validator();
@@ -86,7 +87,7 @@ void CommitPoller::Commit(const std::shared_ptr<Lease>& l, Session& session, uin
   d_.leases->Active(*l);
   l->acked_segment = a.base;
   l->acked_position = a.committed;
-  l->acked_next_offset = a.high_watermark;
+  l->acked_next_offset = a.log_end;
   d_.leases->WriteAck(p, *l, 0, 0);
   d_.publisher->Publish(p);
   d_.counters->data_commit_ns.Observe(MonoNanos() - t0);

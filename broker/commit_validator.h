@@ -32,6 +32,9 @@ struct ActiveSegment {
   uint64_t capacity = 0;      // bytes in the data area
   bool durable = false;       // its commits are made durable (msync), not only visible
   Position committed{0};      // the committed end
+  Offset log_end{0};          // the offset after the last committed record: where writers continue
+  // What readers may read up to: the log end, or in a replicated partition what every in-sync
+  // replica holds (storage's exposed end).
   Offset high_watermark{0};
 };
 

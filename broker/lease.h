@@ -35,6 +35,9 @@ struct Lease {
   std::shared_ptr<Partition> partition;
   ProducerId producer_id = kNoProducerId;
   int16_t producer_epoch = 0;
+  // A replica lease (the partition's leader writing this follower's log, OpenReplica): the
+  // leader epoch it was granted under; -1 for a producer's lease.
+  int32_t replica_epoch = -1;
 
   // Guarded by partition->mu.
   std::unique_ptr<fabric::RemoteRegion> ack;  // the producer's ack block (session->mu to reset)
@@ -51,6 +54,7 @@ struct Lease {
   bool ended = false;
 
   bool shared() const { return mode == protocol::ProduceMode::kShared; }
+  bool replica() const { return replica_epoch >= 0; }
 };
 
 class LeaseTable {

@@ -13,6 +13,21 @@ namespace rdmq::broker::internal {
 
 using protocol::WireError;
 
+Result<fabric::RegionDescriptor> AckRegionOf(const protocol::Blob& region) {
+  auto ack = fabric::RegionDescriptor::Decode(std::as_bytes(std::span(region.bytes)));
+  if (!ack.ok()) return Status(WireError::kInvalidRequest, "ack_region: " + ack.status().ToString());
+  if (ack->length < protocol::kAckBlockSize || (ack->access & fabric::kRemoteWrite) == 0) {
+    return Status(WireError::kInvalidRequest, "ack_region must be a writable region of at least 64 bytes");
+  }
+  return *ack;
+}
+
+Status ReplicaCommitOnly(const Lease& l) {
+  return Status(WireError::kInvalidRequest,
+                "lease " + std::to_string(l.id.value()) +
+                    " is a replica lease: its ranges are committed with ReplicaCommit");
+}
+
 Status LeaseManager::CheckLive(const Partition& p, const Lease& l) {
   if (l.ended) return Status(WireError::kLeaseExpired, "lease " + std::to_string(l.id.value()) + " ended");
   if (p.deleted()) return TopicDeleted(p.topic_name());
@@ -52,6 +67,8 @@ Status LeaseManager::Admit(Partition& p, const Session& session, const LeaseRequ
       } else if (req.producer_id.value() >= 0 && req.producer_id == h->producer_id &&
                  req.producer_epoch > h->producer_epoch) {
         EndLocked(p, h, WireError::kInvalidProducerEpoch, true);  // fenced by the newer epoch
+      } else if (req.replica_epoch >= 0 && h->replica_epoch < req.replica_epoch) {
+        EndLocked(p, h, WireError::kFencedLeaderEpoch, true);  // a deposed leader's replica lease
       } else {
         return Status(WireError::kPartitionBusy, p.where() + " is held by an exclusive producer (client '" +
                                                      h->session->Name() + "', lease " +
@@ -88,6 +105,7 @@ Result<std::shared_ptr<Lease>> LeaseManager::Open(Partition& p, const std::share
   l->partition = p.shared_from_this();
   l->producer_id = req.producer_id;
   l->producer_epoch = req.producer_epoch;
+  l->replica_epoch = req.replica_epoch;
   RDMQ_RETURN_IF_ERROR(table_.Reserve(l));
   l->ack_buf = staging_->data() + uint64_t{protocol::LeaseSlot(l->index)} * protocol::kAckBlockSize;
   {
@@ -113,7 +131,7 @@ Result<std::shared_ptr<Lease>> LeaseManager::Open(Partition& p, const std::share
   l->active_ns = now;
   l->acked_segment = p.active().base;
   l->acked_position = l->shared() ? Position(0) : p.active().committed;
-  l->acked_next_offset = p.active().high_watermark;
+  l->acked_next_offset = p.active().log_end;
   p.AddLease(l, now, 4 * lease_ns_);
   {
     MutexLock slock(session->mu);
@@ -175,7 +193,7 @@ protocol::LeaseResponse LeaseManager::Describe(const Partition& p, const Lease& 
   }
   out.write_position = a.committed;
   out.credit_end = Position(a.capacity);
-  out.next_offset = a.high_watermark;
+  out.next_offset = a.log_end;
   out.last_sequence =
       l.producer_id.value() >= 0 ? p.producers().LastSequence(l.producer_id, l.producer_epoch) : -1;
   out.slot.bytes = p.slot_descriptor();

@@ -27,7 +27,16 @@ struct LeaseRequest {
   protocol::ProduceMode mode = protocol::ProduceMode::kExclusive;
   ProducerId producer_id = kNoProducerId;
   int16_t producer_epoch = 0;
+  int32_t replica_epoch = -1;  // a replica lease (OpenReplica): the leader epoch it is granted under
 };
+
+// The ack block a lease request names: INVALID_REQUEST unless it decodes to a writable region of
+// at least kAckBlockSize bytes.
+Result<fabric::RegionDescriptor> AckRegionOf(const protocol::Blob& region);
+
+// A replica lease commits with ReplicaCommit only (its ranges are checked as a leader's, not as a
+// producer's): INVALID_REQUEST for Commit or an immediate.
+Status ReplicaCommitOnly(const Lease& l);
 
 class LeaseManager {
  public:

@@ -36,6 +36,7 @@ storage::LogOptions LogOptionsFor(TopicId topic, const metadata::TopicConfig& c,
   o.retention_ms = c.retention_ms > 0 ? c.retention_ms : 0;
   o.reservation_lease_ns = uint64_t{po.lease_ms} * 1'000'000;
   o.checkpoint_interval_ms = po.checkpoint_interval_ms;
+  o.replicated = c.replication_factor > 1;
   return o;
 }
 
@@ -72,6 +73,7 @@ Partition::Partition(const metadata::TopicInfo& topic, PartitionId index, const 
       topic_id_(topic.id),
       options_(options),
       index_(index),
+      replicated_(topic.config.replication_factor > 1),
       where_(topic.name + "-" + std::to_string(index.value())),
       dir_(options.data_dir + "/topics/" + where_),
       fabric_(options.fabric),
@@ -124,12 +126,21 @@ void Partition::RefreshActive() {
   active_.capacity = a.capacity;
   active_.durable = a.persist != storage::PersistMode::kNone;
   active_.committed = a.committed;
+  active_.log_end = log_->LogEndOffset();
   active_.high_watermark = log_->HighWatermark();
 }
 
-void Partition::Advance(Position committed, Offset high_watermark) {
+Status Partition::Expose(Offset next) {
+  RDMQ_RETURN_IF_ERROR(log_->Expose(next));
+  active_.high_watermark = log_->HighWatermark();
+  return Status::Ok();
+}
+
+void Partition::Advance(Position committed, Offset log_end) {
   active_.committed = committed;
-  active_.high_watermark = high_watermark;
+  active_.log_end = log_end;
+  // A replicated log exposes only what its leader released (Expose), not what was committed.
+  active_.high_watermark = replicated_ ? log_->HighWatermark() : log_end;
 }
 
 Status Partition::SyncSegments() {
@@ -139,9 +150,15 @@ Status Partition::SyncSegments() {
     const Offset base = s.base_offset;
     live.insert(base);
     auto it = segments_.find(base);
-    if (it != segments_.end()) {
+    if (it != segments_.end() && it->second.info.mapping == s.mapping) {
       it->second.info.sealed = s.sealed;
       continue;
+    }
+    if (it != segments_.end()) {
+      // The log mapped it anew (a truncation into a segment it had mapped read-only): register
+      // the new mapping; readers of the old one keep it for the grace period.
+      retired_.emplace_back(MonoNanos() + kRetiredGraceNs, std::move(it->second));
+      segments_.erase(it);
     }
     // Sealed segments are mapped read-only by the log (after recovery): register them so.
     const uint32_t access = s.sealed ? fabric::kRemoteRead : kSegmentAccess;

@@ -146,8 +146,14 @@ class Partition : public std::enable_shared_from_this<Partition> {
   Status Reconfigure(const metadata::TopicConfig& config) REQUIRES(mu);
   storage::PartitionLog& log() REQUIRES(mu) { return *log_; }
   const ActiveSegment& active() const REQUIRES(mu) { return active_; }
-  // After a commit of the active segment: the new committed end and high watermark.
-  void Advance(Position committed, Offset high_watermark) REQUIRES(mu);
+  // After a commit of the active segment: the new committed end and log end offset.
+  void Advance(Position committed, Offset log_end) REQUIRES(mu);
+  // Whether the partition's log is replicated (replication.factor above 1, set at creation): its
+  // readers see only up to the exposed end (storage's LogOptions::replicated).
+  bool replicated() const { return replicated_; }
+  // A replicated log's readers may read up to `next` from now on (storage's Expose); the slot and
+  // the cached high watermark follow.
+  Status Expose(Offset next) REQUIRES(mu);
   // Registers new segments and forgets (retires) deleted ones after the log changed.
   Status SyncSegments() REQUIRES(mu);
   // Starts a new segment now.
@@ -253,6 +259,7 @@ class Partition : public std::enable_shared_from_this<Partition> {
   const TopicId topic_id_;
   const PartitionOptions options_;
   const PartitionId index_;
+  const bool replicated_;
   const std::string where_;
   const std::string dir_;
   fabric::Fabric* const fabric_;

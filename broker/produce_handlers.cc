@@ -44,17 +44,13 @@ Result<protocol::LeaseResponse> ProduceHandlers::OpenProduce(const rpc::RequestC
     return Status(WireError::kInvalidRequest,
                   "connect the data endpoint (Hello, then the data handshake) before OpenProduce");
   }
-  auto ack = fabric::RegionDescriptor::Decode(std::as_bytes(std::span(req.ack_region.bytes)));
-  if (!ack.ok()) return Status(WireError::kInvalidRequest, "ack_region: " + ack.status().ToString());
-  if (ack->length < protocol::kAckBlockSize || (ack->access & fabric::kRemoteWrite) == 0) {
-    return Status(WireError::kInvalidRequest, "ack_region must be a writable region of at least 64 bytes");
-  }
+  RDMQ_ASSIGN_OR_RETURN(const fabric::RegionDescriptor ack, AckRegionOf(req.ack_region));
   const LeaseRequest lr{req.mode, req.producer_id, req.producer_epoch};
   protocol::LeaseResponse r;
   if (Status done = topics_.WithPartition(req.topic, req.partition,
                                           [&](Partition& p) REQUIRES(p.mu) {
                                             RDMQ_ASSIGN_OR_RETURN(std::shared_ptr<Lease> l,
-                                                                  leases_.Open(p, session, lr, *ack));
+                                                                  leases_.Open(p, session, lr, ack));
                                             r = leases_.Describe(p, *l);
                                             RDMQ_LOG(kDebug, "broker", "lease granted")
                                                 .kv("partition", p.where())
@@ -127,6 +123,7 @@ Result<protocol::CommitResponse> ProduceHandlers::Commit(const rpc::RequestConte
 
 Status ProduceHandlers::CommitLocked(Partition& p, const std::shared_ptr<Lease>& l,
                                      const protocol::CommitRequest& req, protocol::CommitResponse* r) {
+  if (l->replica()) return ReplicaCommitOnly(*l);
   const Offset segment = req.segment_base;
   const Position position = req.position;
   const SegmentReg* seg = p.FindSegment(segment);
@@ -203,7 +200,7 @@ Status ProduceHandlers::CommitLocked(Partition& p, const std::shared_ptr<Lease>&
   } else {
     l->acked_segment = p.active().base;
     l->acked_position = p.active().committed;
-    l->acked_next_offset = p.active().high_watermark;
+    l->acked_next_offset = p.active().log_end;
   }
   if (!completed.empty()) publisher_.Publish(p);
   r->committed_position = out->committed;

@@ -9,6 +9,7 @@
 
 #include "e2e_util.h"
 #include "e2e_values.h"
+#include "raw_client.h"
 #include "rdmq/client/admin.h"
 #include "rdmq/client/connection.h"
 #include "rdmq/common/crc32c.h"
@@ -25,114 +26,6 @@ namespace {
 using namespace std::chrono_literals;
 using protocol::Api;
 using protocol::WireError;
-
-// A client speaking the protocol by hand: its own lease, writes and acks.
-class RawClient {
- public:
-  explicit RawClient(const client::ClientOptions& o) {
-    auto c = client::Connection::Open(o);
-    REQUIRE_OK(c);
-    conn_ = std::move(*c);
-    auto m = conn_->fabric().Allocate(1 << 20, fabric::kLocalWrite | fabric::kRemoteWrite);
-    REQUIRE_OK(m);
-    mem_ = std::move(*m);
-    auto g = conn_->data()->GrantAccess(*mem_, 0, 64, fabric::kRemoteWrite);
-    REQUIRE_OK(g);
-    ack_grant_ = std::move(*g);
-    std::vector<fabric::RecvRequest> rr(64);
-    REQUIRE_OK(conn_->data()->PostRecv(rr));
-  }
-  client::Connection& conn() { return *conn_; }
-
-  Result<protocol::LeaseResponse> Open(const std::string& topic, int32_t partition,
-                                       protocol::ProduceMode mode, ProducerId pid = kNoProducerId,
-                                       int16_t epoch = 0) {
-    protocol::OpenProduceRequest req;
-    req.topic = topic;
-    req.partition = PartitionId(partition);
-    req.mode = mode;
-    req.producer_id = pid;
-    req.producer_epoch = epoch;
-    req.ack_region.bytes = ack_grant_->descriptor().Encode();
-    auto r = conn_->Call<protocol::LeaseResponse>(Api::kOpenProduce, req);
-    if (r.ok()) {
-      auto d = fabric::RegionDescriptor::Decode(std::as_bytes(std::span(r->segment.region.bytes)));
-      REQUIRE_OK(d);
-      auto a = conn_->data()->Attach(*d);
-      REQUIRE_OK(a);
-      seg_ = std::move(*a);
-      loc_ = r->segment;
-      lease_ = *r;
-    }
-    return r;
-  }
-
-  // Copies `bytes` to local memory and WRITEs them at data-area position `pos` of the leased
-  // segment (with the lease's immediate when `imm`). Returns the completion's status.
-  Status Write(uint64_t pos, std::string_view bytes, bool imm) { return Write(Position(pos), bytes, imm); }
-  Status Write(Position pos, std::string_view bytes, bool imm) {
-    std::memcpy(mem_->data() + 4096, bytes.data(), bytes.size());
-    fabric::WorkRequest wr;
-    wr.opcode = imm ? fabric::Opcode::kWriteImm : fabric::Opcode::kWrite;
-    wr.tag = 7;
-    wr.local = {mem_->data() + 4096, bytes.size(), mem_.get()};
-    wr.remote = seg_.get();
-    wr.remote_offset = loc_.RemoteOffset(pos);
-    wr.imm = lease_.lease_index;
-    RDMQ_RETURN_IF_ERROR(conn_->data()->Post({&wr, 1}));
-    fabric::Completion wc;
-    const auto end = std::chrono::steady_clock::now() + 10s;
-    while (conn_->send_cq()->Poll({&wc, 1}) == 0) {
-      if (std::chrono::steady_clock::now() > end) return Status(Errc::kTimeout, "write completion");
-      std::this_thread::yield();
-    }
-    return wc.status ? Status(wc.status, "write") : Status::Ok();
-  }
-
-  // Waits for the next ack block the broker writes.
-  Result<protocol::AckBlock> NextAck(std::chrono::milliseconds timeout = 10s) {
-    fabric::Completion wc;
-    const auto end = std::chrono::steady_clock::now() + timeout;
-    while (conn_->recv_cq()->Poll({&wc, 1}) == 0) {
-      if (std::chrono::steady_clock::now() > end) return Status(Errc::kTimeout, "no ack");
-      std::this_thread::yield();
-    }
-    if (wc.status) return Status(wc.status, "ack receive");
-    std::vector<fabric::RecvRequest> rr(1);
-    (void)conn_->data()->PostRecv(rr);
-    protocol::AckBlock a;
-    if (!protocol::DecodeAckBlock(mem_->data(), &a)) return Status(Errc::kCorruption, "ack block CRC");
-    return a;
-  }
-
-  // FETCH_ADD on the leased segment region; returns the old value.
-  Result<uint64_t> FetchAdd(uint64_t offset, uint64_t add) {
-    fabric::WorkRequest wr;
-    wr.opcode = fabric::Opcode::kFetchAdd;
-    wr.tag = 8;
-    wr.local = {mem_->data() + 2048, 8, mem_.get()};
-    wr.remote = seg_.get();
-    wr.remote_offset = offset;
-    wr.operand = add;
-    RDMQ_RETURN_IF_ERROR(conn_->data()->Post({&wr, 1}));
-    fabric::Completion wc;
-    while (conn_->send_cq()->Poll({&wc, 1}) == 0) std::this_thread::yield();
-    if (wc.status) return Status(wc.status, "fetch-add");
-    uint64_t v;
-    std::memcpy(&v, mem_->data() + 2048, 8);
-    return v;
-  }
-
-  const protocol::LeaseResponse& lease() const { return lease_; }
-
- private:
-  std::unique_ptr<client::Connection> conn_;
-  std::unique_ptr<fabric::Region> mem_;
-  std::unique_ptr<fabric::Grant> ack_grant_;
-  std::unique_ptr<fabric::RemoteRegion> seg_;
-  protocol::SegmentLocation loc_;
-  protocol::LeaseResponse lease_;
-};
 
 std::string Batch(Offset base, int n, ProducerId pid = kNoProducerId, int16_t epoch = -1, int32_t seq = -1) {
   storage::BatchOptions o;

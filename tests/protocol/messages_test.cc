@@ -279,6 +279,8 @@ TEST_CASE("the replication RPCs: ids, names and the documented encoding", "[prot
   CHECK(ApiName(Api::kOpenReplica) == "OpenReplica");
   CHECK(ApiName(Api::kReplicaCommit) == "ReplicaCommit");
   CHECK(ApiName(Api::kReplicaTruncate) == "ReplicaTruncate");
+  CHECK(static_cast<int>(WireError::kFencedLeaderEpoch) == 42);
+  CHECK(static_cast<int>(WireError::kUnknownLeaderEpoch) == 43);
 
   // ReplicaCommit: lease u64, epoch i32, segment i64, position u64, length u32, next i64, hw i64.
   ReplicaCommitRequest c{LeaseId{7}, 3, Offset{100}, Position{4096}, 512, Offset{140}, Offset{120}};
