@@ -55,7 +55,7 @@
   X(kInvalidAcl, kInvalidArgument, "INVALID_ACL")                                   \
   X(kNotLeader, kFailedPrecondition, "NOT_LEADER")                                  \
   X(kNotEnoughReplicas, kFailedPrecondition, "NOT_ENOUGH_REPLICAS")                 \
-  X(kNotCoordinator, kFailedPrecondition, "NOT_COORDINATOR")                         \
+  X(kNotCoordinator, kFailedPrecondition, "NOT_COORDINATOR")                        \
   X(kFencedLeaderEpoch, kFailedPrecondition, "FENCED_LEADER_EPOCH")                 \
   X(kUnknownLeaderEpoch, kFailedPrecondition, "UNKNOWN_LEADER_EPOCH")
 RDMQ_DEFINE_ERRORS(rdmq::protocol, WireError, "rdmq", RDMQ_WIRE_ERRORS)
