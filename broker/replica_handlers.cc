@@ -14,7 +14,10 @@ using protocol::WireError;
 
 namespace {
 
-std::string Num(int64_t v) { return std::to_string(v); }
+template <class Int>
+std::string Num(Int v) {
+  return std::to_string(v);
+}
 
 // The log's epoch cache as the replication decisions take it.
 cluster::LeaderEpochs EpochsOf(const storage::PartitionLog& log) {
@@ -26,11 +29,11 @@ cluster::LeaderEpochs EpochsOf(const storage::PartitionLog& log) {
 // A replica lease of the partition's current epoch, used with that epoch.
 Status CheckLease(const Partition& p, const Lease& l, int32_t epoch) {
   if (!l.replica()) {
-    return Status(WireError::kInvalidRequest, "lease " + Num(static_cast<int64_t>(l.id.value())) +
-                                                  " is a producer's, not a replica lease");
+    return Status(WireError::kInvalidRequest,
+                  "lease " + Num(l.id.value()) + " is a producer's, not a replica lease");
   }
   if (epoch != l.replica_epoch) {
-    return Status(WireError::kInvalidRequest, "replica lease " + Num(static_cast<int64_t>(l.id.value())) +
+    return Status(WireError::kInvalidRequest, "replica lease " + Num(l.id.value()) +
                                                   " was granted for leader epoch " + Num(l.replica_epoch) +
                                                   ", the request names " + Num(epoch));
   }
