@@ -98,14 +98,7 @@ Result<std::shared_ptr<Partition>> Partition::Open(const metadata::TopicInfo& to
   p->slot_region_ = std::move(*slot_region);
   p->slot_descriptor_ = p->slot_region_->Descriptor().Encode();
   RDMQ_RETURN_IF_ERROR(p->SyncSegments());
-  // The producers' state, rebuilt from the committed batch headers.
-  for (const auto& [base, reg] : p->segments_) {
-    const storage::SegmentInfo& s = reg.info;
-    const uint64_t end = base == p->active_.base ? p->active_.committed.value() : s.committed.value();
-    storage::BatchScanner scan({s.data(), end}, storage::Validation::kHeader);
-    storage::BatchView b;
-    while (scan.Next(&b)) p->producers_.Observe(b.header);
-  }
+  p->RebuildProducers();
   const auto& rs = p->log_->recovery();
   RDMQ_LOG(kInfo, "broker", rs.created ? "partition created" : "partition recovered")
       .kv("partition", p->where_)
@@ -128,6 +121,21 @@ void Partition::RefreshActive() {
   active_.committed = a.committed;
   active_.log_end = log_->LogEndOffset();
   active_.high_watermark = log_->HighWatermark();
+}
+
+void Partition::RebuildProducers() {
+  producers_.Clear();
+  for (const auto& [base, reg] : segments_) {
+    const storage::SegmentInfo& s = reg.info;
+    const uint64_t end = base == active_.base ? active_.committed.value() : s.committed.value();
+    ObserveProducers({s.data(), end});
+  }
+}
+
+void Partition::ObserveProducers(std::span<const std::byte> batches) {
+  storage::BatchScanner scan(batches, storage::Validation::kHeader);
+  storage::BatchView b;
+  while (scan.Next(&b)) producers_.Observe(b.header);
 }
 
 Status Partition::Expose(Offset next) {

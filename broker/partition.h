@@ -186,6 +186,11 @@ class Partition : public std::enable_shared_from_this<Partition> {
   size_t DropReadGrantsIf(const std::function<bool(uint64_t client_id)>& drop) REQUIRES(mu);
 
   ProducerStateTable& producers() REQUIRES(mu) { return producers_; }
+  // The producers' state from the committed batch headers: all of them (at open, after a
+  // truncation), or those of `batches` (whole committed batches, in log order: a follower's
+  // replica taking its leader's, so that it continues idempotence if it leads next).
+  void RebuildProducers() REQUIRES(mu);
+  void ObserveProducers(std::span<const std::byte> batches) REQUIRES(mu);
   const ProducerStateTable& producers() const REQUIRES(mu) { return producers_; }
   // A commit validator for this partition's current producers.
   CommitValidator Validator() const REQUIRES(mu);

@@ -127,6 +127,7 @@ Result<protocol::LeaseResponse> ReplicaHandlers::Truncate(const rpc::RequestCont
               return Status(protocol::ToWireError(s), p.where() + ": " + std::string(s.context()));
             }
             if (Status s = p.SyncSegments(); !s.ok()) return Status(WireError::kStorageError, s.ToString());
+            p.RebuildProducers();                        // the cut may have taken producers' last batches
             RDMQ_RETURN_IF_ERROR(leases_.Grant(p, *l));  // the window starts at the new end
             leases_.Active(*l);
             l->acked_segment = p.active().base;
@@ -212,6 +213,7 @@ Status ReplicaHandlers::CommitLocked(Partition& p, Lease& l, const protocol::Rep
     auto out = p.log().Commit(cr);
     if (!out.ok()) return refuse(out.status());
     p.Advance(out->committed, out->high_watermark);
+    p.ObserveProducers(bytes);
     p.NoteIn(req.length);
     p.MarkDirty();
     Counters::Add(n_.commits);

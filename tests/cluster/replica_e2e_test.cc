@@ -29,7 +29,8 @@ using protocol::Api;
 using protocol::WireError;
 
 // A batch of `n` records from `base`, stamped with leader epoch `epoch`, as a leader's log holds it.
-std::string LeaderBatch(int64_t base, int n, int32_t epoch, const std::string& tag) {
+std::string LeaderBatch(int64_t base, int n, int32_t epoch, const std::string& tag, int64_t producer = -1,
+                        int32_t sequence = -1) {
   std::vector<std::string> values;
   for (int i = 0; i < n; ++i) values.push_back(tag + "-" + std::to_string(base + i));
   std::vector<storage::RecordInput> recs(static_cast<size_t>(n));
@@ -38,6 +39,9 @@ std::string LeaderBatch(int64_t base, int n, int32_t epoch, const std::string& t
   storage::BatchOptions o;
   o.base_offset = Offset(base);
   o.leader_epoch = epoch;
+  o.producer_id = ProducerId(producer);
+  o.producer_epoch = producer >= 0 ? 0 : -1;
+  o.base_sequence = sequence;
   return storage::EncodeBatch(o, recs);
 }
 
@@ -160,7 +164,7 @@ TEST_CASE("replication: a follower takes its leader's batches whole and refuses 
   // Three batches in one range, taken as written; the high watermark the leader passes on is
   // exposed up to what the follower holds.
   const std::string range =
-      LeaderBatch(0, 3, epoch, "a") + LeaderBatch(3, 2, epoch, "a") + LeaderBatch(5, 4, epoch, "b");
+      LeaderBatch(0, 3, epoch, "a") + LeaderBatch(3, 2, epoch, "a") + LeaderBatch(5, 4, epoch, "b", 7777, 0);
   auto c1 = f.Commit(range, epoch, Offset(9), Offset(3));
   REQUIRE_OK(c1);
   CHECK(c1->base_offset == Offset(0));
@@ -225,6 +229,12 @@ TEST_CASE("replication: a follower takes its leader's batches whole and refuses 
   auto stale = f.Commit(LeaderBatch(10, 1, epoch, "z"), epoch, Offset(11), Offset(11));
   CHECK((stale.status().is(fabric::FabricErrc::kRevoked) || stale.status().is(fabric::FabricErrc::kBadKey)));
   CHECK(f.Commit("", epoch, kNoOffset, Offset(11)).status().is(WireError::kLeaseExpired));
+  // It took the producers' state with the batches: an idempotent producer continues there.
+  client::ClientOptions at_new;
+  at_new.bootstrap = c.brokers.at(follower_id)->address();
+  RawClient producer(at_new);
+  REQUIRE_OK(producer.Open("rep", 0, protocol::ProduceMode::kExclusive, ProducerId(7777), 0));
+  CHECK(producer.lease().last_sequence == 3);
   const RunResult read = c.Kcat(follower_id, {"-C", "-t", "rep", "-e", "-q", "-f", "%o %s\n"});
   REQUIRE_RUN(read, 0);
   CHECK(read.out == "0 a-0\n1 a-1\n2 a-2\n3 a-3\n4 a-4\n5 b-5\n6 b-6\n7 b-7\n8 b-8\n9 d-9\n");
