@@ -76,6 +76,16 @@ function(rdmq_test_code target)
   target_compile_options(${target} PRIVATE $<$<CONFIG:Release,RelWithDebInfo>:-O0>)
 endfunction()
 
+# rdmq_test_hot_sources(<src>...): test sources whose own loops are the load (random payloads
+# filled byte by byte over hundreds of thousands of calls): unoptimised, they made their tests
+# four times slower than the code under test. Compiled at -O1 after all (the option comes after
+# the target's -O0), without the test precompiled header (built at -O0, which it must match).
+# Call it from the CMakeLists that lists the sources.
+function(rdmq_test_hot_sources)
+  set_source_files_properties(${ARGN} PROPERTIES
+    COMPILE_OPTIONS "$<$<CONFIG:Release,RelWithDebInfo>:-O1>" SKIP_PRECOMPILE_HEADERS ON)
+endfunction()
+
 # rdmq_test(<binary> SOURCES <src>... [DEPS <deps>...] LABELS <label>... [TIMEOUT <s>])
 # Builds a Catch2 test binary and registers each TEST_CASE as its own CTest test named
 # <binary>.<case>, carrying the given labels (unit, crash, fuzz, verbs, pmem, e2e, stress, bench).
