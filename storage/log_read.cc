@@ -8,24 +8,26 @@ namespace rdmq::storage {
 using internal::Num;
 using internal::Segment;
 
-Result<ReadResult> PartitionLog::Read(Offset from, size_t max_bytes) const {
+Result<ReadResult> PartitionLog::Read(Offset from, size_t max_bytes, ReadScope scope) const {
   const Impl& m = *impl_;
   MutexLock lock(m.mu_);
   RDMQ_RETURN_IF_ERROR(m.CheckOpen());
+  const bool to_end = scope == ReadScope::kCommitted || !m.opt_.replicated;
   const Offset start = m.LogStart();
-  const Offset hwm = m.Visible();
+  const Offset hwm = to_end ? m.Hwm() : m.Visible();
   if (from < start) {
     return Status(StorageErrc::kOffsetOutOfRange,
                   "offset " + Num(from) + " is below the log start " + Num(start) + " of " + m.dir_);
   }
   if (from > hwm) {
-    return Status(StorageErrc::kOffsetOutOfRange,
-                  "offset " + Num(from) + " is beyond the high watermark " + Num(hwm) + " of " + m.dir_);
+    return Status(StorageErrc::kOffsetOutOfRange, "offset " + Num(from) + " is beyond the " +
+                                                      (to_end ? "log end " : "high watermark ") + Num(hwm) +
+                                                      " of " + m.dir_);
   }
   ReadResult out;
   out.high_watermark = hwm;
   if (from == hwm) {
-    if (m.opt_.replicated) {
+    if (!to_end) {
       out.segment = m.exposed_.segment;
       out.position = m.exposed_.position;
     } else {
@@ -38,7 +40,7 @@ Result<ReadResult> PartitionLog::Read(Offset from, size_t max_bytes) const {
   auto it = std::prev(m.segments_.upper_bound(from));
   while (from >= it->second->next_offset) ++it;  // from < hwm, so a later segment holds it
   const std::shared_ptr<Segment>& seg = it->second;
-  const Position end = m.VisibleEndIn(*seg);
+  const Position end = to_end ? seg->committed : m.VisibleEndIn(*seg);
   // Walk batch headers from the closest index entry (a position recovery verified) to the batch
   // holding `from`, checking that offsets continue.
   const internal::IndexEntry* entry = seg->IndexFloor(from);

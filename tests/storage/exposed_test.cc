@@ -80,6 +80,18 @@ TEST_CASE("replicated log: readers see only what was exposed, batch boundaries o
   CHECK(Readable(l) == 0);
   CHECK(l.Read(Offset(1), 100).status().is(StorageErrc::kOffsetOutOfRange));
   CHECK(l.OffsetForTimestamp(TimestampMs(1000)).value() == kNoOffset);
+  // The leader forwarding to its followers reads up to the log end.
+  auto whole = l.Read(Offset(6), 1, ReadScope::kCommitted);
+  REQUIRE_OK(whole);
+  CHECK(whole->next_offset == Offset(10));  // the batch holding 6, whole
+  CHECK(whole->high_watermark == Offset(20));
+  auto rest = l.Read(Offset(10), 1 << 20, ReadScope::kCommitted);
+  REQUIRE_OK(rest);
+  CHECK(rest->next_offset == Offset(20));
+  auto at_end = l.Read(Offset(20), 1 << 20, ReadScope::kCommitted);
+  REQUIRE_OK(at_end);
+  CHECK(at_end->bytes.empty());
+  CHECK(l.Read(Offset(21), 1, ReadScope::kCommitted).status().is(StorageErrc::kOffsetOutOfRange));
   format::PartitionSlot s = SlotOf(l);
   CHECK(s.high_watermark == Offset(0));
   CHECK(s.committed_position == Position(0));

@@ -192,6 +192,9 @@ struct ExpireOutcome {
   std::span<const CompletedRange> dropped;
 };
 
+// How far a read may go: to what readers may see (the high watermark), or to the log end.
+enum class ReadScope { kVisible, kCommitted };
+
 struct ReadResult {
   // Whole batches; the first contains the requested offset (its base may be lower). Empty when
   // the requested offset is the high watermark.
@@ -255,9 +258,11 @@ class PartitionLog {
   Result<ExpireOutcome> ExpireReservations(uint64_t now_ns);
 
   // Reads whole batches starting with the one containing `from`, up to `max_bytes` (at least one
-  // batch), within one segment. CRCs are verified: a bad batch is kCorruptBatch naming segment
-  // and position.
-  Result<ReadResult> Read(Offset from, size_t max_bytes) const;
+  // batch), within one segment, up to what readers may see; in a replicated log kCommitted reads
+  // up to the log end instead (the leader forwarding to its followers what they do not hold yet,
+  // ReadResult::high_watermark then being the log end). CRCs are verified: a bad batch is
+  // kCorruptBatch naming segment and position.
+  Result<ReadResult> Read(Offset from, size_t max_bytes, ReadScope scope = ReadScope::kVisible) const;
   // The first offset whose record timestamp is >= `ts`, or kNoOffset if there is none.
   Result<Offset> OffsetForTimestamp(TimestampMs ts) const;
   Offset LogStartOffset() const;
