@@ -169,7 +169,7 @@ Status BrokerImpl::Init() {
   size_t partitions = 0;
   if (cfg_.Clustered()) {
     // The partitions to open are the replicas the cluster gives this broker (at the end of Init).
-    cluster_ = std::make_unique<ClusterMember>(cfg_, *meta_, *topics_, *groups_);
+    cluster_ = std::make_unique<ClusterMember>(cfg_, *meta_, *topics_, *groups_, *publisher_);
     groups_->SetTopicSource([this] { return cluster_->CachedTopics(); });
     groups_->SetOffsetBook(ClusterOffsetBook(*cluster_));
     cluster_->SetSecurityListener([this](const std::vector<std::string>& deleted, bool acls_changed) {

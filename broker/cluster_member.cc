@@ -64,6 +64,24 @@ Status ClusterMember::Start(const cluster::BrokerInfo& self) {
   o.root = cfg_.cluster_root;
   o.session_timeout = std::chrono::milliseconds(cfg_.cluster_session_timeout_ms);
   o.self = self;
+  ReplicationContext& rc = replication_ctx_;
+  rc.self = id();
+  rc.client.sasl_username = cfg_.replica_sasl_username;
+  rc.client.sasl_password = cfg_.replica_sasl_password;
+  rc.fetch_max_bytes = cfg_.replica_fetch_max_bytes;
+  rc.lag_time_max_ns = uint64_t{cfg_.replica_lag_time_max_ms} * 1'000'000;
+  rc.publisher = &publisher_;
+  rc.address_of = [this](int32_t broker) {
+    const cluster::ClusterSnapshot view = View();
+    auto it = view.brokers.find(broker);
+    return it == view.brokers.end() ? std::string() : it->second.control;
+  };
+  rc.change_isr = [this](const cluster::TopicPartition& tp, const cluster::PartitionState& from,
+                         std::vector<cluster::BrokerId> isr) -> Result<cluster::PartitionState> {
+    const auto agent = Agent();
+    if (!agent) return Status(Errc::kUnavailable, "not in the cluster (yet, or any more)");
+    return agent->ChangeIsr(tp, from, std::move(isr));
+  };
   auto a = cluster::ClusterAgent::Start(o, this);
   if (!a.ok()) return a.status().WithContext("cluster.zookeeper.connect=" + cfg_.cluster_zookeeper);
   {
@@ -88,15 +106,12 @@ void ClusterMember::Stop() {
     a = std::move(agent_);
   }
   a.reset();  // joins the agent's thread (which may be in OnReplicas), then closes the session
+  MutexLock lock(sync_mu_);
+  replicating_.clear();  // stops the feeds
 }
 
 Result<metadata::TopicInfo> ClusterMember::CreateTopic(const std::string& name,
                                                        const metadata::TopicConfig& config) {
-  if (config.replication_factor > 1) {
-    return Status(WireError::kNotEnoughReplicas,
-                  "replication.factor=" + std::to_string(config.replication_factor) +
-                      ": this build does not replicate partitions yet (docs/replication.md); use 1");
-  }
   const auto agent = Agent();
   if (!agent) return Status(WireError::kUnavailable, "not in the cluster (yet, or any more)");
   auto t = agent->CreateTopic(name, ConfigToEntries(config), config.partitions, config.replication_factor);
@@ -257,6 +272,7 @@ void ClusterMember::SetServing(Partition& p, bool serving, int32_t leader, int32
 
 void ClusterMember::OnReplicas(const cluster::ReplicaMap& replicas) {
   MutexLock lock(sync_mu_);
+  StopReplicating(replicas);
   DropUnheld(replicas);
   OpenHeld(replicas);
   groups_.TopicsChanged();
@@ -334,11 +350,39 @@ void ClusterMember::OpenHeld(const cluster::ReplicaMap& replicas) {
     }
     topics_.Place(info, PartitionId(tp.partition), p);
     SetServing(*p, serving, r.state.leader, r.state.leader_epoch);
+    Replicate(tp, r, p);
+  }
+}
+
+void ClusterMember::StopReplicating(const cluster::ReplicaMap& replicas) {
+  for (auto it = replicating_.begin(); it != replicating_.end();) {
+    auto r = replicas.find(it->first);
+    const bool keep = r != replicas.end() && r->second.state.leader == id() &&
+                      r->second.state.leader_epoch == it->second->epoch();
+    it = keep ? std::next(it) : replicating_.erase(it);
+  }
+}
+
+void ClusterMember::Replicate(const cluster::TopicPartition& tp, const cluster::Replica& r,
+                              const std::shared_ptr<Partition>& p) {
+  const bool lead = p->serving() && p->replicated() && r.replicas.size() > 1;
+  auto it = replicating_.find(tp);
+  if (it != replicating_.end() &&
+      (!lead || it->second->epoch() != r.state.leader_epoch || &it->second->partition() != p.get())) {
+    replicating_.erase(it);
+    it = replicating_.end();
+  }
+  if (!lead) return;
+  if (it == replicating_.end()) {
+    replicating_.emplace(tp, std::make_unique<PartitionReplication>(p, tp, r, replication_ctx_));
+  } else {
+    it->second->Update(r.state);
   }
 }
 
 void ClusterMember::OnSessionLost() {
   MutexLock lock(sync_mu_);
+  replicating_.clear();
   // Whatever this broker led, another may lead now: nothing more is served until the new
   // session's view says so.
   for (const auto& p : topics_.AllPartitions()) SetServing(*p, false, -1, p->leader_epoch());

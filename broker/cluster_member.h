@@ -8,10 +8,11 @@
 // DescribeTopic's leadership, the Kafka listener's Metadata and coordinators) and producer ids,
 // handed to the broker in blocks.
 //
-// A partition's leader stamps its leader epoch on what it takes; a follower's replica takes its
+// A partition's leader stamps its leader epoch on what it takes and, where the partition has
+// followers, forwards its log to them (PartitionReplication); a follower's replica takes its
 // leader's writes (ReplicaHandlers), and a newer epoch ends the old leader's replica lease.
-// Not yet: leaders replicating. A topic's replication.factor must be 1 (NOT_ENOUGH_REPLICAS
-// otherwise), so a partition whose broker is down has no leader until that broker returns.
+// acks=all waits for the in-sync replicas on the Kafka listener (kafka/produce.cc); rdmq's own
+// producers are still acknowledged at the leader's commit.
 //
 // Threading: thread-safe. OnReplicas and OnSessionLost run on the agent's thread, one at a time
 // (sync_mu_); the administration and views may run on any thread.
@@ -19,17 +20,20 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "group_coordinator.h"
+#include "publisher.h"
 #include "rdmq/broker/config.h"
 #include "rdmq/cluster/agent.h"
 #include "rdmq/common/mutex.h"
 #include "rdmq/metadata/store.h"
 #include "rdmq/protocol/messages.h"
+#include "replication.h"
 #include "topic_table.h"
 
 namespace rdmq::broker::internal {
@@ -44,8 +48,8 @@ struct ClusterTopic {
 class ClusterMember final : public cluster::AgentListener {
  public:
   ClusterMember(const BrokerConfig& cfg, metadata::MetadataStore& meta, TopicTable& topics,
-                GroupCoordinator& groups)
-      : cfg_(cfg), meta_(meta), topics_(topics), groups_(groups) {}
+                GroupCoordinator& groups, Publisher& publisher)
+      : cfg_(cfg), meta_(meta), topics_(topics), groups_(groups), publisher_(publisher) {}
 
   // Joins the cluster as `self` and waits (up to the session timeout) until the replicas this
   // broker holds are open. kUnavailable when ZooKeeper cannot be reached, kAlreadyExists when a
@@ -114,12 +118,19 @@ class ClusterMember final : public cluster::AgentListener {
   // Opens the replicas it holds and sets their leadership.
   void OpenHeld(const cluster::ReplicaMap& replicas) REQUIRES(sync_mu_);
   void SetServing(Partition& p, bool serving, int32_t leader, int32_t epoch);
+  // Stops replicating the partitions this broker no longer leads at the epoch it replicates.
+  void StopReplicating(const cluster::ReplicaMap& replicas) REQUIRES(sync_mu_);
+  // Starts (or updates) replicating `p` when this broker leads it and it has followers.
+  void Replicate(const cluster::TopicPartition& tp, const cluster::Replica& r,
+                 const std::shared_ptr<Partition>& p) REQUIRES(sync_mu_);
 
   const BrokerConfig& cfg_;
   metadata::MetadataStore& meta_;
   TopicTable& topics_;
   GroupCoordinator& groups_;
-  mutable Mutex security_mu_;  // the mirror and this broker's own writes, one at a time
+  Publisher& publisher_;
+  ReplicationContext replication_ctx_;  // set by Start
+  mutable Mutex security_mu_;           // the mirror and this broker's own writes, one at a time
   std::function<void(const std::vector<std::string>&, bool)> security_listener_;
   mutable Mutex agent_mu_;  // a leaf
   std::shared_ptr<cluster::ClusterAgent> agent_ GUARDED_BY(agent_mu_);
@@ -127,6 +138,8 @@ class ClusterMember final : public cluster::AgentListener {
   Mutex sync_mu_;
   CondVar synced_cv_;
   bool synced_ GUARDED_BY(sync_mu_) = false;  // the first OnReplicas was applied
+  // The replicated partitions this broker leads, each forwarded to its followers.
+  std::map<cluster::TopicPartition, std::unique_ptr<PartitionReplication>> replicating_ GUARDED_BY(sync_mu_);
 
   Mutex ids_mu_;  // a leaf
   int64_t next_id_ GUARDED_BY(ids_mu_) = 0;

@@ -218,6 +218,35 @@ const config::ConfigDef<BrokerConfig>& BrokerConfigDef() {
                .max = 60000,
                .unit = Unit::kMillis},
               Field(&BrokerConfig::cluster_session_timeout_ms));
+    d->Define({.name = "replica.lag.time.max.ms",
+               .type = Type::kDuration,
+               .doc = "A follower that has not held everything its leader held for this long leaves the "
+                      "partition's in-sync replicas; it rejoins once it holds the high watermark again.",
+               .component = broker,
+               .min = 100,
+               .max = 3'600'000,
+               .unit = Unit::kMillis},
+              Field(&BrokerConfig::replica_lag_time_max_ms));
+    d->Define({.name = "replica.fetch.max.bytes",
+               .type = Type::kBytes,
+               .doc = "The most bytes a leader forwards to a follower in one WRITE and commit (a larger "
+                      "batch goes alone); also the size of each follower's staging buffer.",
+               .component = broker,
+               .min = 4096,
+               .max = 1LL << 30},
+              Field(&BrokerConfig::replica_fetch_max_bytes));
+    d->Define({.name = "replica.sasl.username",
+               .type = Type::kString,
+               .doc = "The user a leader logs in as on its followers' brokers when they ask for a login "
+                      "(rpc.sasl.enabled.mechanisms); it needs Alter on the cluster where "
+                      "authorizer.enabled. Empty: $RDMQ_SASL_USERNAME.",
+               .component = broker},
+              Field(&BrokerConfig::replica_sasl_username));
+    d->Define({.name = "replica.sasl.password",
+               .type = Type::kString,
+               .doc = "That user's password. Empty: $RDMQ_SASL_PASSWORD.",
+               .component = broker},
+              Field(&BrokerConfig::replica_sasl_password));
     d->Define({.name = "kafka.network.threads",
                .type = Type::kInt,
                .doc = "Threads serving the Kafka listener's connections.",

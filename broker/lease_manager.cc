@@ -69,6 +69,9 @@ Status LeaseManager::Admit(Partition& p, const Session& session, const LeaseRequ
         EndLocked(p, h, WireError::kInvalidProducerEpoch, true);  // fenced by the newer epoch
       } else if (req.replica_epoch >= 0 && h->replica_epoch < req.replica_epoch) {
         EndLocked(p, h, WireError::kFencedLeaderEpoch, true);  // a deposed leader's replica lease
+      } else if (req.replica_epoch >= 0 && h->replica_epoch == req.replica_epoch) {
+        // One leader per epoch: its feed connecting again (the old connection may linger).
+        EndLocked(p, h, WireError::kLeaseExpired, true);
       } else {
         return Status(WireError::kPartitionBusy, p.where() + " is held by an exclusive producer (client '" +
                                                      h->session->Name() + "', lease " +

@@ -144,6 +144,55 @@ Status Partition::Expose(Offset next) {
   return Status::Ok();
 }
 
+void Partition::SetReplicaSet(std::unique_ptr<cluster::ReplicaSet> set) {
+  replica_set_ = std::move(set);
+  if (!replica_set_) {
+    FailReplicatedWaiters(Status(WireError::kNotLeader, "this broker no longer leads " + where_ +
+                                                            "; the records may not be replicated"));
+  }
+}
+
+void Partition::FailReplicatedWaiters(const Status& why) {
+  auto waiters = std::move(replicated_waiters_);
+  replicated_waiters_.clear();
+  for (auto& [end, done] : waiters) done(why);
+}
+
+bool Partition::RaiseHighWatermark() {
+  if (!replica_set_ || deleted_) return false;
+  replica_set_->OnAppend(log_->LogEndOffset(), MonoNanos());
+  const Offset hw = replica_set_->high_watermark();
+  if (hw <= active_.high_watermark) return false;
+  if (Status s = Expose(hw); !s.ok()) {
+    RDMQ_LOG(kError, "broker", "exposing the replicas' high watermark failed")
+        .kv("partition", where_)
+        .kv("high_watermark", hw)
+        .kv("error", s);
+    return false;
+  }
+  const Offset now = active_.high_watermark;
+  while (!replicated_waiters_.empty() && replicated_waiters_.begin()->first <= now) {
+    auto done = std::move(replicated_waiters_.begin()->second);
+    replicated_waiters_.erase(replicated_waiters_.begin());
+    done(Status::Ok());
+  }
+  return true;
+}
+
+void Partition::WhenReplicated(Offset end, std::function<void(const Status&)> done) {
+  if (!replica_set_ && replicated_) {
+    // Just elected: the followers are not being fed yet (ClusterMember starts that after it
+    // serves). The client retries.
+    done(Status(WireError::kNotEnoughReplicas, "the replication of " + where_ + " is starting"));
+    return;
+  }
+  if (!replica_set_ || end <= active_.high_watermark) {
+    done(Status::Ok());
+    return;
+  }
+  replicated_waiters_.emplace(end, std::move(done));
+}
+
 void Partition::Advance(Position committed, Offset log_end) {
   active_.committed = committed;
   active_.log_end = log_end;
@@ -389,6 +438,7 @@ Buried Partition::MarkDeleted(bool keep_registrations) {
   deleted_ = true;
   watches_.clear();
   for (auto& w : TakeCommitWaiters()) w();  // they find the partition deleted
+  FailReplicatedWaiters(Status(WireError::kNotLeader, where_ + " is closed on this broker"));
   Buried b;
   if (keep_registrations) {
     b.segments = std::move(segments_);

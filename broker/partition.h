@@ -24,6 +24,7 @@
 
 #include "commit_validator.h"
 #include "producer_state.h"
+#include "rdmq/cluster/replica_set.h"
 #include "rdmq/common/mutex.h"
 #include "rdmq/common/status.h"
 #include "rdmq/fabric/fabric.h"
@@ -155,6 +156,20 @@ class Partition : public std::enable_shared_from_this<Partition> {
   // A replicated log's readers may read up to `next` from now on (storage's Expose); the slot and
   // the cached high watermark follow.
   Status Expose(Offset next) REQUIRES(mu);
+  // Leading a replicated partition in a cluster (replication.h): the followers' progress, which
+  // sets the high watermark. Null on a follower, on a partition not replicated and off a cluster.
+  // Taking the set away (the leadership ended) fails the WhenReplicated waiters with NOT_LEADER.
+  void SetReplicaSet(std::unique_ptr<cluster::ReplicaSet> set) REQUIRES(mu);
+  cluster::ReplicaSet* replica_set() REQUIRES(mu) { return replica_set_.get(); }
+  // With a replica set: tells it the log end and exposes its high watermark where that grew
+  // (Publisher::Publish calls it before it wakes readers), running the WhenReplicated waiters it
+  // reached. Whether the high watermark grew.
+  bool RaiseHighWatermark() REQUIRES(mu);
+  // acks=all: `done` runs once every in-sync replica holds the records before `end` (the high
+  // watermark reached it): at once without a replica set (nothing to wait for) or when it is
+  // there already, else from RaiseHighWatermark; with NOT_LEADER when the leadership (or the
+  // partition) ends first. It runs under this lock: it may only hand the result on.
+  void WhenReplicated(Offset end, std::function<void(const Status&)> done) REQUIRES(mu);
   // Registers new segments and forgets (retires) deleted ones after the log changed.
   Status SyncSegments() REQUIRES(mu);
   // Starts a new segment now.
@@ -296,6 +311,9 @@ class Partition : public std::enable_shared_from_this<Partition> {
   uint64_t local_append_ns_ GUARDED_BY(mu) = 0;
   PrefaultMark local_prefault_ GUARDED_BY(mu);
   std::shared_ptr<KafkaAppendQueue> kafka_queue_ GUARDED_BY(mu);
+  std::unique_ptr<cluster::ReplicaSet> replica_set_ GUARDED_BY(mu);
+  std::multimap<Offset, std::function<void(const Status&)>> replicated_waiters_ GUARDED_BY(mu);
+  void FailReplicatedWaiters(const Status& why) REQUIRES(mu);
   std::atomic<bool> serving_{true};
   std::atomic<int32_t> leader_{-1};
   std::atomic<int32_t> leader_epoch_{0};

@@ -74,8 +74,10 @@ Result<protocol::LeaseResponse> ProduceHandlers::RenewLease(const rpc::RequestCo
   if (Status done = leases_.WithLease(
           req.lease_id, ctx.client_id,
           [&](Partition& p, const std::shared_ptr<Lease>& l) REQUIRES(p.mu) -> Status {
-            if (Status may = authz_.Check(user, metadata::AclOperation::kWrite,
-                                          metadata::AclResourceType::kTopic, p.topic_name());
+            // A replica lease is its leader's right itself (OpenReplica checked the cluster's).
+            if (Status may = l->replica() ? Status::Ok()
+                                          : authz_.Check(user, metadata::AclOperation::kWrite,
+                                                         metadata::AclResourceType::kTopic, p.topic_name());
                 !may.ok()) {
               leases_.EndLocked(p, l, WireError::kTopicAuthorizationFailed, true);
               return may;

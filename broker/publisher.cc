@@ -10,6 +10,7 @@ namespace rdmq::broker::internal {
 
 void Publisher::Publish(Partition& p) {
   if (p.slot_region() == nullptr) return;
+  p.RaiseHighWatermark();  // a replicated partition's leader: what the replicas hold is readable
   if (wake_slot_) p.slot_region()->Wake(0);
   for (auto& w : p.TakeCommitWaiters()) w();
   std::vector<Watch>& watches = p.watches();

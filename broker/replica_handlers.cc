@@ -19,13 +19,6 @@ std::string Num(Int v) {
   return std::to_string(v);
 }
 
-// The log's epoch cache as the replication decisions take it.
-cluster::LeaderEpochs EpochsOf(const storage::PartitionLog& log) {
-  cluster::LeaderEpochs out;
-  for (const storage::EpochStart& e : log.LeaderEpochs()) (void)out.Observe(e.epoch, e.start);
-  return out;
-}
-
 // A replica lease of the partition's current epoch, used with that epoch.
 Status CheckLease(const Partition& p, const Lease& l, int32_t epoch) {
   if (!l.replica()) {
@@ -41,6 +34,12 @@ Status CheckLease(const Partition& p, const Lease& l, int32_t epoch) {
 }
 
 }  // namespace
+
+cluster::LeaderEpochs EpochsOf(const storage::PartitionLog& log) {
+  cluster::LeaderEpochs out;
+  for (const storage::EpochStart& e : log.LeaderEpochs()) (void)out.Observe(e.epoch, e.start);
+  return out;
+}
 
 Status CheckReplicaWriter(const Partition& p, int32_t leader, int32_t epoch) {
   const int32_t current = p.leader_epoch();

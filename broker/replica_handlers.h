@@ -23,6 +23,7 @@
 #include "counters.h"
 #include "lease_manager.h"
 #include "publisher.h"
+#include "rdmq/cluster/leader_epochs.h"
 #include "rdmq/protocol/replica_messages.h"
 #include "rdmq/rpc/server.h"
 #include "session.h"
@@ -60,6 +61,9 @@ class ReplicaHandlers {
   Counters& n_;
   const Authorizer& authz_;
 };
+
+// The log's epoch cache as the replication decisions take it.
+cluster::LeaderEpochs EpochsOf(const storage::PartitionLog& log);
 
 // Whether `leader` at `epoch` may write this broker's replica `p` now (see above).
 Status CheckReplicaWriter(const Partition& p, int32_t leader, int32_t epoch);

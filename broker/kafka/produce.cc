@@ -1,7 +1,10 @@
 // Produce: each partition's batches go through the LocalAppender (the broker as one more shared
 // writer); the reply waits until every partition's offsets are assigned. acks=0 gets no reply
-// at all (Kafka's rule), acks=1 and acks=all are the same on one broker: the reply is sent once
-// the log committed the batches (durably, as the topic's durability says).
+// at all (Kafka's rule); acks=1 is answered once the log committed the batches (durably, as the
+// topic's durability says); acks=all the same on a partition without followers, and on a
+// replicated one once every in-sync replica holds them (Partition::WhenReplicated), refused
+// with NOT_ENOUGH_REPLICAS before anything is written while fewer than min.insync.replicas are
+// in sync.
 //
 // Produce requests that a connection read together (a client pipelining them) are appended
 // together: the batches of consecutive requests for one partition go into the log as one range,
@@ -48,6 +51,7 @@ struct KafkaPartWrite {
   std::shared_ptr<KafkaProduceState> st;
   kafka::ProducePartitionResponse* out = nullptr;
   std::span<const std::byte> records;
+  bool all = false;  // acks=all
 };
 
 // A durable partition's Kafka writes waiting for the append in progress (its persist) to end.
@@ -84,19 +88,59 @@ int64_t OffsetCount(std::span<const std::byte> batches) {
   return n;
 }
 
+void Fail(const PartWrite& w, const Status& s) {
+  w.out->error_code = ToKafkaError(s);
+  w.out->error_message = s.ToString();
+}
+
+// A write whose records end before `end` is stored: acks=all waits until the in-sync replicas
+// hold them too. The caller holds p's lock (the append's completion runs under it).
+void Stored(Partition& p, const PartWrite& w, Offset end) NO_THREAD_SAFETY_ANALYSIS {
+  if (!w.all) {
+    w.st->Done();
+    return;
+  }
+  p.WhenReplicated(end, [w](const Status& s) {
+    if (!s.ok()) Fail(w, s);
+    w.st->Done();
+  });
+}
+
 // The answers of a group appended as one range starting at `base` (or failed as one).
-void Complete(const std::vector<PartWrite>& writes, const Result<Offset>& base) {
+void Complete(Partition& p, const std::vector<PartWrite>& writes, const Result<Offset>& base) {
   int64_t next = base.ok() ? base->value() : -1;
   for (const PartWrite& w : writes) {
     if (base.ok()) {
       w.out->base_offset = next;
       next += OffsetCount(w.records);
     } else {
-      w.out->error_code = ToKafkaError(base.status());
-      w.out->error_message = base.status().ToString();
+      Fail(w, base.status());
     }
   }
-  for (const PartWrite& w : writes) w.st->Done();
+  if (!base.ok()) {
+    for (const PartWrite& w : writes) w.st->Done();
+    return;
+  }
+  next = base->value();
+  for (const PartWrite& w : writes) {
+    next += OffsetCount(w.records);
+    Stored(p, w, Offset(next));
+  }
+}
+
+// acks=all on a replicated partition while too few replicas are in sync (or its replication
+// has not started): NOT_ENOUGH_REPLICAS, before anything is written.
+Status CheckInSync(Partition& p) REQUIRES(p.mu) {
+  if (!p.replicated() || !p.serving()) return Status::Ok();  // a refused write says why itself
+  const cluster::ReplicaSet* set = p.replica_set();
+  if (set == nullptr) {
+    return Status(protocol::WireError::kNotEnoughReplicas,
+                  "the replication of " + p.where() + " is starting");
+  }
+  if (Status s = set->CheckAcksAll(); !s.ok()) {
+    return Status(protocol::WireError::kNotEnoughReplicas, p.where() + ": " + std::string(s.context()));
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -177,7 +221,7 @@ void KafkaFrontDoor::ProduceRun(std::vector<std::pair<KafkaCall, Reader>>& run) 
         auto [it, fresh] = writes.try_emplace(key);
         if (fresh) order.push_back(std::move(key));
         st->outstanding.fetch_add(1, std::memory_order_relaxed);
-        it->second.push_back(PartWrite{st, out, *part.records});
+        it->second.push_back(PartWrite{st, out, *part.records, reqs[i].acks == -1});
       }
     }
   }
@@ -240,6 +284,21 @@ void KafkaFrontDoor::AppendNow(Partition& p, std::vector<PartWrite>& writes) {
   std::vector<LocalPrefault> prefaults;
   {
     MutexLock lock(p.mu);
+    // acks=all writes wait for the replicas; refused before anything is written if too few are
+    // in sync.
+    const Status in_sync = CheckInSync(p);
+    if (!in_sync.ok()) {
+      std::vector<PartWrite> keep;
+      for (PartWrite& w : writes) {
+        if (!w.all) {
+          keep.push_back(std::move(w));
+          continue;
+        }
+        Fail(w, in_sync);
+        w.st->Done();
+      }
+      writes.swap(keep);
+    }
     size_t i = 0;
     while (i < writes.size()) {
       // The longest run from i of one producer's writes that fits one range (writes from
@@ -272,8 +331,9 @@ bool KafkaFrontDoor::AppendGroup(Partition& p, std::span<PartWrite> group,
   parts.reserve(group.size());
   for (const PartWrite& w : group) parts.push_back(w.records);
   auto shared = std::make_shared<std::vector<PartWrite>>(group.begin(), group.end());
-  LocalAppendResult res =
-      d_.appender->Append(p, parts, [shared](const Result<Offset>& o) { Complete(*shared, o); });
+  LocalAppendResult res = d_.appender->Append(
+      p, parts,
+      [shared, part = p.shared_from_this()](const Result<Offset>& o) { Complete(*part, *shared, o); });
   if (!res.wrote && (!res.status.ok() || res.duplicate)) return false;  // nothing changed: one by one
   for (PartWrite& w : group) w.out->log_start_offset = res.log_start.value();
   if (res.prefault.length != 0) prefaults->push_back(std::move(res.prefault));
@@ -283,23 +343,24 @@ bool KafkaFrontDoor::AppendGroup(Partition& p, std::span<PartWrite> group,
         .kv("partition", p.where())
         .kv("requests", static_cast<uint64_t>(group.size()))
         .kv("error", res.status);
-    Complete(*shared, res.status);
+    Complete(p, *shared, res.status);
   } else {
-    Complete(*shared, res.base_offset);
+    Complete(p, *shared, res.base_offset);
   }
   return true;
 }
 
 void KafkaFrontDoor::AppendOne(Partition& p, PartWrite& w, std::vector<LocalPrefault>* prefaults) {
-  LocalAppendResult res = d_.appender->Append(p, w.records, [st = w.st, out = w.out](Result<Offset> o) {
-    if (o.ok()) {
-      out->base_offset = o->value();
-    } else {
-      out->error_code = ToKafkaError(o.status());
-      out->error_message = o.status().ToString();
-    }
-    st->Done();
-  });
+  LocalAppendResult res =
+      d_.appender->Append(p, w.records, [w, part = p.shared_from_this()](Result<Offset> o) {
+        if (!o.ok()) {
+          Fail(w, o.status());
+          w.st->Done();
+          return;
+        }
+        w.out->base_offset = o->value();
+        Stored(*part, w, *o + OffsetCount(w.records));
+      });
   w.out->log_start_offset = res.log_start.value();
   if (res.prefault.length != 0) prefaults->push_back(std::move(res.prefault));
   if (res.pending) return;  // completes through the callback
@@ -315,6 +376,9 @@ void KafkaFrontDoor::AppendOne(Partition& p, PartWrite& w, std::vector<LocalPref
     w.out->error_code = ErrorCode::kDuplicateSequenceNumber;
   } else {
     w.out->base_offset = res.base_offset.value();
+    // (A retry of stored batches is acknowledged once they are replicated too.)
+    Stored(p, w, res.base_offset + OffsetCount(w.records));
+    return;
   }
   w.st->Done();
 }

@@ -384,9 +384,10 @@ TEST_CASE("cluster: users and ACLs made through one broker hold at every broker"
 TEST_CASE("cluster: settings that cannot work are refused with the reason", "[e2e][cluster]") {
   START_CLUSTER(c);
   c.Start(1);
-  // Replication is not built yet: a factor above 1 is refused, naming why.
+  // More replicas than live brokers: refused, naming why.
   RunResult r = c.Rdmq(1, {"topic", "create", "rep", "-c", "replication.factor=2"});
   CHECK(r.code == 1);
+  INFO(r.err);
   CHECK(Contains(r.err, "NOT_ENOUGH_REPLICAS"));
   // A second broker with the same id is refused at start.
   auto twin = c.Make(1, "twin");

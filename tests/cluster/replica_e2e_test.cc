@@ -1,14 +1,22 @@
-// A follower's side of replication against real brokers (docs/protocol.md, "Replication"): the
-// test plays a partition's leader by hand (tests/broker/raw_client.h) toward the broker that
-// follows it. The partition is made with two replicas straight in ZooKeeper, as the agent would
-// (rdmq's own CreateTopic still refuses replication.factor above 1 while leaders do not
-// replicate); the controller elects its leader. Then: only the leader of the current epoch gets a
+// Replication between real brokers (docs/protocol.md, "Replication"; docs/replication.md). The
+// partitions are made with two replicas straight in ZooKeeper, as the agent would (rdmq's own
+// CreateTopic still refuses replication.factor above 1 while acks=all is not built); the
+// controller elects their leaders.
+//
+// First the follower's side alone: the test plays a partition's leader by hand
+// (tests/broker/raw_client.h), as a broker that is only its ZooKeeper registration, toward the
+// real broker that follows it. Only the leader of the current epoch gets a
 // replica lease; the leader's batches, WRITten into the window and committed, are taken whole
 // (offsets, producer ids and epoch stamps kept) and the leader's high watermark exposed up to
 // what the follower holds; a corrupt range, a gap or a batch without an epoch is refused and
 // leaves the log as it was; truncation cuts the log back and the window follows. When the leader
 // dies the follower leads at a newer epoch, the old lease is over, and Kafka clients read from
 // it exactly what it took.
+//
+// Then two real brokers: the leader forwards what Kafka producers write to its follower, readers
+// see it once the follower holds it, and each broker in turn takes over with every record at its
+// offset; a broker that returns is fed what it missed and rejoins the ISR.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -71,6 +79,24 @@ void MakeReplicatedTopic(ZooKeeperServer& zk, const std::string& like, const std
                                 coord::MultiOp::Create(root + name + "/partitions/0", "")}));
 }
 
+// A broker that is only its registration: live to the controller, played by the test (it holds
+// the ephemeral znode until the returned session closes). Nothing listens at its addresses.
+std::unique_ptr<coord::ZkSession> FakeBroker(ZooKeeperServer& zk, int32_t id) {
+  coord::SessionOptions o;
+  o.connect = zk.connect();
+  o.session_timeout = std::chrono::milliseconds(4000);
+  auto session = coord::ZkSession::Connect(o);
+  REQUIRE_OK(session);
+  cluster::BrokerInfo b;
+  b.id = id;
+  b.control = "tcp:127.0.0.1:1";
+  b.data = "tcp:127.0.0.1:1";
+  b.fabric = "tcp";
+  REQUIRE_OK((*session)->Create("/rdmq/brokers/ids/" + std::to_string(id), cluster::EncodeBroker(b),
+                                coord::CreateMode::kEphemeral));
+  return std::move(*session);
+}
+
 struct Follower {
   Cluster& c;
   int id;
@@ -130,31 +156,31 @@ struct Follower {
 TEST_CASE("replication: a follower takes its leader's batches whole and refuses everyone else",
           "[e2e][cluster][replication]") {
   START_CLUSTER(c);
-  for (int id : {1, 2}) c.Start(id);
-  REQUIRE_RUN(c.Rdmq(1, {"topic", "create", "seed"}), 0);
-  MakeReplicatedTopic(zk, "seed", "rep", {1, 2});
+  const int follower_id = 2;
+  const int leader = 3;  // played by the test
+  c.Start(follower_id);
+  REQUIRE_RUN(c.Rdmq(follower_id, {"topic", "create", "seed"}), 0);
+  auto fake = FakeBroker(zk, leader);
+  MakeReplicatedTopic(zk, "seed", "rep", {leader, follower_id});
   json part;
   REQUIRE(Eventually([&] {
-    const RunResult r = c.Rdmq(2, {"topic", "describe", "rep", "--json"});
+    const RunResult r = c.Rdmq(follower_id, {"topic", "describe", "rep", "--json"});
     if (r.code != 0) return false;
     part = ParseJson(r)["partitions"][0];
-    return part["leader"].get<int>() >= 1 && part["isr"].size() == 2;
+    return part["leader"].get<int>() == leader && part["isr"].size() == 2;
   }));
-  const int leader = part["leader"].get<int>();
   const int32_t epoch = part["leader_epoch"].get<int32_t>();
-  const int follower_id = leader == 1 ? 2 : 1;
   Follower f(c, follower_id);
 
-  // Only the current epoch's leader gets a lease.
-  auto other = f.Open(follower_id, epoch);
-  CHECK(other.status().is(WireError::kNotLeader));
+  // Only the current epoch's leader gets a lease (once the follower holds its replica).
+  Status other;
+  REQUIRE(Eventually([&] {
+    other = f.Open(follower_id, epoch).status();
+    return other.context().find("holds no replica") == std::string_view::npos;
+  }));
+  CHECK(other.is(WireError::kNotLeader));
   CHECK(f.Open(leader, epoch - 1).status().is(WireError::kFencedLeaderEpoch));
   CHECK(f.Open(leader, epoch + 1).status().is(WireError::kUnknownLeaderEpoch));
-  {
-    // The leader itself takes no replica writes.
-    Follower self(c, leader);
-    CHECK(self.Open(leader, epoch).status().is(WireError::kNotLeader));
-  }
   auto opened = f.Open(leader, epoch);
   REQUIRE_OK(opened);
   CHECK(opened->lease.next_offset == Offset(0));
@@ -217,7 +243,7 @@ TEST_CASE("replication: a follower takes its leader's batches whole and refuses 
   // The leader dies: the follower, in the ISR, is elected at a newer epoch. It serves what it
   // took, exactly: the refused ranges and the cut records are not there. The old leader's lease
   // ended with the old epoch: its writes are refused.
-  c.brokers.at(leader)->Kill();
+  fake.reset();
   REQUIRE(Eventually([&] {
     const RunResult r = c.Rdmq(follower_id, {"topic", "describe", "rep", "--json"});
     if (r.code != 0) return false;
@@ -225,19 +251,186 @@ TEST_CASE("replication: a follower takes its leader's batches whole and refuses 
     return part["leader"].get<int>() == follower_id;
   }));
   CHECK(part["leader_epoch"].get<int32_t>() > epoch);
-  // Its window is revoked: the deposed leader's WRITE itself fails, and so does its commit.
-  auto stale = f.Commit(LeaderBatch(10, 1, epoch, "z"), epoch, Offset(11), Offset(11));
-  CHECK((stale.status().is(fabric::FabricErrc::kRevoked) || stale.status().is(fabric::FabricErrc::kBadKey)));
-  CHECK(f.Commit("", epoch, kNoOffset, Offset(11)).status().is(WireError::kLeaseExpired));
-  // It took the producers' state with the batches: an idempotent producer continues there.
+  // Once the follower leads (it serves producers), it took the producers' state with the
+  // batches: an idempotent producer continues there.
   client::ClientOptions at_new;
   at_new.bootstrap = c.brokers.at(follower_id)->address();
   RawClient producer(at_new);
-  REQUIRE_OK(producer.Open("rep", 0, protocol::ProduceMode::kExclusive, ProducerId(7777), 0));
+  REQUIRE(Eventually(
+      [&] { return producer.Open("rep", 0, protocol::ProduceMode::kExclusive, ProducerId(7777), 0).ok(); }));
   CHECK(producer.lease().last_sequence == 3);
+  // The deposed leader's window is revoked: its WRITE itself fails, and so does its commit.
+  auto stale = f.Commit(LeaderBatch(10, 1, epoch, "z"), epoch, Offset(11), Offset(11));
+  CHECK((stale.status().is(fabric::FabricErrc::kRevoked) || stale.status().is(fabric::FabricErrc::kBadKey)));
+  CHECK(f.Commit("", epoch, kNoOffset, Offset(11)).status().is(WireError::kLeaseExpired));
   const RunResult read = c.Kcat(follower_id, {"-C", "-t", "rep", "-e", "-q", "-f", "%o %s\n"});
   REQUIRE_RUN(read, 0);
   CHECK(read.out == "0 a-0\n1 a-1\n2 a-2\n3 a-3\n4 a-4\n5 b-5\n6 b-6\n7 b-7\n8 b-8\n9 d-9\n");
+}
+
+// The partition's description as broker `via` sees it.
+json DescribeRep(Cluster& c, int via) {
+  const RunResult r = c.Rdmq(via, {"topic", "describe", "rep", "--json"});
+  if (r.code != 0) return json();
+  return ParseJson(r)["partitions"][0];
+}
+
+// Lines "<tag>-<from>" .. "<tag>-<to - 1>", one record each.
+std::string Records(const std::string& tag, int from, int to) {
+  std::string out;
+  for (int i = from; i < to; ++i) out += tag + "-" + std::to_string(i) + "\n";
+  return out;
+}
+
+// What kcat reads of "rep" at broker `via`, as "<offset> <value>" lines.
+std::string ReadAll(Cluster& c, int via) {
+  const RunResult r = c.Kcat(via, {"-C", "-t", "rep", "-p", "0", "-e", "-q", "-f", "%o %s\n"});
+  return r.code == 0 ? r.out : "kcat failed: " + r.err;
+}
+
+std::string Numbered(const std::string& records, int first) {
+  std::string out;
+  size_t at = 0;
+  int n = first;
+  while (at < records.size()) {
+    const size_t nl = records.find('\n', at);
+    out += std::to_string(n++) + " " + records.substr(at, nl - at) + "\n";
+    at = nl + 1;
+  }
+  return out;
+}
+
+TEST_CASE("replication: the leader forwards its log to its follower, which can take over with all of it",
+          "[e2e][cluster][replication]") {
+  START_CLUSTER(c);
+  for (int id : {1, 2}) c.Start(id);
+  REQUIRE_RUN(c.Rdmq(1, {"topic", "create", "seed"}), 0);
+  MakeReplicatedTopic(zk, "seed", "rep", {1, 2});
+  json part;
+  REQUIRE(Eventually([&] {
+    part = DescribeRep(c, 1);
+    return !part.is_null() && part["leader"].get<int>() >= 1 && part["isr"].size() == 2;
+  }));
+  const int first = part["leader"].get<int>();
+  const int second = first == 1 ? 2 : 1;
+  const int32_t epoch = part["leader_epoch"].get<int32_t>();
+  {
+    // The leader itself takes no replica writes.
+    Follower self(c, first);
+    CHECK(self.Open(first, epoch).status().is(WireError::kNotLeader));
+  }
+
+  // Written at the leader, readable there once the follower holds it (the high watermark).
+  const std::string a = Records("a", 0, 30);
+  REQUIRE_RUN(c.Kcat(first, {"-P", "-t", "rep", "-p", "0"}, a), 0);
+  const std::string a_read = Numbered(a, 0);
+  REQUIRE(Eventually([&] { return ReadAll(c, first) == a_read; }));
+
+  // The leader dies: the follower, in the ISR, takes over with every record, at the same offsets.
+  c.brokers.at(first)->Kill();
+  REQUIRE(Eventually([&] {
+    part = DescribeRep(c, second);
+    return !part.is_null() && part["leader"].get<int>() == second;
+  }));
+  CHECK(part["leader_epoch"].get<int32_t>() > epoch);
+  CHECK(ReadAll(c, second) == a_read);
+  // Alone in the ISR, it takes writes at once.
+  const std::string b = Records("b", 30, 45);
+  REQUIRE_RUN(c.Kcat(second, {"-P", "-t", "rep", "-p", "0"}, b), 0);
+  REQUIRE(Eventually([&] { return ReadAll(c, second) == a_read + Numbered(b, 30); }));
+
+  // The old leader returns as a follower: the new leader feeds it what it missed, and once it
+  // holds everything it rejoins the ISR.
+  c.Start(first);
+  REQUIRE(Eventually([&] {
+    part = DescribeRep(c, second);
+    return !part.is_null() && part["isr"].size() == 2;
+  }));
+  const std::string d = Records("d", 45, 50);
+  REQUIRE_RUN(c.Kcat(second, {"-P", "-t", "rep", "-p", "0"}, d), 0);
+  const std::string all = a_read + Numbered(b, 30) + Numbered(d, 45);
+  REQUIRE(Eventually([&] { return ReadAll(c, second) == all; }));
+
+  // The second leader dies too: the first, back in the ISR, leads with all of it.
+  c.brokers.at(second)->Kill();
+  REQUIRE(Eventually([&] {
+    part = DescribeRep(c, first);
+    return !part.is_null() && part["leader"].get<int>() == first;
+  }));
+  CHECK(ReadAll(c, first) == all);
+}
+
+TEST_CASE("replication: acks=all waits for the in-sync replicas and is refused below min.insync.replicas",
+          "[e2e][cluster][replication]") {
+  START_CLUSTER(c);
+  for (int id : {1, 2}) c.Start(id);
+  REQUIRE_RUN(
+      c.Rdmq(1, {"topic", "create", "all", "-c", "replication.factor=2", "-c", "min.insync.replicas=2"}), 0);
+  json part;
+  auto describe = [&](int via) {
+    const RunResult r = c.Rdmq(via, {"topic", "describe", "all", "--json"});
+    if (r.code != 0) return false;
+    part = ParseJson(r)["partitions"][0];
+    return part["leader"].get<int>() >= 1;
+  };
+  REQUIRE(Eventually([&] { return describe(1) && part["isr"].size() == 2; }));
+  CHECK(part["replicas"].size() == 2);
+  const int leader = part["leader"].get<int>();
+  const int follower = leader == 1 ? 2 : 1;
+  auto produce = [&](const std::string& records, const std::string& acks) {
+    return c.Kcat(leader,
+                  {"-P", "-t", "all", "-p", "0", "-X", "acks=" + acks, "-X", "message.timeout.ms=5000"},
+                  records);
+  };
+  auto read = [&] {
+    const RunResult r = c.Kcat(leader, {"-C", "-t", "all", "-p", "0", "-e", "-q", "-f", "%o %s\n"});
+    return r.code == 0 ? r.out : "kcat failed: " + r.err;
+  };
+
+  // Both in sync: acknowledged, and readable at once (the follower held it before the answer).
+  const std::string a = Records("a", 0, 10);
+  REQUIRE_RUN(produce(a, "all"), 0);
+  CHECK(read() == Numbered(a, 0));
+
+  // The follower dies and leaves the ISR: below min.insync.replicas acks=all is refused before
+  // anything is written; acks=1 is still taken.
+  c.brokers.at(follower)->Kill();
+  REQUIRE(Eventually([&] { return describe(leader) && part["isr"].size() == 1; }));
+  // (The controller shrank the ISR; the leader learns it from ZooKeeper a moment later, and takes
+  // acks=all writes until then: those are acknowledged for good and read back below.)
+  std::string taken;
+  RunResult refused;
+  for (int i = 0; i < 50; ++i) {
+    const std::string x = "x-" + std::to_string(i) + "\n";
+    refused = c.Kcat(leader, {"-P", "-t", "all", "-p", "0", "-X", "acks=all", "-X", "retries=0"}, x);
+    if (refused.code != 0) break;
+    taken += x;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  INFO(refused.err);
+  CHECK(refused.code != 0);
+  CHECK(
+      (Contains(refused.err, "NOT_ENOUGH_REPLICAS") || Contains(refused.err, "Not enough in-sync replicas")));
+  const std::string ax = Numbered(a + taken, 0);
+  const int next = 10 + static_cast<int>(std::count(taken.begin(), taken.end(), '\n'));
+  const std::string b = Records("b", 10, 15);
+  REQUIRE_RUN(produce(b, "1"), 0);
+  CHECK(read() == ax + Numbered(b, next));
+
+  // Back, it is fed what it missed, rejoins the ISR, and acks=all is taken again.
+  c.Start(follower);
+  REQUIRE(Eventually([&] { return describe(leader) && part["isr"].size() == 2; }));
+  const std::string d = Records("d", 15, 20);
+  REQUIRE_RUN(produce(d, "all"), 0);
+  const std::string all = ax + Numbered(b, next) + Numbered(d, next + 5);
+  CHECK(read() == all);
+
+  // The leader dies: the follower has every acknowledged record.
+  c.brokers.at(leader)->Kill();
+  REQUIRE(Eventually([&] { return describe(follower) && part["leader"].get<int>() == follower; }));
+  const RunResult after = c.Kcat(follower, {"-C", "-t", "all", "-p", "0", "-e", "-q", "-f", "%o %s\n"});
+  REQUIRE_RUN(after, 0);
+  CHECK(after.out == all);
 }
 
 }  // namespace

@@ -75,6 +75,16 @@ struct BrokerConfig {
   std::string cluster_root = "/rdmq";          // "cluster.zookeeper.root"
   uint32_t cluster_session_timeout_ms = 6000;  // "cluster.zookeeper.session.timeout.ms"
   bool Clustered() const { return !cluster_zookeeper.empty(); }
+  // A replicated partition's leader (docs/replication.md, "Replication over the fabric"): a
+  // follower that has not held the leader's log end for "replica.lag.time.max.ms" leaves the ISR;
+  // "replica.fetch.max.bytes": the most bytes forwarded to a follower in one WRITE and commit
+  // (at least one batch); "replica.sasl.username"/"replica.sasl.password": the login the leader
+  // gives its followers' brokers when they ask for one (the brokers' principal, which needs
+  // Alter on the cluster where authorizer.enabled).
+  uint32_t replica_lag_time_max_ms = 30000;
+  uint64_t replica_fetch_max_bytes = 1 << 20;
+  std::string replica_sasl_username;
+  std::string replica_sasl_password;
   uint32_t kafka_threads = 2;                    // "kafka.network.threads"
   uint64_t kafka_max_request_bytes = 100 << 20;  // "socket.request.max.bytes"
   bool auto_create_topics = true;                // "auto.create.topics.enable"
