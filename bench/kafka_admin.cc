@@ -124,10 +124,10 @@ class Admin {
     return Status::Ok();
   }
 
-  Result<rd_kafka_resp_err_t> Create(const std::string& topic, int partitions,
+  Result<rd_kafka_resp_err_t> Create(const std::string& topic, int partitions, int replicas,
                                      const std::vector<std::pair<std::string, std::string>>& configs) {
     char err[256] = {};
-    rd_kafka_NewTopic_t* nt = rd_kafka_NewTopic_new(topic.c_str(), partitions, 1, err, sizeof err);
+    rd_kafka_NewTopic_t* nt = rd_kafka_NewTopic_new(topic.c_str(), partitions, replicas, err, sizeof err);
     if (nt == nullptr) return Status(Errc::kInvalidArgument, "kafka: topic " + topic + ": " + err);
     for (const auto& [k, v] : configs) (void)rd_kafka_NewTopic_set_config(nt, k.c_str(), v.c_str());
     auto r = Run(
@@ -168,7 +168,7 @@ class Admin {
 
 }  // namespace
 
-Status RecreateTopic(const std::string& bootstrap, const std::string& topic, int partitions,
+Status RecreateTopic(const std::string& bootstrap, const std::string& topic, int partitions, int replicas,
                      const std::vector<std::pair<std::string, std::string>>& configs) {
   Admin admin;
   RDMQ_RETURN_IF_ERROR(admin.Open(bootstrap));
@@ -176,7 +176,7 @@ Status RecreateTopic(const std::string& bootstrap, const std::string& topic, int
   const uint64_t deadline = MonoNanos() + 20'000'000'000ULL;
   // A deletion may still be under way: "already exists" is retried until the deadline.
   for (;;) {
-    RDMQ_ASSIGN_OR_RETURN(rd_kafka_resp_err_t e, admin.Create(topic, partitions, configs));
+    RDMQ_ASSIGN_OR_RETURN(rd_kafka_resp_err_t e, admin.Create(topic, partitions, replicas, configs));
     if (e == RD_KAFKA_RESP_ERR_NO_ERROR) break;
     if (e != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS || MonoNanos() > deadline) {
       return Status(Errc::kInternal,

@@ -44,9 +44,9 @@ class KafkaConf {
   rd_kafka_conf_t* conf_;
 };
 
-// Deletes `topic` if it exists, creates it with `partitions` partitions (one replica) and the
-// given topic configs, and waits until the broker's metadata shows every partition.
-Status RecreateTopic(const std::string& bootstrap, const std::string& topic, int partitions,
+// Deletes `topic` if it exists, creates it with `partitions` partitions of `replicas` replicas
+// and the given topic configs, and waits until the broker's metadata shows every partition.
+Status RecreateTopic(const std::string& bootstrap, const std::string& topic, int partitions, int replicas,
                      const std::vector<std::pair<std::string, std::string>>& configs);
 // Deletes `topic`; a topic that does not exist is fine.
 Status DeleteTopic(const std::string& bootstrap, const std::string& topic);

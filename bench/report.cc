@@ -96,6 +96,7 @@ json ReportJson(const Report& r) {
                    {"linger_us", w.linger.count()},
                    {"acks", w.acks},
                    {"partitions", w.partitions},
+                   {"replication_factor", w.replication_factor},
                    {"mode", w.mode},
                    {"fabric", w.fabric},
                    {"window", w.window},

@@ -101,7 +101,8 @@ ConfigDef<Workload> WorkloadDef() {
   d.Define({.name = "acks",
             .type = Type::kEnum,
             .doc = "rdmq: 0 does not wait for the broker, 1 (or all, -1) waits for the commit; kafka: "
-                   "acks=0 or acks=all; the other peers always wait.",
+                   "librdkafka's acks (1: the leader's commit, all: every in-sync replica, the same "
+                   "on a broker on its own); the other peers always wait.",
             .component = bench,
             .choices = {{"1", 1}, {"0", 0}, {"all", -1}, {"-1", -1}}},
            Field(&Workload::acks));
@@ -112,6 +113,14 @@ ConfigDef<Workload> WorkloadDef() {
             .min = 1,
             .max = kMaxPartitions},
            Field(&Workload::partitions));
+  d.Define({.name = "replication-factor",
+            .type = Type::kInt,
+            .doc = "kafka: the topic's replication factor (a cluster of at least that many brokers; "
+                   "with acks=all the ack waits for every in-sync replica). The other systems: 1.",
+            .component = bench,
+            .min = 1,
+            .max = 16},
+           Field(&Workload::replication_factor));
   d.Define({.name = "mode",
             .type = Type::kEnum,
             .doc = "rdmq producer mode: exclusive gives each partition one producer, shared lets "

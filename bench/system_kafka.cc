@@ -2,7 +2,7 @@
 // most Kafka applications use directly or underneath. Partition p is partition p of the topic.
 // Setup recreates the topic with the workload's partitions and durability through librdkafka's
 // admin API and waits until the metadata shows it.
-// Producers: one rd_kafka_t each, acks from the workload (0: "0", otherwise "all"), linger.ms and
+// Producers: one rd_kafka_t each, acks from the workload ("0", "1" or "all"), linger.ms and
 // batch.size from the workload, idempotence off (unless --producer-set says otherwise), Nagle off,
 // a local queue large enough for the driver's window; each record goes to its partition with the
 // tag as the message opaque, and the delivery-report callback (served by rd_kafka_poll and
@@ -29,6 +29,8 @@
 
 namespace rdmq::bench {
 namespace {
+
+const char* AcksOf(const Workload& w) { return w.acks == 0 ? "0" : w.acks == 1 ? "1" : "all"; }
 
 Status Refused(rd_kafka_resp_err_t err, const std::string& what) {
   const Errc e =
@@ -63,7 +65,7 @@ class KafkaProducer final : public ProducerClient {
     RDMQ_RETURN_IF_ERROR(conf.SetAll({
         {"bootstrap.servers", bootstrap},
         {"client.id", "rdmq-bench-producer-" + std::to_string(index)},
-        {"acks", w.acks == 0 ? "0" : "all"},
+        {"acks", AcksOf(w)},
         {"enable.idempotence", "false"},
         {"linger.ms", std::to_string(linger_us / 1000) + "." + Pad3(linger_us % 1000)},
         {"batch.size", std::to_string(std::max<uint32_t>(w.batch_size, 1))},
@@ -230,14 +232,16 @@ class KafkaSystem final : public System {
 
   std::string Describe() const override {
     return std::string("rdmq Kafka listener via librdkafka ") + rd_kafka_version_str() +
-           ", topic durability " + w_.durability + ", acks " + (w_.acks == 0 ? "0" : "all") +
+           ", topic durability " + w_.durability + ", acks " + AcksOf(w_) +
+           (w_.replication_factor > 1 ? ", " + std::to_string(w_.replication_factor) + " replicas" : "") +
            (broker_.running() ? ", broker started by rdmq-bench" : "");
   }
   int ServerPid() const override { return broker_.pid(); }
 
   Status Setup() override {
     if (w_.start_broker) RDMQ_RETURN_IF_ERROR(broker_.Start(w_, "kafka"));
-    return RecreateTopic(Bootstrap(), w_.topic, w_.partitions, {{"durability", w_.durability}});
+    return RecreateTopic(Bootstrap(), w_.topic, w_.partitions, w_.replication_factor,
+                         {{"durability", w_.durability}});
   }
 
   Result<std::unique_ptr<ProducerClient>> OpenProducer(int index, AckSink* sink) override {

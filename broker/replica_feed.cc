@@ -226,7 +226,8 @@ Status ReplicaFeed::Serve() {
   const uint32_t lease_ms = std::max<uint32_t>(
       150, std::min(opened.lease.lease_ms,
                     opened.lease.idle_ms == 0 ? opened.lease.lease_ms : opened.lease.idle_ms));
-  const uint64_t heartbeat_ns = uint64_t{lease_ms} * 1'000'000 / 3;
+  // Often enough to keep the lease and, idle, the follower's place in the ISR.
+  const uint64_t heartbeat_ns = std::min(uint64_t{lease_ms} * 1'000'000, ctx_.lag_time_max_ns) / 3;
   uint64_t last_call_ns = MonoNanos();
   std::vector<fabric::Completion> received(kReceives);
   while (!Stopping()) {
@@ -316,10 +317,10 @@ Status ReplicaFeed::Serve() {
     last_call_ns = MonoNanos();
     window.Moved(r.committed_position, r.credit_end);
     told = hw;
-    if (length > 0) {
-      end = next;
-      RDMQ_RETURN_IF_ERROR(acked(end));
-    }
+    if (length > 0) end = next;
+    // Every answer is an ack: a follower that holds the log end stays caught up while nothing
+    // is written.
+    RDMQ_RETURN_IF_ERROR(acked(end));
   }
   return Status::Ok();
 }

@@ -9,7 +9,8 @@
 // partition's replica set turns into the high watermark. A batch that does not fit the window
 // rolls the follower's segment (RenewLease kRenewRoll). With nothing to send it waits for the
 // next commit, and passes a grown high watermark on (an empty ReplicaCommit), at least every
-// third of the lease.
+// third of the lease (or of replica.lag.time.max.ms): each answer is an ack, so an idle follower
+// that holds the log end stays in the ISR.
 //
 // Any failure (the follower's broker down, a fenced epoch, a refused range) ends the connection;
 // the feed connects again after a backoff, from OpenReplica, until it is stopped or this broker

@@ -2,15 +2,14 @@
 # A cluster of three brokers on this machine (docs/replication.md): builds the release preset,
 # starts a ZooKeeper of its own (Debian's zookeeper, on a free loopback port, data in a temporary
 # folder) and three rdmq-broker processes (tcp fabric on loopback, separate data directories and
-# ports), creates a topic whose partitions spread over them, produces keyed records through one
-# broker's Kafka listener with kcat and through another with rdmq-produce (each partition's
-# records go to its leader), reads them all back through a third with kcat and with
-# rdmq-consume, kills one broker with SIGKILL, shows its partitions without a leader,
-# restarts it, and checks that every record is there again, in order per key. Prints what it
-# checked; exits non-zero if anything was lost, duplicated or reordered.
-#
-# Partitions are not replicated yet (replication.factor 1): a dead broker's partitions wait for
-# it. With replication (issue 14) this script will kill a leader under acks=all produce instead.
+# ports), creates a topic with replication factor 3 (min.insync.replicas 2) whose leaders spread
+# over them, produces keyed records through one broker's Kafka listener with kcat (acks=all) and
+# through another with rdmq-produce, reads them all back through a third with kcat and with
+# rdmq-consume, then kills a leader with SIGKILL while kcat keeps producing (acks=all,
+# idempotent), shows the followers taking over its partitions, reads everything again,
+# restarts the killed broker and waits until it caught up and rejoined every ISR, and checks
+# once more that every record is there, once, in order per key. Prints what it checked; exits
+# non-zero if anything was lost, duplicated or reordered.
 #
 # Usage: deploy/run-cluster.sh [--records N] [--partitions N] [--keep]
 # Environment: RDMQ_JOBS (build parallelism, default nproc)
@@ -27,103 +26,49 @@ while [[ $# -gt 0 ]]; do
     *) echo "run-cluster.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
-for tool in java kcat; do
-  command -v "$tool" >/dev/null || { echo "run-cluster.sh: $tool is missing (deploy/install-deps.sh)" >&2; exit 1; }
-done
-[[ -r /usr/share/java/zookeeper.jar ]] || { echo "run-cluster.sh: Debian's zookeeper is missing (deploy/install-deps.sh)" >&2; exit 1; }
-
 cmake --preset release >/dev/null
 cmake --build --preset release -j "$jobs" --target rdmq-broker rdmq rdmq-produce rdmq-consume
 bin=$PWD/build/release/bin
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/rdmq-cluster-XXXXXX")
-declare -A pid=()
-cleanup() {
-  for p in "${pid[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
-  if [[ $keep == 1 ]]; then echo "kept: $work"; else rm -rf "$work"; fi
-}
-trap cleanup EXIT
+# shellcheck source=deploy/local-cluster.sh
+source deploy/local-cluster.sh
+trap 'cluster_down; if [[ $keep == 1 ]]; then echo "kept: $work"; else rm -rf "$work"; fi' EXIT
 say() { printf '== %s\n' "$*"; }
-fail() { printf 'FAILED: %s\n' "$*" >&2; exit 1; }
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
-# ZooKeeper
-zk_port=$(free_port)
-mkdir -p "$work/zk/data"
-cat >"$work/zk/zoo.cfg" <<EOF
-tickTime=500
-initLimit=10
-syncLimit=5
-dataDir=$work/zk/data
-clientPort=$zk_port
-clientPortAddress=127.0.0.1
-admin.enableServer=false
-4lw.commands.whitelist=ruok
-EOF
-java -Xmx256m -XX:+UseSerialGC -Dzookeeper.log.dir="$work/zk" -cp /etc/zookeeper/conf:/usr/share/java/zookeeper.jar \
-  org.apache.zookeeper.server.quorum.QuorumPeerMain "$work/zk/zoo.cfg" >"$work/zk/server.log" 2>&1 &
-pid[zk]=$!
-for _ in $(seq 100); do
-  if { exec 3<>"/dev/tcp/127.0.0.1/$zk_port"; } 2>/dev/null; then
-    printf ruok >&3; ok=$(timeout 2 cat <&3 || true); exec 3>&-
-    [[ $ok == imok ]] && break
-  fi
-  sleep 0.2
-done
-[[ ${ok:-} == imok ]] || fail "ZooKeeper did not start (see $work/zk/server.log)"
+cluster_up 3
 say "ZooKeeper on 127.0.0.1:$zk_port"
-
-# Three brokers, each with its own ports and data directory.
-declare -A control=() kafka=()
-start_broker() {  # ID
-  local id=$1
-  "$bin/rdmq-broker" --data-dir "$work/broker$id" --set fabric=tcp --set broker.id="$id" \
-    --set listen.control="${control[$id]}" --set listen.data=127.0.0.1:"${data_port[$id]}" \
-    --set listen.kafka="${kafka[$id]}" --set listen.http=off \
-    --set cluster.zookeeper.connect=127.0.0.1:"$zk_port" --set cluster.zookeeper.session.timeout.ms=3000 \
-    >>"$work/broker$id.log" 2>&1 &
-  pid[$id]=$!
-  for _ in $(seq 150); do
-    [[ -f $work/broker$id/rdmq.addr ]] && return 0
-    kill -0 "${pid[$id]}" 2>/dev/null || fail "broker $id exited (see $work/broker$id.log)"
-    sleep 0.2
-  done
-  fail "broker $id did not start (see $work/broker$id.log)"
-}
-declare -A data_port=()
-for id in 1 2 3; do
-  control[$id]=127.0.0.1:$(free_port)
-  data_port[$id]=$(free_port)
-  kafka[$id]=127.0.0.1:$(free_port)
-  start_broker "$id"
-done
 rdmq() { "$bin/rdmq" --broker "tcp:${control[$1]}" "${@:2}"; }
 say "three brokers up"
 rdmq 1 cluster status | sed -n '1,2p;6,10p'
 
-rdmq 2 topic create orders --partitions "$partitions" >/dev/null
-say "topic orders: $partitions partitions, leaders:"
+rdmq 2 topic create orders --partitions "$partitions" -c replication.factor=3 -c min.insync.replicas=2 >/dev/null
+say "topic orders: $partitions partitions, 3 replicas each, leaders:"
 rdmq 3 topic describe orders --json | python3 -c '
 import json,sys; d=json.load(sys.stdin)
 print("  " + " ".join("p%d->broker %d" % (p["partition"], p["leader"]) for p in d["partitions"]))'
 
 keys=$((partitions * 5))
-seq 0 $((records - 1)) | awk -v k="$keys" '{ print "k" ($1 % k) ":" $1 }' >"$work/input"
-kcat -b "${kafka[1]}" -P -t orders -K : -l "$work/input"
-say "produced $records keyed records through broker 1's Kafka listener"
+produce_kcat() {  # VIA FIRST COUNT: keyed records FIRST.. through broker VIA's Kafka listener, acks=all
+  seq "$2" $(($2 + $3 - 1)) | awk -v k="$keys" '{ print "k" ($1 % k) ":" $1 }' >"$work/input"
+  kcat -b "${kafka[$1]}" -P -t orders -K : -X acks=all -X enable.idempotence=true \
+    -X message.timeout.ms=30000 -l "$work/input"
+}
+produce_kcat 1 0 "$records"
+say "produced $records keyed records through broker 1's Kafka listener (acks=all)"
 # rdmq's own producer through broker 2, with keys of its own (its partitioner is Kafka's murmur2,
 # kcat's a CRC32: the same key would land elsewhere and order per key could not be judged).
 seq "$records" $((2 * records - 1)) | awk -v k="$keys" '{ print "r" ($1 % k) ":" $1 }' |
   "$bin/rdmq-produce" -b "tcp:${control[2]}" -K : orders
 say "produced $records keyed records through broker 2 with rdmq-produce"
 
+total=$((2 * records))
 check() {  # VIA [rdmq]: reads everything through broker VIA (with kcat, or rdmq-consume) and checks it
   if [[ ${2:-kcat} == rdmq ]]; then
     "$bin/rdmq-consume" -b "tcp:${control[$1]}" -e -f '%k %s\n' orders >"$work/read"
   else
     kcat -b "${kafka[$1]}" -C -t orders -e -q -f '%k %s\n' >"$work/read"
   fi
-  python3 - "$work/read" $((2 * records)) <<'EOF'
+  python3 - "$work/read" "$total" <<'EOF'
 import sys
 last, n, seen = {}, 0, set()
 for line in open(sys.argv[1]):
@@ -140,27 +85,44 @@ check 3 || fail "reading through broker 3 with kcat"
 check 3 rdmq || fail "reading through broker 3 with rdmq-consume"
 
 victim=$(rdmq 1 topic describe orders --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["partitions"][0]["leader"])')
+other=1; [[ $victim == 1 ]] && other=2
+# kcat keeps producing through a broker that survives while the leader of partition 0 is killed.
+produce_kcat "$other" $((2 * records)) "$records" &
+producer=$!
+sleep 0.3
 kill -KILL "${pid[$victim]}"
 wait "${pid[$victim]}" 2>/dev/null || true
 unset "pid[$victim]"
-say "killed broker $victim (SIGKILL)"
-other=1; [[ $victim == 1 ]] && other=2
+say "killed broker $victim (SIGKILL), the leader of partition 0, while kcat produces"
+wait "$producer" || fail "kcat's acks=all produce across the failover"
+total=$((3 * records))
+status() {  # VIA FIELD
+  rdmq "$1" cluster status --json | python3 -c "import json,sys; print(json.load(sys.stdin)['$2'])"
+}
+leader0() {
+  rdmq "$other" topic describe orders --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["partitions"][0]["leader"])'
+}
 for _ in $(seq 100); do
-  offline=$(rdmq "$other" cluster status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["offline_partitions"])')
-  [[ $offline -gt 0 ]] && break
+  new_leader=$(leader0)
+  offline=$(status "$other" offline_partitions)
+  [[ $new_leader != "$victim" && $new_leader -ge 1 && $offline == 0 ]] && break
   sleep 0.2
 done
-[[ $offline -gt 0 ]] || fail "the cluster did not notice broker $victim's death"
-say "$offline partitions without a leader (replication.factor 1: they wait for broker $victim)"
+[[ $new_leader != "$victim" && $offline == 0 ]] || fail "the followers did not take over broker $victim's partitions"
+under=$(status "$other" under_replicated_partitions)
+[[ $under -gt 0 ]] || fail "no partition is under-replicated with broker $victim dead"
+say "broker $new_leader leads partition 0 now; every partition has a leader (followers in the ISR took over), $under under-replicated"
+check "$other" || fail "reading after the failover"
+check "$other" rdmq || fail "reading after the failover with rdmq-consume"
 
 start_broker "$victim"
-for _ in $(seq 100); do
-  offline=$(rdmq "$other" cluster status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["offline_partitions"])')
-  [[ $offline == 0 ]] && break
+for _ in $(seq 150); do
+  under=$(status "$other" under_replicated_partitions)
+  [[ $under == 0 ]] && break
   sleep 0.2
 done
-[[ $offline == 0 ]] || fail "broker $victim's partitions did not get their leader back"
-say "broker $victim is back and leads its partitions again"
-check "$other" || fail "reading after the restart"
-check "$other" rdmq || fail "reading after the restart with rdmq-consume"
+[[ $under == 0 ]] || fail "broker $victim did not catch up and rejoin the ISRs"
+say "broker $victim is back, caught up, and in every ISR again"
+check "$victim" || fail "reading after the restart"
+check "$victim" rdmq || fail "reading after the restart with rdmq-consume"
 say "OK: nothing lost, nothing duplicated, order per key kept"

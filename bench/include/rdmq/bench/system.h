@@ -62,6 +62,8 @@ struct Workload {
   std::chrono::microseconds linger{0};  // how long a client may wait to fill a batch
   int acks = 1;                         // 0: do not wait for the server; 1: wait (peers always wait)
   int partitions = 1;
+  // kafka: the topic's replicas (a cluster's brokers; 1 on a broker on its own). Others: 1.
+  int replication_factor = 1;
   std::string mode = "exclusive";  // producer partition mode: exclusive | shared
   std::string fabric = "shm";      // rdmq fabric: shm | tcp | verbs
   // rdmq: the topic's durability (durable | visibility). Peers: the class their setting is in
