@@ -8,9 +8,12 @@
 // could elect anyone else (tested with a client inside the cut-off broker's namespace, which
 // still reaches it), serves again when its link returns, and nothing it acknowledged is lost; a
 // leader killed with SIGKILL mid-write, brokers restarted one by one, and ZooKeeper restarted,
-// lose nothing acknowledged. With three replicas: a leader killed during acks=all writes by a
-// Kafka client is replaced by a follower in the ISR, the killed broker returns, catches up and
-// rejoins, and after a second leader dies nothing acknowledged is lost.
+// lose nothing acknowledged. With three replicas, written by a Kafka client with acks=all
+// (acks_all_producer.py): a leader killed is replaced by a follower in the ISR, the killed broker
+// returns, catches up and rejoins, and after a second leader dies nothing acknowledged is lost; a
+// leader cut off acknowledges nothing more to a client beside it, a follower takes over, and the
+// old leader returns as a follower; every broker restarted in turn, and ZooKeeper restarted,
+// lose nothing acknowledged.
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -182,6 +185,24 @@ struct NetCluster {
       if (p["partition"] == partition) return p;
     }
     return json();
+  }
+
+  // Whether partition 0 of `topic`, as broker `via` describes it (into *part), has a leader and
+  // `isr` replicas in sync.
+  bool InSync(int via, const std::string& topic, size_t isr, json* part) {
+    *part = Partition(via, topic, 0);
+    return !part->is_null() && (*part)["leader"].get<int>() >= 1 && (*part)["isr"].size() == isr;
+  }
+  // Creates `topic`, one partition of three replicas (min.insync.replicas 2), and waits until all
+  // three are in sync; returns its leader.
+  int ReplicatedTopic(const std::string& topic) {
+    REQUIRE_RUN(
+        Rdmq(1, {"topic", "create", topic, "-c", "replication.factor=3", "-c", "min.insync.replicas=2"}), 0);
+    json part;
+    const bool ready = Eventually([&] { return InSync(1, topic, 3, &part); });
+    INFO("the last description: " << last_describe);
+    REQUIRE(ready);
+    return part["leader"].get<int>();
   }
 
   // Reads a whole partition from host `from` through `via`: (offset, value) in order, or nullopt
@@ -364,16 +385,8 @@ TEST_CASE(
     "over and nothing acknowledged is lost",
     "[e2e][cluster][netns][replication]") {
   NETNS_CLUSTER(c, 3);
-  REQUIRE_RUN(
-      c.Rdmq(1, {"topic", "create", "a", "-c", "replication.factor=3", "-c", "min.insync.replicas=2"}), 0);
+  const int first = c.ReplicatedTopic("a");
   json part;
-  const bool ready = Eventually([&] {
-    part = c.Partition(1, "a", 0);
-    return !part.is_null() && part["leader"].get<int>() >= 1 && part["isr"].size() == 3;
-  });
-  INFO("the last description: " << c.last_describe);
-  REQUIRE(ready);
-  const int first = part["leader"].get<int>();
   // A round from host 0 whose errors are shown when it is not acknowledged whole.
   auto round = [&](int n) {
     std::string err;
@@ -438,6 +451,126 @@ TEST_CASE(
   INFO(v.ToString());
   CHECK(v.ok());
   CHECK(v.acknowledged >= static_cast<size_t>(50 + acked.load() + 20 + 20 + 10));
+}
+
+TEST_CASE(
+    "netns: a replicated partition's leader cut off: it acknowledges and shows nothing more, a follower "
+    "takes over, and the old leader returns as a follower cut back to the new leader's log",
+    "[e2e][cluster][netns][replication]") {
+  NETNS_CLUSTER(c, 3);
+  const int first = c.ReplicatedTopic("cut");
+  json part;
+  const int lh = c.host_of(first);
+  const int other = first == 1 ? 2 : 1;
+  const int oh = c.host_of(other);
+  // Rounds from `host` whose errors are shown when not acknowledged whole.
+  auto round = [&](int host, int n) {
+    std::string err;
+    const int acked = c.KafkaRound(host, "cut", 0, n, &err);
+    if (acked != n) WARN("a round of " << n << " from host " << host << " got " << acked << ": " << err);
+    return acked;
+  };
+  REQUIRE(round(oh, 50) == 50);
+
+  // The leader's link goes down. A Kafka client beside it still reaches it, and has nothing
+  // acknowledged (its followers are out of reach, then it fences itself); a reader there gets
+  // nothing once it fenced.
+  REQUIRE(c.lab.Cut(lh));
+  CHECK(c.KafkaRound(lh, "cut", 0, 10) == 0);
+  CHECK(c.KafkaRound(lh, "cut", 0, 10) == 0);
+  CHECK_FALSE(c.ReadAll(lh, first, "cut", 0).has_value());
+  // The rest of the cluster elects a follower from the ISR; a client there continues.
+  REQUIRE(Eventually([&] {
+    part = c.Partition(other, "cut", 0);
+    return !part.is_null() && part["leader"].get<int>() >= 1 && part["leader"].get<int>() != first;
+  }));
+  const int second = part["leader"].get<int>();
+  REQUIRE(Eventually([&] { return round(oh, 20) == 20; }));
+
+  // The link returns: the old leader follows the new one, cut back to where their logs agree
+  // (what it took while cut off goes), fed the rest, and rejoins the ISR.
+  REQUIRE(c.lab.Mend(lh));
+  REQUIRE(Eventually([&] {
+    part = c.Partition(other, "cut", 0);
+    return !part.is_null() && part["leader"].get<int>() == second && part["isr"].size() == 3;
+  }));
+  CHECK(round(oh, 20) == 20);
+  // The new leader dies: the others, the old leader among them, have everything acknowledged.
+  c.broker(second).Kill();
+  const int via = second == first ? other : first;
+  REQUIRE(Eventually([&] {
+    part = c.Partition(via, "cut", 0);
+    return !part.is_null() && part["leader"].get<int>() >= 1 && part["leader"].get<int>() != second;
+  }));
+  const int third = part["leader"].get<int>();
+  REQUIRE(Eventually([&] { return round(c.host_of(third), 10) == 10; }));
+  const History::Verdict v = c.Judge("cut", {{0, third}});
+  INFO(v.ToString());
+  CHECK(v.ok());
+  CHECK(v.acknowledged >= 50 + 20 + 20 + 10);
+}
+
+TEST_CASE(
+    "netns: every broker of a replicated topic restarted in turn under acks=all writes: nothing acknowledged "
+    "is lost",
+    "[e2e][cluster][netns][replication]") {
+  NETNS_CLUSTER(c, 3);
+  c.ReplicatedTopic("rr");
+  json part;
+  auto in_sync = [&](int via) { return c.InSync(via, "rr", 3, &part); };
+  auto round = [&](int n) {
+    std::string err;
+    const int acked = c.KafkaRound(0, "rr", 0, n, &err);
+    if (acked != n) WARN("a round of " << n << " got " << acked << ": " << err);
+    return acked;
+  };
+  CHECK(round(30) == 30);
+  for (int id = 1; id <= 3; ++id) {
+    INFO("broker " << id << " restarted");
+    CHECK(c.broker(id).Stop() == 0);
+    const int via = id == 1 ? 2 : 1;
+    REQUIRE(Eventually([&] {
+      part = c.Partition(via, "rr", 0);
+      return !part.is_null() && part["isr"].size() == 2 && part["leader"].get<int>() != id;
+    }));
+    // Two replicas left, at least min.insync.replicas: the writes go on (at a new leader if the
+    // stopped broker led).
+    REQUIRE(Eventually([&] { return round(20) == 20; }));
+    std::string error;
+    INFO(error);
+    REQUIRE(c.broker(id).Start(&error));
+    REQUIRE(Eventually([&] { return in_sync(via); }));
+    CHECK(round(20) == 20);
+  }
+  const int leader = part["leader"].get<int>();
+  const History::Verdict v = c.Judge("rr", {{0, leader}});
+  INFO(v.ToString());
+  CHECK(v.ok());
+  CHECK(v.acknowledged >= 30 + 3 * 40);
+}
+
+TEST_CASE(
+    "netns: ZooKeeper restarted under acks=all writes to a replicated topic: nothing acknowledged is lost",
+    "[e2e][cluster][netns][replication]") {
+  NETNS_CLUSTER(c, 3);
+  c.ReplicatedTopic("zr");
+  json part;
+  auto in_sync = [&] { return c.InSync(1, "zr", 3, &part); };
+  CHECK(c.KafkaRound(0, "zr", 0, 30) == 30);
+  // ZooKeeper goes away: no broker may tell whether it still leads, so none acknowledges.
+  c.zk->Stop();
+  REQUIRE(Eventually([&] { return c.KafkaRound(0, "zr", 0, 5) == 0; }, 60s));
+  // It returns: the partition is served and replicated again, every replica back in sync.
+  std::string error;
+  INFO(error);
+  REQUIRE(c.zk->Start(&error));
+  REQUIRE(Eventually([&] { return c.KafkaRound(0, "zr", 0, 20) == 20; }, 60s));
+  REQUIRE(Eventually(in_sync));
+  CHECK(c.KafkaRound(0, "zr", 0, 20) == 20);
+  const History::Verdict v = c.Judge("zr", {{0, part["leader"].get<int>()}});
+  INFO(v.ToString());
+  CHECK(v.ok());
+  CHECK(v.acknowledged >= 70);
 }
 
 }  // namespace
