@@ -357,6 +357,7 @@ Status Partition::Reconfigure(const metadata::TopicConfig& config) {
   if (deleted_ || log_ == nullptr) return TopicDeleted(topic_name_);
   RDMQ_RETURN_IF_ERROR(log_->Reconfigure(LogOptionsFor(topic_id_, config, index_, options_)));
   config_ = config;
+  if (replica_set_) replica_set_->SetMinInsync(config.min_insync_replicas);  // acks=all from now on
   return Status::Ok();
 }
 

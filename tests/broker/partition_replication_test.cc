@@ -111,6 +111,14 @@ TEST_CASE("replicated partition: the high watermark is what the in-sync replicas
   CHECK(p.log().HighWatermark() == ten);
   CHECK(done == std::vector<std::string>{"zero:ok", "five:ok", "ten:ok"});
   CHECK(p.replica_set()->CheckAcksAll().ok());  // two in sync, min.insync.replicas 2
+  // The topic altered to min.insync.replicas 3: two are too few from now on.
+  metadata::TopicConfig stricter = p.config();
+  stricter.min_insync_replicas = 3;
+  REQUIRE_OK(p.Reconfigure(stricter));
+  CHECK_FALSE(p.replica_set()->CheckAcksAll().ok());
+  stricter.min_insync_replicas = 2;
+  REQUIRE_OK(p.Reconfigure(stricter));
+  CHECK(p.replica_set()->CheckAcksAll().ok());
 
   // The leader alone: too few for acks=all, though its own appends are exposed at once.
   p.replica_set()->SetIsr({1});

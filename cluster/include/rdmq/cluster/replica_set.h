@@ -51,6 +51,8 @@ class ReplicaSet {
   const std::vector<BrokerId>& isr() const { return isr_; }
   // OK, or NOT_ENOUGH_REPLICAS-shaped kFailedPrecondition naming the ISR and min.insync.replicas.
   Status CheckAcksAll() const;
+  // The topic's min.insync.replicas changed (AlterTopic).
+  void SetMinInsync(int32_t n) { min_insync_ = n; }
 
   // The ISR the leader should propose now, or nullopt when it is right: followers that lag (not
   // caught up with the log end for lag_time_max) leave, followers outside that hold the high
@@ -70,7 +72,7 @@ class ReplicaSet {
 
   const BrokerId leader_;
   const std::vector<BrokerId> replicas_;
-  const int32_t min_insync_;
+  int32_t min_insync_;
   const uint64_t lag_ns_;
   std::vector<BrokerId> isr_;
   std::map<BrokerId, Follower> followers_;
