@@ -20,9 +20,10 @@ Result<ReadResult> PartitionLog::Read(Offset from, size_t max_bytes, ReadScope s
                   "offset " + Num(from) + " is below the log start " + Num(start) + " of " + m.dir_);
   }
   if (from > hwm) {
-    return Status(StorageErrc::kOffsetOutOfRange, "offset " + Num(from) + " is beyond the " +
-                                                      (to_end ? "log end " : "high watermark ") + Num(hwm) +
-                                                      " of " + m.dir_);
+    return Status(StorageErrc::kOffsetOutOfRange,
+                  "offset " + Num(from) + " is beyond the " +
+                      (scope == ReadScope::kCommitted ? "log end " : "high watermark ") + Num(hwm) + " of " +
+                      m.dir_);
   }
   ReadResult out;
   out.high_watermark = hwm;

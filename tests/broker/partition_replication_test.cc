@@ -60,8 +60,9 @@ struct Leader {
   }
 };
 
-TEST_CASE("replicated partition: the high watermark is what the in-sync replicas hold; acks=all waits for it",
-          "[partition][replication]") {
+TEST_CASE(
+    "replicated partition: the high watermark is what the in-sync replicas hold and acks=all waits for it",
+    "[partition][replication]") {
   Leader l;
   Partition& p = *l.p;
   MutexLock lock(p.mu);
