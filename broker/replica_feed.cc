@@ -79,7 +79,6 @@ struct Snapshot {
   bool leading = false;
   Offset log_start{0};
   Offset log_end{0};
-  Offset high_watermark{0};
   cluster::LeaderEpochs epochs;
 };
 
@@ -149,15 +148,14 @@ Status ReplicaFeed::Serve() {
   } detach{window};
 
   // The partition as this broker leads it now; not leading any more ends the feed.
-  auto snapshot = [&](bool epochs) {
+  auto snapshot = [&] {
     Snapshot s;
     MutexLock lock(p_->mu);
     s.leading = !p_->deleted() && p_->serving() && p_->leader_epoch() == epoch_;
     if (!s.leading) return s;
     s.log_start = p_->log().LogStartOffset();
     s.log_end = p_->active().log_end;
-    s.high_watermark = p_->active().high_watermark;
-    if (epochs) s.epochs = EpochsOf(p_->log());
+    s.epochs = EpochsOf(p_->log());
     return s;
   };
   auto not_leading = [&] {
@@ -185,7 +183,7 @@ Status ReplicaFeed::Serve() {
   RDMQ_RETURN_IF_ERROR(window.Attach(*conn, opened.lease));
 
   // Where the two logs agree: the follower is cut back to it.
-  Snapshot now = snapshot(true);
+  Snapshot now = snapshot();
   if (!now.leading) return not_leading();
   cluster::LeaderEpochs theirs;
   for (const protocol::EpochEntry& e : opened.epochs) (void)theirs.Observe(e.epoch, e.start);

@@ -108,21 +108,17 @@ void Stored(Partition& p, const PartWrite& w, Offset end) NO_THREAD_SAFETY_ANALY
 
 // The answers of a group appended as one range starting at `base` (or failed as one).
 void Complete(Partition& p, const std::vector<PartWrite>& writes, const Result<Offset>& base) {
-  int64_t next = base.ok() ? base->value() : -1;
-  for (const PartWrite& w : writes) {
-    if (base.ok()) {
-      w.out->base_offset = next;
-      next += OffsetCount(w.records);
-    } else {
-      Fail(w, base.status());
-    }
-  }
   if (!base.ok()) {
-    for (const PartWrite& w : writes) w.st->Done();
+    for (const PartWrite& w : writes) {
+      Fail(w, base.status());
+      w.st->Done();
+    }
     return;
   }
-  next = base->value();
+  // (A request answers only once all its writes are Done, so each may complete as it goes.)
+  int64_t next = base->value();
   for (const PartWrite& w : writes) {
+    w.out->base_offset = next;
     next += OffsetCount(w.records);
     Stored(p, w, Offset(next));
   }
