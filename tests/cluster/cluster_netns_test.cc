@@ -58,8 +58,9 @@ struct NetCluster {
   // The lab, ZooKeeper on the bridge and `n` brokers; a failure fails the test with the reason.
   void Up(int n) {
     std::string error;
+    const bool up = lab.Up(n, &error);
     INFO(error);
-    REQUIRE(lab.Up(n, &error));
+    REQUIRE(up);
     zk = std::make_unique<ZooKeeperServer>(lab.gateway());
     REQUIRE(zk->Start(&error));
     for (int i = 0; i < n; ++i) {
@@ -297,8 +298,9 @@ TEST_CASE("netns: every broker restarted in turn while clients write: nothing ac
     CHECK(c.broker(id).Stop() == 0);
     write_all(id);
     std::string error;
+    const bool started = c.broker(id).Start(&error);
     INFO(error);
-    REQUIRE(c.broker(id).Start(&error));
+    REQUIRE(started);
     const int via = id == 1 ? 2 : 1;
     REQUIRE(Eventually([&] {
       for (int p = 0; p < 3; ++p) {
@@ -337,8 +339,9 @@ TEST_CASE(
   // still led by its broker (the sessions lived through, or were renewed and the brokers elected
   // again from their ISR of one).
   std::string error;
+  const bool started = c.zk->Start(&error);
   INFO(error);
-  REQUIRE(c.zk->Start(&error));
+  REQUIRE(started);
   REQUIRE(Eventually([&] { return write_all() == 30; }, 60s));
   CHECK(c.Leaders("z", 3) == leader_of);
   const History::Verdict v = c.Judge("z", leader_of);
@@ -370,8 +373,9 @@ TEST_CASE(
   CHECK(acked.load() >= acked_at_kill);
   REQUIRE(Eventually([&] { return c.LeaderOf(other, "k", 0) == -1; }));
   std::string error;
+  const bool started = c.broker(leader).Start(&error);
   INFO(error);
-  REQUIRE(c.broker(leader).Start(&error));
+  REQUIRE(started);
   REQUIRE(Eventually([&] { return c.LeaderOf(other, "k", 0) == leader; }));
   REQUIRE(Eventually([&] { return c.ProduceRound(lh, leader, "k", 0, 20) == 20; }));
   const History::Verdict v = c.Judge("k", {{0, leader}});
@@ -430,8 +434,9 @@ TEST_CASE(
   // The killed broker returns as a follower: cut back where it took what the others never had,
   // fed the rest, back in the ISR.
   std::string error;
+  const bool started = c.broker(first).Start(&error);
   INFO(error);
-  REQUIRE(c.broker(first).Start(&error));
+  REQUIRE(started);
   REQUIRE(Eventually([&] {
     part = c.Partition(survivor, "a", 0);
     return !part.is_null() && part["isr"].size() == 3;
@@ -537,8 +542,9 @@ TEST_CASE(
     // stopped broker led).
     REQUIRE(Eventually([&] { return round(20) == 20; }));
     std::string error;
+    const bool started = c.broker(id).Start(&error);
     INFO(error);
-    REQUIRE(c.broker(id).Start(&error));
+    REQUIRE(started);
     REQUIRE(Eventually([&] { return in_sync(via); }));
     CHECK(round(20) == 20);
   }
@@ -562,8 +568,9 @@ TEST_CASE(
   REQUIRE(Eventually([&] { return c.KafkaRound(0, "zr", 0, 5) == 0; }, 60s));
   // It returns: the partition is served and replicated again, every replica back in sync.
   std::string error;
+  const bool started = c.zk->Start(&error);
   INFO(error);
-  REQUIRE(c.zk->Start(&error));
+  REQUIRE(started);
   REQUIRE(Eventually([&] { return c.KafkaRound(0, "zr", 0, 20) == 20; }, 60s));
   REQUIRE(Eventually(in_sync));
   CHECK(c.KafkaRound(0, "zr", 0, 20) == 20);

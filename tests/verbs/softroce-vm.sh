@@ -14,6 +14,9 @@
 #      `rdma link add rxe0 type rxe netdev eth0`, then each test binary with
 #      RDMQ_VERBS_LISTEN=10.0.2.15:0, and reports every binary's exit status;
 #   5. exits 0 only if every binary passed.
+# The cluster's tests need ZooKeeper, which (Java) does not fit in the VM: when Debian's zookeeper
+# is installed, a server is started on the host's loopback for the VM's run and the binaries find
+# it in $RDMQ_TEST_ZOOKEEPER (10.0.2.2:PORT, the host as qemu's user network shows it).
 #
 # Environment:
 #   RDMQ_RXE_CACHE    download cache (default build/rxe-cache)
@@ -23,7 +26,8 @@
 #   RDMQ_RXE_TIMEOUT  wall-clock limit for the VM in seconds (default 900)
 #   RDMQ_RXE_SCALE    RDMQ_TEST_SCALE inside the VM (default 0.25: TCG is slow)
 #   RDMQ_RXE_HELPERS  helper binaries copied beside the tests (default fabric_test_peer rpc_test_server
-#                     rdmq-broker rdmq_e2e_peer)
+#                     rdmq-broker rdmq_e2e_peer rdmq rdmq-produce rdmq-consume)
+#   RDMQ_RXE_ONLY     run only the test binaries whose name matches this regular expression
 #   RDMQ_RXE_ARGS     extra arguments for every test binary (e.g. a Catch2 test name filter)
 #   RDMQ_RXE_EXTRA    a command run in the VM after the tests, e.g.
 #                     RDMQ_RXE_HELPERS="fabric_test_peer rdmq-fabric-bench"
@@ -42,7 +46,8 @@ smp=${RDMQ_RXE_SMP:-2}
 mem=${RDMQ_RXE_MEM:-1G}
 vm_timeout=${RDMQ_RXE_TIMEOUT:-900}
 scale=${RDMQ_RXE_SCALE:-0.25}
-helpers=${RDMQ_RXE_HELPERS:-fabric_test_peer rpc_test_server rdmq-broker rdmq_e2e_peer}
+helpers=${RDMQ_RXE_HELPERS:-fabric_test_peer rpc_test_server rdmq-broker rdmq_e2e_peer rdmq rdmq-produce rdmq-consume}
+only=${RDMQ_RXE_ONLY:-}
 t_start=$SECONDS
 
 say() { echo "[softroce-vm +$((SECONDS - t_start))s] $*" >&2; }
@@ -61,7 +66,10 @@ if ldd "$busybox_bin" >/dev/null 2>&1; then die "$busybox_bin is not static (ins
 [[ -d build/$preset ]] || die "build/$preset does not exist: build first (cmake --preset $preset && cmake --build --preset $preset)"
 mapfile -t tests < <(ctest --preset "$preset" -L verbs --show-only=json-v1 2>/dev/null |
   grep -o "\"$root_dir/$bin_dir/[^\"]*\"" | tr -d '"' | sort -u)
-((${#tests[@]} > 0)) || die "no test labelled 'verbs' in build/$preset"
+if [[ -n $only ]]; then
+  mapfile -t tests < <(printf '%s\n' "${tests[@]}" | grep -E "/[^/]*(${only})[^/]*$" || true)
+fi
+((${#tests[@]} > 0)) || die "no test labelled 'verbs' in build/$preset${only:+ matching \"$only\"}"
 for t in "${tests[@]}"; do [[ -x $t ]] || die "$t is not built"; done
 say "verbs test binaries: ${tests[*]##*/}"
 
@@ -105,7 +113,22 @@ fi
 
 # ---------------------------------------------------------------- initramfs
 work=$(mktemp -d "${TMPDIR:-/tmp}/rdmq-rxe.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+zookeeper=""
+declare -A pid=()
+cleanup() {
+  if [[ -n ${pid[zk]:-} ]]; then kill -KILL "${pid[zk]}" 2>/dev/null || true; wait "${pid[zk]}" 2>/dev/null || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+if command -v java >/dev/null && [[ -r /usr/share/java/zookeeper.jar ]]; then
+  # shellcheck source=deploy/local-cluster.sh
+  source deploy/local-cluster.sh  # start_zookeeper: a server on a free loopback port, data in $work/zk
+  start_zookeeper
+  zookeeper=10.0.2.2:$zk_port
+  say "ZooKeeper for the VM on the host's 127.0.0.1:$zk_port (10.0.2.2:$zk_port inside)"
+else
+  say "no ZooKeeper here (deploy/install-deps.sh installs it): the cluster's verbs tests will skip"
+fi
 rootfs=$work/root
 mkdir -p "$rootfs"/{usr/bin,usr/sbin,usr/lib,usr/lib64,proc,sys,dev,tmp,run,etc,extra}
 ln -s usr/bin "$rootfs/bin"; ln -s usr/sbin "$rootfs/sbin"; ln -s usr/lib "$rootfs/lib"; ln -s usr/lib64 "$rootfs/lib64"
@@ -182,6 +205,7 @@ grep -q rdma_rxe "$rootfs/etc/modules.order" || die "rdma_rxe not found in $kpkg
   printf 'TESTS="%s"\n' "$(for t in "${tests[@]}"; do printf '%s ' "${t##*/}"; done)"
   printf 'ARGS=%q\n' "${RDMQ_RXE_ARGS:-}"
   printf 'EXTRA=%q\n' "${RDMQ_RXE_EXTRA:-}"
+  printf 'ZOOKEEPER=%q\n' "$zookeeper"
   cat <<'EOF'
 export PATH=/extra:/usr/bin:/usr/sbin HOME=/tmp
 mount -t proc proc /proc; mount -t sysfs sysfs /sys; mount -t devtmpfs devtmpfs /dev
@@ -199,7 +223,7 @@ if ! rdma link add rxe0 type rxe netdev eth0; then echo "RXE: rdma link add fail
 i=0
 while [ $i -lt 100 ] && ! grep -q ffff /sys/class/infiniband/rxe0/ports/1/gids/1 2>/dev/null; do sleep 0.05; i=$((i+1)); done
 echo "RXE: rxe0 up at $(up)s, gid1 $(cat /sys/class/infiniband/rxe0/ports/1/gids/1 2>/dev/null)"
-export RDMQ_VERBS_LISTEN=10.0.2.15:0 RDMQ_TEST_SCALE=$SCALE
+export RDMQ_VERBS_LISTEN=10.0.2.15:0 RDMQ_TEST_SCALE=$SCALE RDMQ_TEST_ZOOKEEPER=$ZOOKEEPER
 cd /extra
 failed=0
 failing=
