@@ -100,9 +100,9 @@ ConfigDef<Workload> WorkloadDef() {
            Field(&Workload::linger));
   d.Define({.name = "acks",
             .type = Type::kEnum,
-            .doc = "rdmq: 0 does not wait for the broker, 1 (or all, -1) waits for the commit; kafka: "
-                   "librdkafka's acks (1: the leader's commit, all: every in-sync replica, the same "
-                   "on a broker on its own); the other peers always wait.",
+            .doc = "rdmq and kafka (librdkafka): 0 does not wait for the broker, 1 waits for the leader's "
+                   "commit, all (-1) for every in-sync replica (the same as 1 without followers); the "
+                   "other peers always wait.",
             .component = bench,
             .choices = {{"1", 1}, {"0", 0}, {"all", -1}, {"-1", -1}}},
            Field(&Workload::acks));

@@ -65,6 +65,11 @@ void CommitPoller::Commit(const std::shared_ptr<Lease>& l, Session& session, uin
   };
   if (p.deleted()) return fail(TopicDeleted(p.topic_name()));
   if (l->replica()) return fail(ReplicaCommitOnly(*l));
+  // acks=all: refused before it is committed while too few replicas are in sync (the producer
+  // opens a lease again, which waits for them).
+  if (l->ack_in_sync) {
+    if (Status s = p.CheckAcksAll(); !s.ok()) return fail(s);
+  }
   const ActiveSegment& a = p.active();
   const Committer who{l->producer_id, l->producer_epoch, l->shared()};
   const CommitValidator v = p.Validator();
@@ -85,10 +90,7 @@ void CommitPoller::Commit(const std::shared_ptr<Lease>& l, Session& session, uin
   p.MarkDirty();
   Counters::Add(d_.counters->commits);
   d_.leases->Active(*l);
-  l->acked_segment = a.base;
-  l->acked_position = a.committed;
-  l->acked_next_offset = a.log_end;
-  d_.leases->WriteAck(p, *l, 0, 0);
+  d_.leases->AckCommitted(p, l);
   d_.publisher->Publish(p);
   d_.counters->data_commit_ns.Observe(MonoNanos() - t0);
 }

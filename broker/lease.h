@@ -38,6 +38,9 @@ struct Lease {
   // A replica lease (the partition's leader writing this follower's log, OpenReplica): the
   // leader epoch it was granted under; -1 for a producer's lease.
   int32_t replica_epoch = -1;
+  // acks=all: a commit is acknowledged once every in-sync replica holds it (the high watermark),
+  // not when the leader committed it.
+  bool ack_in_sync = false;
 
   // Guarded by partition->mu.
   std::unique_ptr<fabric::RemoteRegion> ack;  // the producer's ack block (session->mu to reset)

@@ -109,6 +109,7 @@ Result<std::shared_ptr<Lease>> LeaseManager::Open(Partition& p, const std::share
   l->producer_id = req.producer_id;
   l->producer_epoch = req.producer_epoch;
   l->replica_epoch = req.replica_epoch;
+  l->ack_in_sync = req.ack_in_sync;
   RDMQ_RETURN_IF_ERROR(table_.Reserve(l));
   l->ack_buf = staging_->data() + uint64_t{protocol::LeaseSlot(l->index)} * protocol::kAckBlockSize;
   {
@@ -237,6 +238,31 @@ void LeaseManager::WriteAck(const Partition& p, Lease& l, uint16_t error, uint16
     return;
   }
   Counters::Add(n_.acks);
+}
+
+void LeaseManager::AckCommitted(Partition& p, const std::shared_ptr<Lease>& l) {
+  const Offset segment = p.active().base;
+  const Position position = p.active().committed;
+  const Offset next = p.active().log_end;
+  if (!l->ack_in_sync) {
+    l->acked_segment = segment;
+    l->acked_position = position;
+    l->acked_next_offset = next;
+    WriteAck(p, *l, 0, 0);
+    return;
+  }
+  // The waiter runs under p.mu (from RaiseHighWatermark), after commits made later may have
+  // been acknowledged already: acks only move forward.
+  p.WhenReplicated(next,
+                   [this, &p, weak = std::weak_ptr<Lease>(l), segment, position, next](const Status& s) {
+                     std::shared_ptr<Lease> lease = weak.lock();
+                     if (!s.ok() || !lease || lease->ended || next <= lease->acked_next_offset) return;
+                     lease->acked_segment = segment;
+                     lease->acked_position = position;
+                     lease->acked_next_offset = next;
+                     p.mu.AssertHeld();
+                     WriteAck(p, *lease, 0, 0);
+                   });
 }
 
 void LeaseManager::EndLocked(Partition& p, const std::shared_ptr<Lease>& l, WireError error, bool notify) {

@@ -28,6 +28,7 @@ struct LeaseRequest {
   ProducerId producer_id = kNoProducerId;
   int16_t producer_epoch = 0;
   int32_t replica_epoch = -1;  // a replica lease (OpenReplica): the leader epoch it is granted under
+  bool ack_in_sync = false;    // acks=all (Lease::ack_in_sync)
 };
 
 // The ack block a lease request names: INVALID_REQUEST unless it decodes to a writable region of
@@ -79,6 +80,10 @@ class LeaseManager {
   }
   // Writes the lease's ack block (acked position, next offset, credit, `error`, `flags`).
   void WriteAck(const Partition& p, Lease& l, uint16_t error, uint16_t flags) REQUIRES(p.mu);
+  // An exclusive lease's commit just advanced the active segment: acknowledges everything
+  // committed so far, now (acks=1) or once the high watermark covers it (acks=all: a waiter on
+  // Partition::WhenReplicated; nothing if the leadership ends first, which ends the lease).
+  void AckCommitted(Partition& p, const std::shared_ptr<Lease>& l) REQUIRES(p.mu);
 
   // Ends a lease: revokes its write access, tells the producer (an ack with `error` and the
   // revoked flag) if `notify`, forgets it. Ending an ended lease does nothing.

@@ -193,6 +193,17 @@ void Partition::WhenReplicated(Offset end, std::function<void(const Status&)> do
   replicated_waiters_.emplace(end, std::move(done));
 }
 
+Status Partition::CheckAcksAll() {
+  if (!replicated_ || !serving()) return Status::Ok();  // a refused write says why itself
+  if (!replica_set_) {
+    return Status(WireError::kNotEnoughReplicas, "the replication of " + where_ + " is starting");
+  }
+  if (Status s = replica_set_->CheckAcksAll(); !s.ok()) {
+    return Status(WireError::kNotEnoughReplicas, where_ + ": " + std::string(s.context()));
+  }
+  return Status::Ok();
+}
+
 void Partition::Advance(Position committed, Offset log_end) {
   active_.committed = committed;
   active_.log_end = log_end;

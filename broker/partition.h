@@ -168,8 +168,13 @@ class Partition : public std::enable_shared_from_this<Partition> {
   // acks=all: `done` runs once every in-sync replica holds the records before `end` (the high
   // watermark reached it): at once without a replica set (nothing to wait for) or when it is
   // there already, else from RaiseHighWatermark; with NOT_LEADER when the leadership (or the
-  // partition) ends first. It runs under this lock: it may only hand the result on.
+  // partition) ends first. It runs under this lock: it may only hand the result on, or write
+  // what the lock guards (an ack block); it must not add or end leases or waiters.
   void WhenReplicated(Offset end, std::function<void(const Status&)> done) REQUIRES(mu);
+  // acks=all may be taken: OK, or NOT_ENOUGH_REPLICAS (with why) on a replicated partition this
+  // broker leads while fewer than min.insync.replicas are in sync, or before its replication
+  // started. Writers check before anything is written.
+  Status CheckAcksAll() REQUIRES(mu);
   // Registers new segments and forgets (retires) deleted ones after the log changed.
   Status SyncSegments() REQUIRES(mu);
   // Starts a new segment now.

@@ -1,6 +1,7 @@
 #include "produce_handlers.h"
 
 #include <algorithm>
+#include <future>
 
 #include "rdmq/common/clock.h"
 #include "rdmq/common/log.h"
@@ -44,11 +45,19 @@ Result<protocol::LeaseResponse> ProduceHandlers::OpenProduce(const rpc::RequestC
     return Status(WireError::kInvalidRequest,
                   "connect the data endpoint (Hello, then the data handshake) before OpenProduce");
   }
+  if (req.acks != protocol::AckLevel::kLeader && req.acks != protocol::AckLevel::kInSync) {
+    return Status(WireError::kInvalidRequest, "acks level " + std::to_string(static_cast<int>(req.acks)) +
+                                                  " (1 the leader's commit, 2 every in-sync replica)");
+  }
   RDMQ_ASSIGN_OR_RETURN(const fabric::RegionDescriptor ack, AckRegionOf(req.ack_region));
-  const LeaseRequest lr{req.mode, req.producer_id, req.producer_epoch};
+  const bool in_sync = req.acks == protocol::AckLevel::kInSync;
+  if (in_sync) RDMQ_RETURN_IF_ERROR(AwaitReplicated(req));
+  LeaseRequest lr{req.mode, req.producer_id, req.producer_epoch};
+  lr.ack_in_sync = in_sync;
   protocol::LeaseResponse r;
   if (Status done = topics_.WithPartition(req.topic, req.partition,
                                           [&](Partition& p) REQUIRES(p.mu) {
+                                            if (in_sync) RDMQ_RETURN_IF_ERROR(AdmitAcksAll(p, req.mode));
                                             RDMQ_ASSIGN_OR_RETURN(std::shared_ptr<Lease> l,
                                                                   leases_.Open(p, session, lr, ack));
                                             r = leases_.Describe(p, *l);
@@ -65,6 +74,39 @@ Result<protocol::LeaseResponse> ProduceHandlers::OpenProduce(const rpc::RequestC
       !done.ok())
     return done;
   return r;
+}
+
+Status ProduceHandlers::AdmitAcksAll(Partition& p, protocol::ProduceMode mode) {
+  RDMQ_RETURN_IF_ERROR(p.CheckAcksAll());
+  if (mode == protocol::ProduceMode::kShared && p.replicated()) {
+    // A shared lease's batches are answered by their Commit RPC, at the leader's commit.
+    return Status(WireError::kPartitionBusy,
+                  p.where() +
+                      " is replicated: acks=all writes it under an exclusive lease only "
+                      "(shared leases are acknowledged at the leader's commit)");
+  }
+  return Status::Ok();
+}
+
+Status ProduceHandlers::AwaitReplicated(const protocol::OpenProduceRequest& req) {
+  // A producer that lost its lease completes the batches the broker already has (last_sequence):
+  // with acks=all only once the followers hold them too. Rare (a new leader, a lease lost
+  // between commit and ack), and bounded: this runs on the RPC worker pool.
+  constexpr auto kLimit = std::chrono::seconds(5);
+  auto done = std::make_shared<std::promise<Status>>();
+  std::future<Status> replicated = done->get_future();
+  Status waiting = topics_.WithPartition(req.topic, req.partition, [&](Partition& p) REQUIRES(p.mu) {
+    Status in_sync = p.CheckAcksAll();
+    if (in_sync.ok()) p.WhenReplicated(p.active().log_end, [done](const Status& s) { done->set_value(s); });
+    return in_sync;
+  });
+  if (!waiting.ok()) return waiting;
+  if (replicated.wait_for(kLimit) != std::future_status::ready) {
+    return Status(WireError::kNotEnoughReplicas,
+                  "the records of " + req.topic + "-" + std::to_string(req.partition.value()) +
+                      " before this lease are not in every in-sync replica after 5 s");
+  }
+  return replicated.get();
 }
 
 Result<protocol::LeaseResponse> ProduceHandlers::RenewLease(const rpc::RequestContext& ctx,

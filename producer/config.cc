@@ -32,8 +32,9 @@ const config::ConfigDef<ProducerConfig>& ProducerConfigDef() {
               Field(&ProducerConfig::linger));
     d->Define({.name = "acks",
                .type = Type::kEnum,
-               .doc = "0: a send completes when written; 1: when the broker committed it; all (-1): "
-                      "the same as 1 on one node.",
+               .doc = "0: a send completes when written; 1: when the partition's leader committed it; "
+                      "all (-1): when every in-sync replica holds it (the high watermark; the same as 1 "
+                      "without followers), retried while fewer than min.insync.replicas are in sync.",
                .component = producer,
                .choices = {{"0", 0}, {"1", 1}, {"all", -1}, {"-1", -1}}},
               Field(&ProducerConfig::acks));

@@ -17,6 +17,7 @@ bool Retriable(const Status& s) {
       case WireError::kOutOfOrderSequence:
       case WireError::kUnavailable:
       case WireError::kStorageError:
+      case WireError::kNotEnoughReplicas:  // acks=all: until the followers are back in sync
         return true;
       default:
         return false;

@@ -81,6 +81,7 @@ Status Core::OpenLease(PState& ps, PartitionMode mode) {
   req.producer_id = producer_id_;
   req.producer_epoch = Epoch(ps);
   req.ack_region.bytes = l.ack_grant->descriptor().Encode();
+  req.acks = cfg_.acks == -1 ? protocol::AckLevel::kInSync : protocol::AckLevel::kLeader;
   RDMQ_ASSIGN_OR_RETURN(auto resp, (conn_->Call<protocol::LeaseResponse>(Api::kOpenProduce, req)));
   RDMQ_RETURN_IF_ERROR(AttachSegment(ps, std::move(resp.segment)));
   if (mode != ps.mode) {

@@ -124,21 +124,6 @@ void Complete(Partition& p, const std::vector<PartWrite>& writes, const Result<O
   }
 }
 
-// acks=all on a replicated partition while too few replicas are in sync (or its replication
-// has not started): NOT_ENOUGH_REPLICAS, before anything is written.
-Status CheckInSync(Partition& p) REQUIRES(p.mu) {
-  if (!p.replicated() || !p.serving()) return Status::Ok();  // a refused write says why itself
-  const cluster::ReplicaSet* set = p.replica_set();
-  if (set == nullptr) {
-    return Status(protocol::WireError::kNotEnoughReplicas,
-                  "the replication of " + p.where() + " is starting");
-  }
-  if (Status s = set->CheckAcksAll(); !s.ok()) {
-    return Status(protocol::WireError::kNotEnoughReplicas, p.where() + ": " + std::string(s.context()));
-  }
-  return Status::Ok();
-}
-
 }  // namespace
 
 // Decodes a Produce request and reserves its response slots; nullptr when it was answered
@@ -282,7 +267,7 @@ void KafkaFrontDoor::AppendNow(Partition& p, std::vector<PartWrite>& writes) {
     MutexLock lock(p.mu);
     // acks=all writes wait for the replicas; refused before anything is written if too few are
     // in sync.
-    const Status in_sync = CheckInSync(p);
+    const Status in_sync = p.CheckAcksAll();
     if (!in_sync.ok()) {
       std::vector<PartWrite> keep;
       for (PartWrite& w : writes) {

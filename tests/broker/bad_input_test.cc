@@ -262,6 +262,32 @@ E2E_BOTH(MalformedRpc, "malformed RPCs get INVALID_REQUEST and the broker keeps 
   StillServes(broker, "t");
 }
 
+E2E_BOTH(AckLevels, "an unknown acks level is refused; acks=all without followers is answered at the commit",
+         "[e2e][bad-input]") {
+  TempDir dir;
+  START_BROKER(broker, dir, fabric);
+  auto admin = Admin(broker);
+  REQUIRE_OK(admin->CreateTopic("t", {}));
+  RawClient raw(broker.Options());
+  for (int level : {0, 3, 255}) {
+    auto bad = raw.Open("t", 0, protocol::ProduceMode::kExclusive, kNoProducerId, 0,
+                        static_cast<protocol::AckLevel>(level));
+    CHECK(bad.status().is(WireError::kInvalidRequest));
+    CHECK(bad.status().ToString().find("acks level " + std::to_string(level)) != std::string::npos);
+  }
+  // A partition without followers: every in-sync replica is the leader, so the ack comes with
+  // the commit, as with acks=1.
+  auto lease =
+      raw.Open("t", 0, protocol::ProduceMode::kExclusive, kNoProducerId, 0, protocol::AckLevel::kInSync);
+  REQUIRE_OK(lease);
+  REQUIRE_OK(raw.Write(lease->write_position, Batch(lease->next_offset, 3), true));
+  auto ack = raw.NextAck();
+  REQUIRE_OK(ack);
+  CHECK(ack->error == 0);
+  CHECK(ack->next_offset == Offset(3));
+  StillServes(broker, "t");
+}
+
 E2E_BOTH(StaleLocation, "stale segments and leases get STALE_LOCATION / LEASE_EXPIRED", "[e2e][bad-input]") {
   TempDir dir;
   START_BROKER(broker, dir, fabric);

@@ -39,8 +39,10 @@ class RawClient {
 
   Result<protocol::LeaseResponse> Open(const std::string& topic, int32_t partition,
                                        protocol::ProduceMode mode, ProducerId pid = kNoProducerId,
-                                       int16_t epoch = 0) {
+                                       int16_t epoch = 0,
+                                       protocol::AckLevel acks = protocol::AckLevel::kLeader) {
     protocol::OpenProduceRequest req;
+    req.acks = acks;
     req.topic = topic;
     req.partition = PartitionId(partition);
     req.mode = mode;

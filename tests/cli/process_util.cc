@@ -216,6 +216,10 @@ void BrokerProcess::Kill() {
   pid_ = -1;
 }
 
+void BrokerProcess::Signal(int sig) {
+  if (pid_ > 0) kill(pid_, sig);
+}
+
 int BrokerProcess::Stop(int timeout_s) {
   if (pid_ <= 0) return -1;
   kill(pid_, SIGTERM);

@@ -43,6 +43,8 @@ class BrokerProcess {
   int Stop(int timeout_s = 30);
   // SIGKILL (a crash) and wait.
   void Kill();
+  // Sends `sig` without waiting (SIGSTOP / SIGCONT: a broker that stalls and comes back).
+  void Signal(int sig);
   // Later Start()s run the broker through `prefix`, a command that execs it (NetLab::Prefix: in
   // a network namespace), so that Stop and Kill reach the broker itself.
   void RunIn(std::vector<std::string> prefix) { prefix_ = std::move(prefix); }

@@ -63,7 +63,7 @@ struct ProducerConfig {
   client::ClientOptions client;
   uint32_t batch_size = 256 * 1024;                    // "batch.size": bytes per batch
   std::chrono::microseconds linger{0};                 // "linger.ms" (fractions allowed: 0.05)
-  int acks = 1;                                        // "acks": 0, 1, or -1/"all" (= 1 on one node)
+  int acks = 1;                                        // "acks": 0, 1, or -1/"all" (every in-sync replica)
   bool enable_idempotence = true;                      // "enable.idempotence"
   PartitionMode mode = PartitionMode::kExclusive;      // "partition.mode": exclusive | shared
   BusyPolicy busy = BusyPolicy::kShared;               // "partition.busy": shared | wait | fail

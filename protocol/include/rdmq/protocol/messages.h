@@ -313,6 +313,9 @@ struct InitProducerIdResponse {
 };
 
 enum class ProduceMode : uint8_t { kExclusive = 1, kShared = 2 };
+// When a lease's commits are acknowledged: once the leader committed them (acks=1), or once every
+// in-sync replica holds them, the high watermark (acks=all).
+enum class AckLevel : uint8_t { kLeader = 1, kInSync = 2 };
 
 struct SegmentLocation {
   Offset base_offset{0};
@@ -343,6 +346,7 @@ struct OpenProduceRequest {
   ProducerId producer_id = kNoProducerId;
   int16_t producer_epoch = 0;
   Blob ack_region;
+  AckLevel acks = AckLevel::kLeader;
   template <class V>
   void Visit(V& v) {
     v(topic);
@@ -351,6 +355,7 @@ struct OpenProduceRequest {
     v(producer_id);
     v(producer_epoch);
     v(ack_region);
+    v(acks);
   }
 };
 struct LeaseResponse {  // OpenProduce, RenewLease
