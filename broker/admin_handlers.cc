@@ -81,6 +81,20 @@ Status AdminHandlers::Register(rpc::Server& server) {
       server, Api::kAlterTopic, kPool,
       authz_.OnTopic(AclOperation::kAlter, &protocol::AlterTopicRequest::name),
       [this](Ctx, const protocol::AlterTopicRequest& r) { return AlterTopic(r); }));
+  // Moving replicas is the cluster's business (Kafka's AlterPartitionReassignments: Alter on the
+  // cluster).
+  RDMQ_RETURN_IF_ERROR(Serve<protocol::ReassignPartitionRequest>(
+      server, Api::kReassignPartition, kPool, authz_.OnCluster(AclOperation::kAlter),
+      [this](Ctx, const protocol::ReassignPartitionRequest& r) -> Result<protocol::Empty> {
+        if (cluster_ == nullptr) {
+          return Status(WireError::kNotSupported,
+                        "moving replicas needs a cluster (cluster.zookeeper.connect)");
+        }
+        MutexLock admin(admin_mu_);
+        Status started = cluster_->ReassignPartition(r.topic, r.partition.value(), r.replicas);
+        if (!started.ok()) return started;
+        return protocol::Empty{};
+      }));
   RDMQ_RETURN_IF_ERROR(Serve<protocol::Empty>(
       server, Api::kDescribeCluster, kPool, authz_.OnCluster(AclOperation::kDescribe),
       [this](Ctx, const protocol::Empty&) -> Result<protocol::DescribeClusterResponse> {

@@ -153,6 +153,17 @@ Result<metadata::TopicInfo> ClusterMember::AlterTopic(const std::string& name,
   return InfoOf(name, t->id, t->created_ms, config);
 }
 
+Status ClusterMember::ReassignPartition(const std::string& name, int32_t partition,
+                                        const std::vector<int32_t>& replicas) {
+  const auto agent = Agent();
+  if (!agent) return Status(WireError::kUnavailable, "not in the cluster (yet, or any more)");
+  const Status s = agent->ReassignPartition(name, partition, replicas).status();
+  if (s.is(Errc::kFailedPrecondition))
+    return Status(WireError::kReassignmentInProgress, std::string(s.context()));
+  if (s.is(Errc::kInvalidArgument)) return Status(WireError::kInvalidRequest, std::string(s.context()));
+  return ToWire(s, name);
+}
+
 namespace {
 std::vector<metadata::TopicInfo> TopicsOf(const cluster::ClusterSnapshot& s) {
   std::vector<metadata::TopicInfo> out;
@@ -357,8 +368,9 @@ void ClusterMember::OpenHeld(const cluster::ReplicaMap& replicas) {
 void ClusterMember::StopReplicating(const cluster::ReplicaMap& replicas) {
   for (auto it = replicating_.begin(); it != replicating_.end();) {
     auto r = replicas.find(it->first);
-    const bool keep = r != replicas.end() && r->second.state.leader == id() &&
-                      r->second.state.leader_epoch == it->second->epoch();
+    // Still leading (at a newer epoch too: Replicate then replaces it, keeping the partition's
+    // acks=all waiters).
+    const bool keep = r != replicas.end() && r->second.state.leader == id();
     it = keep ? std::next(it) : replicating_.erase(it);
   }
 }
@@ -367,14 +379,17 @@ void ClusterMember::Replicate(const cluster::TopicPartition& tp, const cluster::
                               const std::shared_ptr<Partition>& p) {
   const bool lead = p->serving() && p->replicated() && r.replicas.size() > 1;
   auto it = replicating_.find(tp);
-  if (it != replicating_.end() &&
-      (!lead || it->second->epoch() != r.state.leader_epoch || &it->second->partition() != p.get())) {
+  if (it != replicating_.end() && (!lead || &it->second->partition() != p.get())) {
     replicating_.erase(it);
     it = replicating_.end();
   }
   if (!lead) return;
   if (it == replicating_.end()) {
     replicating_.emplace(tp, std::make_unique<PartitionReplication>(p, tp, r, replication_ctx_));
+  } else if (it->second->epoch() != r.state.leader_epoch || it->second->replicas() != r.replicas) {
+    // A new epoch, or followers added or taken away (a reassignment): a new replica set and
+    // feeds, made before the old ones go so that what waits for acks=all keeps waiting.
+    it->second = std::make_unique<PartitionReplication>(p, tp, r, replication_ctx_);
   } else {
     it->second->Update(r.state);
   }

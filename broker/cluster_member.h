@@ -62,6 +62,9 @@ class ClusterMember final : public cluster::AgentListener {
   Result<metadata::TopicInfo> CreateTopic(const std::string& name, const metadata::TopicConfig& config);
   Status DeleteTopic(const std::string& name);
   Result<metadata::TopicInfo> AlterTopic(const std::string& name, const metadata::TopicConfig& config);
+  // Starts moving a partition's replicas to `replicas` (cluster::ClusterAgent::ReassignPartition);
+  // the controller completes the move once the new replicas are in sync.
+  Status ReassignPartition(const std::string& name, int32_t partition, const std::vector<int32_t>& replicas);
   std::vector<metadata::TopicInfo> ListTopics() const;                  // read fresh from ZooKeeper
   std::vector<metadata::TopicInfo> CachedTopics() const;                // as the agent last read them
   std::optional<ClusterTopic> GetTopic(const std::string& name) const;  // read fresh

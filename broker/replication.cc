@@ -23,7 +23,11 @@ std::string Brokers(const std::vector<cluster::BrokerId>& ids) {
 
 PartitionReplication::PartitionReplication(std::shared_ptr<Partition> p, cluster::TopicPartition tp,
                                            const cluster::Replica& replica, const ReplicationContext& ctx)
-    : p_(std::move(p)), tp_(std::move(tp)), epoch_(replica.state.leader_epoch), ctx_(ctx) {
+    : p_(std::move(p)),
+      tp_(std::move(tp)),
+      epoch_(replica.state.leader_epoch),
+      replicas_(replica.replicas),
+      ctx_(ctx) {
   {
     MutexLock lock(mu_);
     state_ = replica.state;
@@ -40,7 +44,9 @@ PartitionReplication::PartitionReplication(std::shared_ptr<Partition> p, cluster
       o.high_watermark = p_->active().high_watermark;
       o.log_end = p_->active().log_end;
       o.now_ns = MonoNanos();
-      p_->SetReplicaSet(std::make_unique<cluster::ReplicaSet>(o));
+      auto set = std::make_unique<cluster::ReplicaSet>(o);
+      set_ = set.get();
+      p_->SetReplicaSet(std::move(set));
       ctx_.publisher->Publish(*p_);  // with the leader alone in the ISR, everything is readable
     }
   }
@@ -58,7 +64,7 @@ PartitionReplication::~PartitionReplication() {
   for (auto& f : feeds_) f->Stop();  // all at once: each ends within a request timeout
   feeds_.clear();
   MutexLock lock(p_->mu);
-  if (!p_->deleted()) p_->SetReplicaSet(nullptr);
+  if (!p_->deleted() && p_->replica_set() == set_) p_->SetReplicaSet(nullptr);
 }
 
 void PartitionReplication::Update(const cluster::PartitionState& state) {

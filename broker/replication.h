@@ -49,7 +49,8 @@ struct ReplicationContext {
 
 class PartitionReplication {
  public:
-  // Starts replicating `p`, which this broker leads as `replica.state` says.
+  // Starts replicating `p`, which this broker leads as `replica.state` says; the replica set it
+  // puts into the partition replaces any before it (keeping the partition's acks=all waiters).
   PartitionReplication(std::shared_ptr<Partition> p, cluster::TopicPartition tp,
                        const cluster::Replica& replica, const ReplicationContext& ctx);
   ~PartitionReplication();
@@ -58,6 +59,7 @@ class PartitionReplication {
 
   int32_t epoch() const { return epoch_; }
   const Partition& partition() const { return *p_; }
+  const std::vector<cluster::BrokerId>& replicas() const { return replicas_; }
   // The cluster's state of the partition now (the same leader epoch): its ISR as written.
   void Update(const cluster::PartitionState& state) EXCLUDES(mu_);
   // Writes the ISR change the replica set proposes, if any; at most every few hundred
@@ -68,7 +70,11 @@ class PartitionReplication {
   const std::shared_ptr<Partition> p_;
   const cluster::TopicPartition tp_;
   const int32_t epoch_;
+  const std::vector<cluster::BrokerId> replicas_;
   const ReplicationContext ctx_;
+  // The replica set this put into the partition: taken away at the end only if no newer
+  // PartitionReplication of the partition replaced it (the acks=all waiters then stay).
+  const cluster::ReplicaSet* set_ = nullptr;
   Mutex mu_;  // a leaf
   cluster::PartitionState state_ GUARDED_BY(mu_);
   uint64_t next_check_ns_ GUARDED_BY(mu_) = 0;

@@ -25,6 +25,7 @@
 #include "rdmq/client/admin.h"
 #include "rdmq/client/options.h"
 #include "rdmq/common/main.h"
+#include "reassign_command.h"
 #include "user_commands.h"
 
 namespace rdmq::cli {
@@ -40,6 +41,7 @@ using admin::GroupCommands;
 using admin::Ids;
 using admin::LocalNum;
 using admin::PartitionJson;
+using admin::PartitionReassignCommand;
 using admin::Subcommand;
 using admin::Usage;
 using admin::UserCommands;
@@ -324,35 +326,36 @@ std::vector<CommandGroup> Commands() {
   g.push_back(AclCommands());
   g.push_back(CommandGroup{
       "partition",
-      "Look inside partition logs.",
-      {Subcommand{
-          CommandSpec{
-              .path = "rdmq partition inspect",
-              .usage = "PATH | TOPIC PARTITION [--data-dir DIR] [--records] [--segment BASE] [--json]",
-              .summary = "Dump a partition's segment files batch by batch and verify every CRC.",
-              .description =
-                  "PATH is a partition directory (segment files <base offset>.seg and partition.slot) or\n"
-                  "one .seg file; TOPIC PARTITION means DIR/topics/TOPIC-PARTITION in a broker's data\n"
-                  "directory. The files are opened read-only, so this is safe next to a running broker.\n"
-                  "For every batch: position, offsets, record count, size, timestamps, producer id, epoch\n"
-                  "and sequence, control/filler flags and whether the CRC verifies. Every problem (CRC\n"
-                  "mismatch, malformed header, offsets that do not continue, ...) is reported with its\n"
-                  "segment, data-area position and file offset.\n"
-                  "Exit status: 0 when everything verified, 1 when a problem was found or PATH is not\n"
-                  "a partition, 2 on a bad command line.",
-              .options = WithGlobals(
-                  {{"records", 'r', "", "print every record (key, value, headers) too"},
-                   {"segment", 's', "BASE", "only the segment with this base offset"},
-                   {"data-dir", 'd', "DIR", "the broker's data directory (default ./rdmq-data)"}}),
-              .examples =
-                  {"rdmq partition inspect orders 0",
-                   "rdmq partition inspect --data-dir /var/lib/rdmq orders 2 --segment 1048576",
-                   "rdmq partition inspect rdmq-data/topics/orders-0",
-                   "rdmq partition inspect rdmq-data/topics/orders-0/00000000000000000000.seg --records",
-                   "rdmq partition inspect DIR --json | jq '.problems'"},
-              .min_positional = 1,
-              .max_positional = 2},
-          PartitionInspect}}});
+      "Look inside partition logs; move a partition's replicas.",
+      {PartitionReassignCommand(),
+       Subcommand{
+           CommandSpec{
+               .path = "rdmq partition inspect",
+               .usage = "PATH | TOPIC PARTITION [--data-dir DIR] [--records] [--segment BASE] [--json]",
+               .summary = "Dump a partition's segment files batch by batch and verify every CRC.",
+               .description =
+                   "PATH is a partition directory (segment files <base offset>.seg and partition.slot) or\n"
+                   "one .seg file; TOPIC PARTITION means DIR/topics/TOPIC-PARTITION in a broker's data\n"
+                   "directory. The files are opened read-only, so this is safe next to a running broker.\n"
+                   "For every batch: position, offsets, record count, size, timestamps, producer id, epoch\n"
+                   "and sequence, control/filler flags and whether the CRC verifies. Every problem (CRC\n"
+                   "mismatch, malformed header, offsets that do not continue, ...) is reported with its\n"
+                   "segment, data-area position and file offset.\n"
+                   "Exit status: 0 when everything verified, 1 when a problem was found or PATH is not\n"
+                   "a partition, 2 on a bad command line.",
+               .options = WithGlobals(
+                   {{"records", 'r', "", "print every record (key, value, headers) too"},
+                    {"segment", 's', "BASE", "only the segment with this base offset"},
+                    {"data-dir", 'd', "DIR", "the broker's data directory (default ./rdmq-data)"}}),
+               .examples =
+                   {"rdmq partition inspect orders 0",
+                    "rdmq partition inspect --data-dir /var/lib/rdmq orders 2 --segment 1048576",
+                    "rdmq partition inspect rdmq-data/topics/orders-0",
+                    "rdmq partition inspect rdmq-data/topics/orders-0/00000000000000000000.seg --records",
+                    "rdmq partition inspect DIR --json | jq '.problems'"},
+               .min_positional = 1,
+               .max_positional = 2},
+           PartitionInspect}}});
   g.push_back(CommandGroup{
       "config",
       "The configuration keys of every component.",

@@ -116,6 +116,12 @@ class AdminClientImpl final : public AdminClient {
     return FromInfo(resp.topic);
   }
 
+  Status ReassignPartition(const std::string& topic, int32_t partition,
+                           const std::vector<int32_t>& replicas) override {
+    protocol::ReassignPartitionRequest req{topic, PartitionId(partition), replicas};
+    return Call<protocol::Empty>(Api::kReassignPartition, req).status();
+  }
+
   // --- Consumer groups -----------------------------------------------------------------------
 
   // In a cluster each broker lists the groups it coordinates: every live broker is asked.

@@ -177,6 +177,44 @@ class Agent final : public ClusterAgent {
     });
   }
 
+  Result<TopicAssignment> ReassignPartition(const std::string& name, int32_t partition,
+                                            std::vector<BrokerId> target) override {
+    RDMQ_ASSIGN_OR_RETURN(std::vector<BrokerId> live, LiveBrokers(*Zk()));
+    const std::string where = name + "-" + std::to_string(partition);
+    return ChangeTopic(name, [&](TopicAssignment& t, std::vector<MultiOp>*) -> Status {
+      if (partition < 0 || partition >= static_cast<int32_t>(t.replicas.size())) {
+        return Status(Errc::kInvalidArgument,
+                      "topic '" + name + "' has no partition " + std::to_string(partition));
+      }
+      auto moving = t.reassigning.find(partition);
+      if (moving != t.reassigning.end()) {
+        return Status(Errc::kFailedPrecondition,
+                      where + " is being moved to brokers " + Brokers(moving->second) + " already");
+      }
+      std::vector<BrokerId>& now = t.replicas[static_cast<size_t>(partition)];
+      if (target.size() != now.size()) {
+        return Status(Errc::kInvalidArgument, where + " has " + std::to_string(now.size()) + " replicas; " +
+                                                  std::to_string(target.size()) + " given");
+      }
+      std::set<BrokerId> seen;
+      for (BrokerId b : target) {
+        if (!seen.insert(b).second) {
+          return Status(Errc::kInvalidArgument, "broker " + std::to_string(b) + " named twice");
+        }
+        if (std::find(live.begin(), live.end(), b) == live.end()) {
+          return Status(Errc::kInvalidArgument, "broker " + std::to_string(b) + " is not registered (live)");
+        }
+      }
+      if (std::set<BrokerId>(now.begin(), now.end()) == seen) {
+        now = target;  // the same brokers: only the preference order changes
+      } else {
+        t.reassigning[partition] = target;
+        now = ReplicasWhileMoving(now, target);
+      }
+      return Status::Ok();
+    });
+  }
+
   Result<ClusterSnapshot> Snapshot() override { return Read(*Zk(), false); }
   ClusterSnapshot Cached() const override {
     MutexLock lock(cache_mu_);
@@ -448,7 +486,45 @@ class Agent final : public ClusterAgent {
           .kv("isr", Brokers(c.next.isr))
           .kv("why", c.why);
     }
+    for (const auto& [name, topic] : view.topics) {
+      for (const auto& [p, target] : topic.reassigning) {
+        auto s = view.states.find({name, p});
+        if (s == view.states.end()) continue;
+        std::optional<PartitionState> next = FinishReassignment(target, s->second, live, epoch_);
+        if (next && FinishMove(zk, name, p, target, s->second, *next)) wrote = true;
+      }
+    }
     return wrote;
+  }
+
+  // Completes a partition's move: its replicas become `target` and its state `next`, in one
+  // write with the controller epoch, the topic's and the state's versions checked (a lost race:
+  // the next round looks again). True when written.
+  bool FinishMove(ZkSession& zk, const std::string& name, int32_t partition,
+                  const std::vector<BrokerId>& target, const PartitionState& from,
+                  const PartitionState& next) {
+    auto n = zk.Get(layout_.topic(name));
+    if (!n.ok()) return false;
+    auto t = DecodeTopic(n->data, name, layout_.topic(name));
+    if (!t.ok()) return false;
+    auto moving = t->reassigning.find(partition);
+    if (moving == t->reassigning.end() || moving->second != target) return false;
+    t->reassigning.erase(moving);
+    t->replicas[static_cast<size_t>(partition)] = target;
+    const Status s =
+        zk.Multi({MultiOp::Check(layout_.controller_epoch(), epoch_version_),
+                  MultiOp::Set(layout_.topic(name), EncodeTopic(*t), n->stat.version),
+                  MultiOp::Set(layout_.state(name, partition), EncodeState(next), from.version)});
+    if (!s.ok()) {
+      Refresh();
+      return false;
+    }
+    RDMQ_LOG(kInfo, "cluster", "partition reassigned")
+        .kv("partition", name + "-" + std::to_string(partition))
+        .kv("replicas", Brokers(target))
+        .kv("leader", next.leader)
+        .kv("leader_epoch", next.leader_epoch);
+    return true;
   }
 
   // A watcher for `path` if none is set on it yet (ZooKeeper keeps one per registration: setting

@@ -122,4 +122,28 @@ std::vector<StateChange> Reconcile(const ClusterView& view, const std::set<Broke
   return out;
 }
 
+std::vector<BrokerId> ReplicasWhileMoving(const std::vector<BrokerId>& now,
+                                          const std::vector<BrokerId>& target) {
+  std::vector<BrokerId> out = target;
+  for (BrokerId b : now) {
+    if (std::find(target.begin(), target.end(), b) == target.end()) out.push_back(b);
+  }
+  return out;
+}
+
+std::optional<PartitionState> FinishReassignment(const std::vector<BrokerId>& target, const PartitionState& s,
+                                                 const std::set<BrokerId>& live, int32_t controller_epoch) {
+  if (target.empty() || s.leader == kNoLeader || live.count(s.leader) == 0) return std::nullopt;
+  for (BrokerId b : target) {
+    if (live.count(b) == 0 || !s.InIsr(b)) return std::nullopt;
+  }
+  const bool keep = std::find(target.begin(), target.end(), s.leader) != target.end();
+  PartitionState next = s;
+  next.leader = keep ? s.leader : target.front();
+  next.leader_epoch = s.leader_epoch + 1;
+  next.controller_epoch = controller_epoch;
+  next.isr = LeaderFirst(next.leader, target, target);
+  return next;
+}
+
 }  // namespace rdmq::cluster

@@ -92,12 +92,17 @@ Result<BrokerInfo> DecodeBroker(std::string_view text, std::string_view what) {
 std::string EncodeTopic(const TopicAssignment& t) {
   json config = json::object();
   for (const auto& [k, v] : t.config) config[k] = v;
-  return json{{"version", kFormat},
-              {"id", t.id},
-              {"created_ms", t.created_ms},
-              {"config", std::move(config)},
-              {"replicas", t.replicas}}
-      .dump();
+  json j{{"version", kFormat},
+         {"id", t.id},
+         {"created_ms", t.created_ms},
+         {"config", std::move(config)},
+         {"replicas", t.replicas}};
+  if (!t.reassigning.empty()) {
+    json moving = json::array();
+    for (const auto& [p, target] : t.reassigning) moving.push_back({{"partition", p}, {"replicas", target}});
+    j["reassigning"] = std::move(moving);
+  }
+  return j.dump();
 }
 
 Result<TopicAssignment> DecodeTopic(std::string_view text, std::string_view name, std::string_view what) {
@@ -118,10 +123,36 @@ Result<TopicAssignment> DecodeTopic(std::string_view text, std::string_view name
   for (const auto& p : *r) {
     RDMQ_ASSIGN_OR_RETURN(auto replicas, Brokers(p, "a partition's replicas", what));
     if (replicas.empty()) return Bad(what, "a partition without replicas");
-    if (!t.replicas.empty() && replicas.size() != t.replicas.front().size()) {
-      return Bad(what, "partitions with different numbers of replicas");
-    }
     t.replicas.push_back(std::move(replicas));
+  }
+  if (auto m = j.find("reassigning"); m != j.end()) {
+    if (!m->is_array()) return Bad(what, "\"reassigning\" is not an array");
+    for (const auto& e : *m) {
+      if (!e.is_object()) return Bad(what, "a reassignment is not an object");
+      RDMQ_ASSIGN_OR_RETURN(int64_t p,
+                            Int(e, "partition", 0, static_cast<int64_t>(t.replicas.size()) - 1, what));
+      auto target = e.find("replicas");
+      if (target == e.end()) return Bad(what, "a reassignment without \"replicas\"");
+      RDMQ_ASSIGN_OR_RETURN(auto to, Brokers(*target, "a reassignment's replicas", what));
+      if (to.empty()) return Bad(what, "a reassignment to no replica");
+      const auto& now = t.replicas[static_cast<size_t>(p)];
+      for (BrokerId b : to) {
+        if (std::find(now.begin(), now.end(), b) == now.end())
+          return Bad(what, "a reassignment's broker " + std::to_string(b) +
+                               " is not among the partition's replicas");
+      }
+      if (!t.reassigning.emplace(static_cast<int32_t>(p), std::move(to)).second)
+        return Bad(what, "partition " + std::to_string(p) + " reassigned twice");
+    }
+  }
+  // Every partition has the replication factor's number of replicas; one being moved, that many
+  // in its target (and its old ones beside them until the move completes).
+  size_t factor = 0;
+  for (size_t p = 0; p < t.replicas.size(); ++p) {
+    auto moving = t.reassigning.find(static_cast<int32_t>(p));
+    const size_t n = moving == t.reassigning.end() ? t.replicas[p].size() : moving->second.size();
+    if (factor != 0 && n != factor) return Bad(what, "partitions with different numbers of replicas");
+    factor = n;
   }
   return t;
 }

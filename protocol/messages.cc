@@ -20,6 +20,8 @@ std::string_view ApiName(Api api) noexcept {
       return "AlterTopic";
     case Api::kDescribeCluster:
       return "DescribeCluster";
+    case Api::kReassignPartition:
+      return "ReassignPartition";
     case Api::kInitProducerId:
       return "InitProducerId";
     case Api::kOpenProduce:

@@ -216,13 +216,29 @@ E2E_BOTH(MalformedRpc, "malformed RPCs get INVALID_REQUEST and the broker keeps 
   auto admin = Admin(broker);
   REQUIRE_OK(admin->CreateTopic("t", {}));
   RawClient raw(broker.Options());
-  const std::vector<Api> apis = {
-      Api::kHello,        Api::kCreateTopic,     Api::kDeleteTopic,    Api::kDescribeTopic,
-      Api::kListTopics,   Api::kAlterTopic,      Api::kInitProducerId, Api::kOpenProduce,
-      Api::kRenewLease,   Api::kReleaseLease,    Api::kCommit,         Api::kOpenConsume,
-      Api::kGetSegment,   Api::kListOffsets,     Api::kWatch,          Api::kGroupHeartbeat,
-      Api::kOffsetCommit, Api::kOffsetFetch,     Api::kListGroups,     Api::kDescribeGroup,
-      Api::kDeleteGroup,  Api::kSaslAuthenticate};
+  const std::vector<Api> apis = {Api::kHello,
+                                 Api::kCreateTopic,
+                                 Api::kDeleteTopic,
+                                 Api::kDescribeTopic,
+                                 Api::kListTopics,
+                                 Api::kAlterTopic,
+                                 Api::kInitProducerId,
+                                 Api::kOpenProduce,
+                                 Api::kRenewLease,
+                                 Api::kReleaseLease,
+                                 Api::kCommit,
+                                 Api::kOpenConsume,
+                                 Api::kGetSegment,
+                                 Api::kListOffsets,
+                                 Api::kWatch,
+                                 Api::kGroupHeartbeat,
+                                 Api::kOffsetCommit,
+                                 Api::kOffsetFetch,
+                                 Api::kListGroups,
+                                 Api::kDescribeGroup,
+                                 Api::kDeleteGroup,
+                                 Api::kSaslAuthenticate,
+                                 Api::kReassignPartition};
   std::mt19937_64 rng(TestSeed());
   for (Api api : apis) {
     for (int trial = 0; trial < 20; ++trial) {

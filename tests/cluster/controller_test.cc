@@ -32,7 +32,7 @@ TEST_CASE("placement: replicas on distinct brokers, leaders and followers spread
 
 ClusterView ViewOf(std::vector<std::vector<BrokerId>> replicas) {
   ClusterView v;
-  v.topics["t"] = TopicAssignment{"t", 1, 0, {}, std::move(replicas)};
+  v.topics["t"] = TopicAssignment{"t", 1, 0, {}, std::move(replicas), {}};
   return v;
 }
 
@@ -107,6 +107,34 @@ TEST_CASE("reconcile: dead followers leave the ISR at the same epoch", "[cluster
   CHECK(c[0].next.leader_epoch == 4);
   CHECK(c[0].next.isr == std::vector<BrokerId>{2, 1});
   CHECK(c[0].next.controller_epoch == 1);  // not an election
+}
+
+TEST_CASE(
+    "reassignment: the new replicas beside the old until the move completes, the target's first leading",
+    "[cluster]") {
+  CHECK(ReplicasWhileMoving({1, 2, 3}, {3, 4, 5}) == std::vector<BrokerId>{3, 4, 5, 1, 2});
+  CHECK(ReplicasWhileMoving({1, 2}, {2, 1}) == std::vector<BrokerId>{2, 1});
+
+  const std::set<BrokerId> live{1, 2, 3, 4};
+  // Waits while a target replica is not in sync, not live, or the leader is gone.
+  CHECK_FALSE(FinishReassignment({3, 4}, State(1, 5, {1, 2, 3}, 7), live, 9));
+  CHECK_FALSE(FinishReassignment({3, 4}, State(1, 5, {1, 2, 3, 4}, 7), {1, 2, 3}, 9));
+  CHECK_FALSE(FinishReassignment({3, 4}, State(1, 5, {1, 2, 3, 4}, 7), {2, 3, 4}, 9));
+  CHECK_FALSE(FinishReassignment({3, 4}, State(kNoLeader, 5, {1, 2, 3, 4}, 7), live, 9));
+  // Every target replica in sync, the leader not among them: the target's first leads, the
+  // ISR is the target, the epoch goes up.
+  auto moved = FinishReassignment({4, 3}, State(1, 5, {1, 2, 3, 4}, 7), live, 9);
+  REQUIRE(moved);
+  CHECK(moved->leader == 4);
+  CHECK(moved->leader_epoch == 6);
+  CHECK(moved->isr == std::vector<BrokerId>{4, 3});
+  CHECK(moved->controller_epoch == 9);
+  // The leader among them: it keeps leading, at a new epoch (its old followers fenced).
+  auto kept = FinishReassignment({2, 3}, State(3, 5, {3, 1, 2}, 7), live, 9);
+  REQUIRE(kept);
+  CHECK(kept->leader == 3);
+  CHECK(kept->leader_epoch == 6);
+  CHECK(kept->isr == std::vector<BrokerId>{3, 2});
 }
 
 }  // namespace

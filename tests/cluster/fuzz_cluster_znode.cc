@@ -18,7 +18,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   if (auto t = DecodeTopic(in, "t", "t"); t.ok()) {
     auto again = DecodeTopic(EncodeTopic(*t), "t", "t");
-    if (!again.ok() || again->replicas != t->replicas || again->id != t->id) std::abort();
+    if (!again.ok() || again->replicas != t->replicas || again->reassigning != t->reassigning ||
+        again->id != t->id)
+      std::abort();
   }
   if (auto s = DecodeState(in, "s"); s.ok()) {
     auto again = DecodeState(EncodeState(*s), "s");

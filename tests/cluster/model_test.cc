@@ -22,10 +22,18 @@ TEST_CASE("cluster model: the znodes' JSON as documented, read back the same", "
                     7,
                     1700000000000,
                     {{"partitions", "3"}, {"retention.ms", "-1"}},
-                    {{1, 2, 3}, {2, 3, 1}, {3, 1, 2}}};
+                    {{1, 2, 3}, {2, 3, 1}, {3, 1, 2}},
+                    {}};
   auto t2 = DecodeTopic(EncodeTopic(t), "orders", "/rdmq/topics/orders");
   REQUIRE_OK(t2);
   CHECK(*t2 == t);
+  CHECK(EncodeTopic(t).find("reassigning") == std::string::npos);
+  // A partition being moved: its target beside the replicas (the new ones, then the old).
+  t.reassigning[1] = {4, 3};
+  t.replicas = {{1, 2}, {4, 3, 2}, {3, 1}};
+  auto t3 = DecodeTopic(EncodeTopic(t), "orders", "/rdmq/topics/orders");
+  REQUIRE_OK(t3);
+  CHECK(*t3 == t);
 
   PartitionState s{2, 4, {2, 3}, 9, -1};
   CHECK(EncodeState(s) == R"({"controller_epoch":9,"isr":[2,3],"leader":2,"leader_epoch":4,"version":1})");
@@ -68,6 +76,20 @@ TEST_CASE("cluster model: znodes rdmq did not write are refused, naming the znod
   refused(DecodeTopic(R"({"version":1,"id":1,"created_ms":0,"config":{},"replicas":[[1,2],[1]]})", "t", "t")
               .status(),
           "different numbers of replicas");
+  const std::string head = R"({"version":1,"id":1,"created_ms":0,"config":{},"replicas":[[1,2],[3,1,2]],)";
+  refused(DecodeTopic(head + R"("reassigning":[{"partition":1,"replicas":[3,4]}]})", "t", "t").status(),
+          "broker 4 is not among the partition's replicas");
+  refused(DecodeTopic(head + R"("reassigning":[{"partition":2,"replicas":[3,1]}]})", "t", "t").status(),
+          "\"partition\"");
+  refused(DecodeTopic(head + R"("reassigning":[{"partition":1,"replicas":[3]}]})", "t", "t").status(),
+          "different numbers of replicas");
+  refused(DecodeTopic(
+              head + R"("reassigning":[{"partition":1,"replicas":[3,1]},{"partition":1,"replicas":[3,2]}]})",
+              "t", "t")
+              .status(),
+          "reassigned twice");
+  refused(DecodeTopic(head + R"("reassigning":{"1":[3,1]}})", "t", "t").status(), "is not an array");
+  CHECK(DecodeTopic(head + R"("reassigning":[{"partition":1,"replicas":[3,1]}]})", "t", "t").ok());
   refused(DecodeTopic(R"({"version":1,"id":1,"created_ms":0,"config":{"a":1},"replicas":[[1]]})", "t", "t")
               .status(),
           "config a is not a string");

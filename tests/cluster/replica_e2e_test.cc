@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <future>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -511,6 +512,84 @@ TEST_CASE("replication: rdmq's own producer with acks=all is answered once the f
   const RunResult after = c.Kcat(follower, {"-C", "-t", "own", "-p", "0", "-e", "-q", "-f", "%o %s\n"});
   REQUIRE_RUN(after, 0);
   CHECK(after.out == all);
+}
+
+TEST_CASE(
+    "reassignment: a partition's replicas move to other brokers with every record, the old ones drop theirs",
+    "[e2e][cluster][replication][reassign]") {
+  START_CLUSTER(c);
+  for (int id : {1, 2, 3}) c.Start(id);
+  REQUIRE_RUN(c.Rdmq(1, {"topic", "create", "mv", "-c", "replication.factor=2"}), 0);
+  json part;
+  auto describe = [&](int via) {
+    const RunResult r = c.Rdmq(via, {"topic", "describe", "mv", "--json"});
+    if (r.code != 0) return false;
+    part = ParseJson(r)["partitions"][0];
+    return part["leader"].get<int>() >= 1;
+  };
+  REQUIRE(Eventually([&] { return describe(1) && part["isr"].size() == 2; }));
+  const int leader = part["leader"].get<int>();
+  const int32_t epoch = part["leader_epoch"].get<int32_t>();
+  int follower = 0, spare = 0;
+  for (int id : {1, 2, 3}) {
+    const bool holds =
+        std::find(part["replicas"].begin(), part["replicas"].end(), id) != part["replicas"].end();
+    if (id != leader && holds) follower = id;
+    if (!holds) spare = id;
+  }
+  REQUIRE(follower != 0);
+  REQUIRE(spare != 0);
+  auto read = [&](int via) {
+    const RunResult r = c.Kcat(via, {"-C", "-t", "mv", "-p", "0", "-e", "-q", "-f", "%o %s\n"});
+    return r.code == 0 ? r.out : "kcat failed: " + r.err;
+  };
+  const std::string a = Records("a", 0, 100);
+  REQUIRE_RUN(c.Kcat(leader, {"-P", "-t", "mv", "-p", "0", "-X", "acks=all"}, a), 0);
+
+  // Refused, changing nothing: a broker twice, one that is not registered, another count, a
+  // partition the topic lacks.
+  const std::string s = std::to_string(spare), f = std::to_string(follower);
+  auto reassign = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"partition", "reassign"});
+    return c.Rdmq(1, args);
+  };
+  const RunResult twice = reassign({"mv", "0", "--replicas", s + "," + s});
+  CHECK(twice.code == 1);
+  CHECK(Contains(twice.err, "named twice"));
+  const RunResult unknown = reassign({"mv", "0", "--replicas", s + ",9"});
+  CHECK(unknown.code == 1);
+  CHECK(Contains(unknown.err, "broker 9 is not registered"));
+  const RunResult count = reassign({"mv", "0", "--replicas", s});
+  CHECK(count.code == 1);
+  CHECK(Contains(count.err, "has 2 replicas; 1 given"));
+  const RunResult missing = reassign({"mv", "5", "--replicas", s + "," + f});
+  CHECK(missing.code == 1);
+  CHECK(Contains(missing.err, "no partition 5"));
+  CHECK(reassign({"mv", "0"}).code == 2);
+  REQUIRE(describe(1));
+  CHECK(part["leader_epoch"].get<int32_t>() == epoch);
+  CHECK(part["replicas"].size() == 2);
+
+  // The leader's replica moves to the spare broker, which then leads: it is fed the log, joins
+  // the ISR, and the move completes with every record at its offset.
+  const RunResult moved = reassign({"mv", "0", "--replicas", s + "," + f, "--wait"});
+  REQUIRE_RUN(moved, 0);
+  CHECK(Contains(moved.out, "moved mv-0 to brokers"));
+  REQUIRE(Eventually([&] { return describe(follower) && part["leader"].get<int>() == spare; }));
+  CHECK(part["replicas"] == json::array({spare, follower}));
+  CHECK(part["leader_epoch"].get<int32_t>() > epoch);
+  CHECK(read(spare) == Numbered(a, 0));
+  // The old leader holds no copy any more; the new one does.
+  const std::string gone = c.brokers.at(leader)->data_dir() + "/topics/mv-0";
+  CHECK(Eventually([&] { return !std::filesystem::exists(gone); }));
+  CHECK(std::filesystem::exists(c.brokers.at(spare)->data_dir() + "/topics/mv-0"));
+  // Written on: acks=all at the new leader, and its follower can take over with all of it.
+  const std::string b = Records("b", 100, 120);
+  REQUIRE_RUN(c.Kcat(spare, {"-P", "-t", "mv", "-p", "0", "-X", "acks=all"}, b), 0);
+  CHECK(read(spare) == Numbered(a + b, 0));
+  c.brokers.at(spare)->Kill();
+  REQUIRE(Eventually([&] { return describe(follower) && part["leader"].get<int>() == follower; }));
+  CHECK(read(follower) == Numbered(a + b, 0));
 }
 
 }  // namespace

@@ -24,6 +24,7 @@ void ForEachMessageType(F&& f) {
   f.template operator()<ListTopicsResponse>();
   f.template operator()<BrokerEntry>();
   f.template operator()<DescribeClusterResponse>();
+  f.template operator()<ReassignPartitionRequest>();
   f.template operator()<InitProducerIdResponse>();
   f.template operator()<OpenProduceRequest>();
   f.template operator()<LeaseResponse>();

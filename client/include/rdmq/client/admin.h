@@ -168,6 +168,12 @@ class AdminClient {
       const std::string& name, const std::vector<std::pair<std::string, std::string>>& configs) = 0;
   // The live brokers and the controller (a broker on its own: itself).
   virtual Result<ClusterDescription> DescribeCluster() = 0;
+  // In a cluster: starts moving `partition`'s replicas to the brokers `replicas` (the first the
+  // preferred leader); the new ones are fed until in sync, then the move completes and the old
+  // ones drop their copies (DescribeTopic shows the replicas meanwhile: the new, then the old).
+  // REASSIGNMENT_IN_PROGRESS while a move of the partition is under way.
+  virtual Status ReassignPartition(const std::string& topic, int32_t partition,
+                                   const std::vector<int32_t>& replicas) = 0;
   // DescribeTopic with the log numbers (start, high watermark, segments) of the partitions in
   // `only` (empty: all) from their leaders: in a cluster the answering broker knows only those of
   // the replicas it holds (`local`), so the leaders of the others are asked too (`options`: how to

@@ -110,6 +110,13 @@ class ClusterAgent {
                                              std::vector<std::pair<std::string, std::string>> config) = 0;
   // Grows the topic to `partitions` (kInvalidArgument when not more than now).
   virtual Result<TopicAssignment> AddPartitions(const std::string& name, int32_t partitions) = 0;
+  // Moves a partition's replicas to `target` (docs/replication.md, "Reassignment"): the new
+  // replicas are fed until they are in sync, then the controller completes the move. Only a
+  // reordering (the same brokers): done at once, the first becomes the preferred leader.
+  // kNotFound (no such topic), kInvalidArgument (no such partition, another replica count, a
+  // broker twice or not registered), kFailedPrecondition (a move of the partition under way).
+  virtual Result<TopicAssignment> ReassignPartition(const std::string& name, int32_t partition,
+                                                    std::vector<BrokerId> target) = 0;
   virtual Result<ClusterSnapshot> Snapshot() = 0;
   // The cluster as the agent's last round read it (no ZooKeeper round trip; at most a refresh
   // interval old, or as old as the last change a watch reported).

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -57,5 +58,18 @@ struct ReconcileOptions {
 // Partitions whose state is right are left alone; the result is sorted by partition.
 std::vector<StateChange> Reconcile(const ClusterView& view, const std::set<BrokerId>& live,
                                    const ReconcileOptions& options);
+
+// The replicas a partition moving from `now` to `target` has meanwhile: the target's, then the
+// old ones not in it (the preferred leader is the target's first).
+std::vector<BrokerId> ReplicasWhileMoving(const std::vector<BrokerId>& now,
+                                          const std::vector<BrokerId>& target);
+
+// A partition being reassigned to `target`: once its leader is live and every target replica is
+// live and in the ISR, the state that completes the move (its replicas become `target`): the
+// leader kept if it is in the target, else the first target replica leads; the ISR cut to the
+// target; the leader epoch up (the old replicas' leases fenced, the leader's followers anew).
+// Nothing while the move must wait.
+std::optional<PartitionState> FinishReassignment(const std::vector<BrokerId>& target, const PartitionState& s,
+                                                 const std::set<BrokerId>& live, int32_t controller_epoch);
 
 }  // namespace rdmq::cluster

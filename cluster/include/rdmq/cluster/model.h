@@ -41,13 +41,17 @@ struct BrokerInfo {
 };
 
 // A topic as created: its id, config (every key, as strings), and for each partition its
-// replicas in preference order (the first is the preferred leader).
+// replicas in preference order (the first is the preferred leader). A partition being moved to
+// other brokers (`rdmq partition reassign`) has its target in `reassigning`; until the move
+// completes its replicas are the target's followed by the old ones not in it, so that the new
+// replicas are fed and can join the ISR (docs/replication.md, "Reassignment").
 struct TopicAssignment {
   std::string name;
   uint64_t id = 0;
   int64_t created_ms = 0;
   std::vector<std::pair<std::string, std::string>> config;
-  std::vector<std::vector<BrokerId>> replicas;  // [partition] -> replica broker ids
+  std::vector<std::vector<BrokerId>> replicas;           // [partition] -> replica broker ids
+  std::map<int32_t, std::vector<BrokerId>> reassigning;  // partition -> its target replicas
   bool operator==(const TopicAssignment&) const = default;
 };
 

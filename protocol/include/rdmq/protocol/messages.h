@@ -57,7 +57,8 @@
   X(kNotEnoughReplicas, kFailedPrecondition, "NOT_ENOUGH_REPLICAS")                 \
   X(kNotCoordinator, kFailedPrecondition, "NOT_COORDINATOR")                        \
   X(kFencedLeaderEpoch, kFailedPrecondition, "FENCED_LEADER_EPOCH")                 \
-  X(kUnknownLeaderEpoch, kFailedPrecondition, "UNKNOWN_LEADER_EPOCH")
+  X(kUnknownLeaderEpoch, kFailedPrecondition, "UNKNOWN_LEADER_EPOCH")               \
+  X(kReassignmentInProgress, kFailedPrecondition, "REASSIGNMENT_IN_PROGRESS")
 RDMQ_DEFINE_ERRORS(rdmq::protocol, WireError, "rdmq", RDMQ_WIRE_ERRORS)
 
 namespace rdmq::protocol {
@@ -74,6 +75,7 @@ enum class Api : uint16_t {
   kListTopics = 13,
   kAlterTopic = 14,
   kDescribeCluster = 15,
+  kReassignPartition = 16,
   kInitProducerId = 20,
   kOpenProduce = 21,
   kRenewLease = 22,
@@ -238,6 +240,20 @@ struct CreateTopicRequest {
   }
 };
 using AlterTopicRequest = CreateTopicRequest;
+
+// ReassignPartition: the partition's replicas are to become `replicas` (broker ids, the first
+// the preferred leader). Answered once the move started (Empty); the controller completes it.
+struct ReassignPartitionRequest {
+  std::string topic;
+  PartitionId partition{0};
+  std::vector<int32_t> replicas;
+  template <class V>
+  void Visit(V& v) {
+    v(topic);
+    v(partition);
+    v(replicas);
+  }
+};
 struct TopicNameRequest {  // DeleteTopic, DescribeTopic
   std::string name;
   template <class V>
