@@ -115,8 +115,8 @@ ConfigDef<Workload> WorkloadDef() {
            Field(&Workload::partitions));
   d.Define({.name = "replication-factor",
             .type = Type::kInt,
-            .doc = "kafka: the topic's replication factor (a cluster of at least that many brokers; "
-                   "with acks=all the ack waits for every in-sync replica). The other systems: 1.",
+            .doc = "rdmq and kafka: the topic's replication factor (a cluster of at least that many "
+                   "brokers; with acks=all the ack waits for every in-sync replica). The other systems: 1.",
             .component = bench,
             .min = 1,
             .max = 16},

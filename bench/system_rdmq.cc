@@ -157,7 +157,9 @@ class RdmqSystem final : public System {
 
   std::string Describe() const override {
     return "rdmq, fabric " + w_.fabric + ", topic durability " + w_.durability + ", " + w_.mode +
-           " producers" + (broker_.running() ? ", broker started by rdmq-bench" : "");
+           " producers" +
+           (w_.replication_factor > 1 ? ", " + std::to_string(w_.replication_factor) + " replicas" : "") +
+           (broker_.running() ? ", broker started by rdmq-bench" : "");
   }
   int ServerPid() const override { return broker_.pid(); }
 
@@ -166,9 +168,11 @@ class RdmqSystem final : public System {
     client::ClientOptions opts = ClientOptions();
     RDMQ_ASSIGN_OR_RETURN(auto admin, client::AdminClient::Connect(opts));
     (void)admin->DeleteTopic(w_.topic);  // a leftover of an earlier run; absent is fine
-    RDMQ_ASSIGN_OR_RETURN(auto created,
-                          admin->CreateTopic(w_.topic, {{"partitions", std::to_string(w_.partitions)},
-                                                        {"durability", w_.durability}}));
+    std::vector<std::pair<std::string, std::string>> configs = {{"partitions", std::to_string(w_.partitions)},
+                                                                {"durability", w_.durability}};
+    if (w_.replication_factor > 1)
+      configs.emplace_back("replication.factor", std::to_string(w_.replication_factor));
+    RDMQ_ASSIGN_OR_RETURN(auto created, admin->CreateTopic(w_.topic, configs));
     (void)created;
     return Status::Ok();
   }

@@ -272,12 +272,15 @@ TEST_CASE("replication: a follower takes its leader's batches whole and refuses 
   CHECK(read.out == "0 a-0\n1 a-1\n2 a-2\n3 a-3\n4 a-4\n5 b-5\n6 b-6\n7 b-7\n8 b-8\n9 d-9\n");
 }
 
-// The partition's description as broker `via` sees it.
-json DescribeRep(Cluster& c, int via) {
-  const RunResult r = c.Rdmq(via, {"topic", "describe", "rep", "--json"});
+// Partition 0 of `topic` as broker `via` describes it (null when it does not answer).
+json DescribePartition(Cluster& c, int via, const std::string& topic = "rep") {
+  const RunResult r = c.Rdmq(via, {"topic", "describe", topic, "--json"});
   if (r.code != 0) return json();
   return ParseJson(r)["partitions"][0];
 }
+
+// Whether a described partition has a leader.
+bool Led(const json& part) { return !part.is_null() && part["leader"].get<int>() >= 1; }
 
 // Lines "<tag>-<from>" .. "<tag>-<to - 1>", one record each.
 std::string Records(const std::string& tag, int from, int to) {
@@ -286,9 +289,9 @@ std::string Records(const std::string& tag, int from, int to) {
   return out;
 }
 
-// What kcat reads of "rep" at broker `via`, as "<offset> <value>" lines.
-std::string ReadAll(Cluster& c, int via) {
-  const RunResult r = c.Kcat(via, {"-C", "-t", "rep", "-p", "0", "-e", "-q", "-f", "%o %s\n"});
+// What kcat reads of partition 0 of `topic` at broker `via`, as "<offset> <value>" lines.
+std::string ReadAll(Cluster& c, int via, const std::string& topic = "rep") {
+  const RunResult r = c.Kcat(via, {"-C", "-t", topic, "-p", "0", "-e", "-q", "-f", "%o %s\n"});
   return r.code == 0 ? r.out : "kcat failed: " + r.err;
 }
 
@@ -312,7 +315,7 @@ TEST_CASE("replication: the leader forwards its log to its follower, which can t
   MakeReplicatedTopic(zk, "seed", "rep", {1, 2});
   json part;
   REQUIRE(Eventually([&] {
-    part = DescribeRep(c, 1);
+    part = DescribePartition(c, 1);
     return !part.is_null() && part["leader"].get<int>() >= 1 && part["isr"].size() == 2;
   }));
   const int first = part["leader"].get<int>();
@@ -333,7 +336,7 @@ TEST_CASE("replication: the leader forwards its log to its follower, which can t
   // The leader dies: the follower, in the ISR, takes over with every record, at the same offsets.
   c.brokers.at(first)->Kill();
   REQUIRE(Eventually([&] {
-    part = DescribeRep(c, second);
+    part = DescribePartition(c, second);
     return !part.is_null() && part["leader"].get<int>() == second;
   }));
   CHECK(part["leader_epoch"].get<int32_t>() > epoch);
@@ -347,7 +350,7 @@ TEST_CASE("replication: the leader forwards its log to its follower, which can t
   // holds everything it rejoins the ISR.
   c.Start(first);
   REQUIRE(Eventually([&] {
-    part = DescribeRep(c, second);
+    part = DescribePartition(c, second);
     return !part.is_null() && part["isr"].size() == 2;
   }));
   const std::string d = Records("d", 45, 50);
@@ -358,7 +361,7 @@ TEST_CASE("replication: the leader forwards its log to its follower, which can t
   // The second leader dies too: the first, back in the ISR, leads with all of it.
   c.brokers.at(second)->Kill();
   REQUIRE(Eventually([&] {
-    part = DescribeRep(c, first);
+    part = DescribePartition(c, first);
     return !part.is_null() && part["leader"].get<int>() == first;
   }));
   CHECK(ReadAll(c, first) == all);
@@ -372,10 +375,8 @@ TEST_CASE("replication: acks=all waits for the in-sync replicas and is refused b
       c.Rdmq(1, {"topic", "create", "all", "-c", "replication.factor=2", "-c", "min.insync.replicas=2"}), 0);
   json part;
   auto describe = [&](int via) {
-    const RunResult r = c.Rdmq(via, {"topic", "describe", "all", "--json"});
-    if (r.code != 0) return false;
-    part = ParseJson(r)["partitions"][0];
-    return part["leader"].get<int>() >= 1;
+    part = DescribePartition(c, via, "all");
+    return Led(part);
   };
   REQUIRE(Eventually([&] { return describe(1) && part["isr"].size() == 2; }));
   CHECK(part["replicas"].size() == 2);
@@ -386,10 +387,7 @@ TEST_CASE("replication: acks=all waits for the in-sync replicas and is refused b
                   {"-P", "-t", "all", "-p", "0", "-X", "acks=" + acks, "-X", "message.timeout.ms=5000"},
                   records);
   };
-  auto read = [&] {
-    const RunResult r = c.Kcat(leader, {"-C", "-t", "all", "-p", "0", "-e", "-q", "-f", "%o %s\n"});
-    return r.code == 0 ? r.out : "kcat failed: " + r.err;
-  };
+  auto read = [&] { return ReadAll(c, leader, "all"); };
 
   // Both in sync: acknowledged, and readable at once (the follower held it before the answer).
   const std::string a = Records("a", 0, 10);
@@ -448,10 +446,8 @@ TEST_CASE("replication: rdmq's own producer with acks=all is answered once the f
   REQUIRE_RUN(c.Rdmq(1, {"topic", "create", "own", "-c", "replication.factor=2"}), 0);
   json part;
   auto describe = [&](int via) {
-    const RunResult r = c.Rdmq(via, {"topic", "describe", "own", "--json"});
-    if (r.code != 0) return false;
-    part = ParseJson(r)["partitions"][0];
-    return part["leader"].get<int>() >= 1;
+    part = DescribePartition(c, via, "own");
+    return Led(part);
   };
   REQUIRE(Eventually([&] { return describe(1) && part["isr"].size() == 2; }));
   const int leader = part["leader"].get<int>();
@@ -464,10 +460,7 @@ TEST_CASE("replication: rdmq's own producer with acks=all is answered once the f
     args.push_back("own");
     return Run(args, records, 120);
   };
-  auto read = [&] {
-    const RunResult r = c.Kcat(leader, {"-C", "-t", "own", "-p", "0", "-e", "-q", "-f", "%o %s\n"});
-    return r.code == 0 ? r.out : "kcat failed: " + r.err;
-  };
+  auto read = [&] { return ReadAll(c, leader, "own"); };
 
   const std::string a = Records("a", 0, 10);
   REQUIRE_RUN(produce(a, "all"), 0);
@@ -522,10 +515,8 @@ TEST_CASE(
   REQUIRE_RUN(c.Rdmq(1, {"topic", "create", "mv", "-c", "replication.factor=2"}), 0);
   json part;
   auto describe = [&](int via) {
-    const RunResult r = c.Rdmq(via, {"topic", "describe", "mv", "--json"});
-    if (r.code != 0) return false;
-    part = ParseJson(r)["partitions"][0];
-    return part["leader"].get<int>() >= 1;
+    part = DescribePartition(c, via, "mv");
+    return Led(part);
   };
   REQUIRE(Eventually([&] { return describe(1) && part["isr"].size() == 2; }));
   const int leader = part["leader"].get<int>();
@@ -539,10 +530,7 @@ TEST_CASE(
   }
   REQUIRE(follower != 0);
   REQUIRE(spare != 0);
-  auto read = [&](int via) {
-    const RunResult r = c.Kcat(via, {"-C", "-t", "mv", "-p", "0", "-e", "-q", "-f", "%o %s\n"});
-    return r.code == 0 ? r.out : "kcat failed: " + r.err;
-  };
+  auto read = [&](int via) { return ReadAll(c, via, "mv"); };
   const std::string a = Records("a", 0, 100);
   REQUIRE_RUN(c.Kcat(leader, {"-P", "-t", "mv", "-p", "0", "-X", "acks=all"}, a), 0);
 
