@@ -21,6 +21,9 @@ using client::TopicPartition;
 
 // How long Poll waits in one broker's consumer before it looks at the others again.
 constexpr auto kWaitSlice = std::chrono::milliseconds(2);
+// How often Poll asks where the assigned partitions are led (a leader that died or was deposed,
+// a reassignment).
+constexpr auto kFollowInterval = std::chrono::seconds(1);
 
 class ClusterConsumer final : public Consumer {
  public:
@@ -34,7 +37,11 @@ class ClusterConsumer final : public Consumer {
   Status Refresh(const std::set<std::string>& topics) {
     RDMQ_ASSIGN_OR_RETURN(auto cluster, admin_->DescribeCluster());
     std::vector<client::BrokerAddress> live;
-    for (const auto& b : cluster.brokers) live.push_back({b.id, b.control});
+    brokers_.clear();
+    for (const auto& b : cluster.brokers) {
+      live.push_back({b.id, b.control});
+      brokers_.push_back(b.id);
+    }
     routes_.SetBrokers(std::move(live));
     for (const std::string& topic : topics) {
       RDMQ_ASSIGN_OR_RETURN(auto d, admin_->DescribeTopic(topic));
@@ -42,6 +49,7 @@ class ClusterConsumer final : public Consumer {
       for (const auto& p : d.partitions) {
         if (p.partition >= 0 && static_cast<size_t>(p.partition) < parts.size())
           parts[static_cast<size_t>(p.partition)] = {p.leader, p.replicas};
+        leaders_[{topic, p.partition}] = p.leader;
       }
       routes_.SetTopic(topic, std::move(parts));
     }
@@ -61,23 +69,20 @@ class ClusterConsumer final : public Consumer {
       owner[tp] = broker;
     }
     for (const auto& [broker, tps] : by_broker) RDMQ_RETURN_IF_ERROR(Connect(broker));
-    // Every broker's consumer gets its share (none for the brokers that lead nothing assigned).
-    std::vector<Consumer*> active;
-    for (auto& [broker, sub] : Subs()) {
-      auto it = by_broker.find(broker);
-      RDMQ_RETURN_IF_ERROR(sub->Assign(it == by_broker.end() ? std::vector<TopicPartition>{} : it->second));
-      if (it != by_broker.end()) active.push_back(sub);
-    }
-    active_ = std::move(active);
-    rr_ = 0;
+    RDMQ_RETURN_IF_ERROR(Distribute(by_broker));
     owner_ = std::move(owner);
     assignment_ = partitions;
+    next_follow_ = Clock::now() + kFollowInterval;
     return Status::Ok();
   }
   std::vector<TopicPartition> Assignment() const override { return assignment_; }
 
   Result<std::vector<ConsumerRecord>> Poll(std::chrono::milliseconds timeout) override {
     RDMQ_RETURN_IF_ERROR(CheckOpen());
+    if (!assignment_.empty() && Clock::now() >= next_follow_) {
+      next_follow_ = Clock::now() + kFollowInterval;
+      Follow();
+    }
     const std::vector<Consumer*>& active = active_;
     std::vector<ConsumerRecord> out;
     const auto deadline = Clock::now() + timeout;
@@ -141,6 +146,81 @@ class ClusterConsumer final : public Consumer {
   }
 
  private:
+  // Every broker's consumer gets its share (none for the brokers that lead nothing assigned);
+  // the partitions a consumer keeps keep their positions.
+  Status Distribute(const std::map<int32_t, std::vector<TopicPartition>>& by_broker) {
+    std::vector<Consumer*> active;
+    for (auto& [broker, sub] : Subs()) {
+      auto it = by_broker.find(broker);
+      RDMQ_RETURN_IF_ERROR(sub->Assign(it == by_broker.end() ? std::vector<TopicPartition>{} : it->second));
+      if (it != by_broker.end()) active.push_back(sub);
+    }
+    active_ = std::move(active);
+    rr_ = 0;
+    return Status::Ok();
+  }
+
+  // Moves each assigned partition whose leader is now another broker to that broker's consumer,
+  // at the position the old one reached (where the old one never read: auto.offset.reset). A
+  // failure leaves the partitions where they were, to be tried again at the next interval.
+  void Follow() {
+    std::set<std::string> topics;
+    for (const auto& tp : assignment_) topics.insert(tp.topic);
+    if (Status s = Refresh(topics); !s.ok()) {
+      if (Status again = Readmin(); !again.ok() || !(s = Refresh(topics)).ok()) {
+        RDMQ_LOG(kDebug, "consumer", "asking where partitions are led failed").kv("error", s);
+        return;
+      }
+    }
+    std::map<TopicPartition, int32_t> owner = owner_;
+    std::map<TopicPartition, int64_t> positions;
+    for (auto& [tp, broker] : owner) {
+      auto leader = leaders_.find(tp);
+      if (leader == leaders_.end() || leader->second < 0 || leader->second == broker) continue;
+      if (Status s = Connect(leader->second); !s.ok()) {
+        RDMQ_LOG(kDebug, "consumer", "the new leader cannot be reached yet")
+            .kv("broker", leader->second)
+            .kv("error", s);
+        continue;
+      }
+      if (auto at = Position(tp); at.ok()) positions[tp] = *at;
+      RDMQ_LOG(kInfo, "consumer", "following a partition to its new leader")
+          .kv("partition", tp.topic + "-" + std::to_string(tp.partition))
+          .kv("from", broker)
+          .kv("to", leader->second)
+          .kv("position", positions.count(tp) != 0 ? positions[tp] : -1);
+      broker = leader->second;
+    }
+    if (owner == owner_) return;
+    std::map<int32_t, std::vector<TopicPartition>> by_broker;
+    for (const auto& [tp, broker] : owner) by_broker[broker].push_back(tp);
+    if (Status s = Distribute(by_broker); !s.ok()) {
+      RDMQ_LOG(kWarn, "consumer", "moving partitions to their new leaders failed; retrying").kv("error", s);
+      return;
+    }
+    owner_ = std::move(owner);
+    for (const auto& [tp, at] : positions) (void)Seek(tp, at);
+  }
+
+  // A new admin connection, to any live broker the routes know (the bootstrap may be the one
+  // that died).
+  Status Readmin() {
+    Status last(Errc::kUnavailable, "no broker of the cluster is known");
+    for (int32_t broker : brokers_) {
+      auto address = routes_.AddressOf(broker);
+      if (!address.ok()) continue;
+      client::ClientOptions o = cfg_.client;
+      o.bootstrap = *address;
+      auto admin = client::AdminClient::Connect(o);
+      if (admin.ok()) {
+        admin_ = std::move(*admin);
+        return Status::Ok();
+      }
+      last = admin.status();
+    }
+    return last;
+  }
+
   Status CheckOpen() const {
     return closed_.load() ? Status(Errc::kFailedPrecondition, "the consumer is closed") : Status::Ok();
   }
@@ -207,7 +287,10 @@ class ClusterConsumer final : public Consumer {
   bool wakeup_ = false;
   std::map<int32_t, std::unique_ptr<Consumer>> subs_;  // by broker id
   std::map<TopicPartition, int32_t> owner_;            // assigned partition -> broker
-  std::vector<Consumer*> active_;                      // the consumers given partitions
+  std::map<TopicPartition, int32_t> leaders_;          // as DescribeTopic last said (-1: none)
+  std::vector<int32_t> brokers_;                       // the live ones, as DescribeCluster last said
+  Clock::time_point next_follow_{};
+  std::vector<Consumer*> active_;  // the consumers given partitions
   std::vector<TopicPartition> assignment_;
   size_t rr_ = 0;  // the consumer that waits next
 };

@@ -7,10 +7,9 @@
 // waiting; when none has records it waits in one of them, in turn, for at most 2 ms, so a
 // record on another broker's partition waits that long at most per broker before it is seen.
 // Leaders are asked for (DescribeTopic, DescribeCluster, through an admin connection to the
-// bootstrap broker) at Assign.
-//
-// Not yet: a partition whose leader moves is not followed to the new leader (leaders move only
-// with replication, not built yet).
+// bootstrap broker) at Assign, and again by Poll at most every second: a partition whose leader
+// changed (the leader died or was deposed, a reassignment) moves to the new leader's consumer at
+// the position reached; the admin connection moves to another broker when its own is gone.
 //
 // Threading: as Consumer (one application thread; Wakeup from any).
 #pragma once

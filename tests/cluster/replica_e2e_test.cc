@@ -580,5 +580,40 @@ TEST_CASE(
   CHECK(read(follower) == Numbered(a + b, 0));
 }
 
+TEST_CASE("replication: rdmq's own consumer follows a partition to its new leader, at its position",
+          "[e2e][cluster][replication]") {
+  START_CLUSTER(c);
+  for (int id : {1, 2}) c.Start(id);
+  REQUIRE_RUN(c.Rdmq(1, {"topic", "create", "fol", "-c", "replication.factor=2"}), 0);
+  json part;
+  REQUIRE(Eventually([&] {
+    part = DescribePartition(c, 1, "fol");
+    return Led(part) && part["isr"].size() == 2;
+  }));
+  const int leader = part["leader"].get<int>();
+  const int follower = leader == 1 ? 2 : 1;
+  const std::string a = Records("a", 0, 50);
+  REQUIRE_RUN(c.Kcat(leader, {"-P", "-t", "fol", "-p", "0", "-X", "acks=all"}, a), 0);
+
+  // The consumer bootstraps through the leader, reads there, and keeps reading when the leader
+  // dies: at the follower, from where it was, the records written there after the failover.
+  const std::string address = c.brokers.at(leader)->address();
+  auto consumed = std::async(std::launch::async, [&] {
+    return Run({Bin("rdmq-consume"), "-b", address, "-c", "80", "-f", "%o %s\n", "fol"}, "", 120);
+  });
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  c.brokers.at(leader)->Kill();
+  REQUIRE(Eventually([&] {
+    part = DescribePartition(c, follower, "fol");
+    return Led(part) && part["leader"].get<int>() == follower;
+  }));
+  const std::string b = Records("b", 50, 80);
+  REQUIRE_RUN(c.Kcat(follower, {"-P", "-t", "fol", "-p", "0", "-X", "acks=all"}, b), 0);
+  REQUIRE(consumed.wait_for(std::chrono::seconds(90)) == std::future_status::ready);
+  const RunResult r = consumed.get();
+  REQUIRE_RUN(r, 0);
+  CHECK(r.out == Numbered(a + b, 0));
+}
+
 }  // namespace
 }  // namespace rdmq::test
