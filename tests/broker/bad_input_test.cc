@@ -278,7 +278,8 @@ E2E_BOTH(MalformedRpc, "malformed RPCs get INVALID_REQUEST and the broker keeps 
   StillServes(broker, "t");
 }
 
-E2E_BOTH(AckLevels, "an unknown acks level is refused; acks=all without followers is answered at the commit",
+E2E_BOTH(AckLevels,
+         "an unknown acks level is refused, and acks=all without followers is answered at the commit",
          "[e2e][bad-input]") {
   TempDir dir;
   START_BROKER(broker, dir, fabric);
