@@ -96,9 +96,10 @@ Status ProduceHandlers::AwaitReplicated(const protocol::OpenProduceRequest& req)
   auto done = std::make_shared<std::promise<Status>>();
   std::future<Status> replicated = done->get_future();
   Status waiting = topics_.WithPartition(req.topic, req.partition, [&](Partition& p) REQUIRES(p.mu) {
-    Status in_sync = p.CheckAcksAll();
-    if (in_sync.ok()) p.WhenReplicated(p.active().log_end, [done](const Status& s) { done->set_value(s); });
-    return in_sync;
+    // Refused at once rather than after the wait: too few in sync, a shared lease.
+    Status admitted = AdmitAcksAll(p, req.mode);
+    if (admitted.ok()) p.WhenReplicated(p.active().log_end, [done](const Status& s) { done->set_value(s); });
+    return admitted;
   });
   if (!waiting.ok()) return waiting;
   if (replicated.wait_for(kLimit) != std::future_status::ready) {
