@@ -171,6 +171,8 @@ Status BrokerImpl::Init() {
     // The partitions to open are the replicas the cluster gives this broker (at the end of Init).
     cluster_ = std::make_unique<ClusterMember>(cfg_, *meta_, *topics_, *groups_, *publisher_);
     groups_->SetTopicSource([this] { return cluster_->CachedTopics(); });
+    topics_->SetClusterTopics(
+        [this](const std::string& topic) { return cluster_->View().topics.count(topic) != 0; });
     groups_->SetOffsetBook(ClusterOffsetBook(*cluster_));
     cluster_->SetSecurityListener([this](const std::vector<std::string>& deleted, bool acls_changed) {
       for (const std::string& u : deleted) CutOffUser(u);
@@ -198,6 +200,9 @@ Status BrokerImpl::Init() {
   if (cluster_) {
     replica_rpcs_ =
         std::make_unique<ReplicaHandlers>(sessions_, *topics_, *leases_, *publisher_, n_, *authz_);
+    replica_rpcs_->SetRestart([this](const std::string& topic, PartitionId index, Offset start) {
+      return cluster_->RestartReplica(topic, index, start);
+    });
   }
   appender_ = std::make_unique<LocalAppender>(*leases_, *publisher_, n_);
   login_ = std::make_unique<RpcLogin>(cfg_, *meta_, sessions_);

@@ -15,6 +15,8 @@ using protocol::WireError;
 namespace {
 
 constexpr int64_t kProducerIdBlock = 1000;
+// A replica's log set aside while it starts over (RestartReplica): "<topic>-<index>.discarded".
+constexpr std::string_view kDiscardedSuffix = ".discarded";
 
 // The agent's errors as the RPC protocol's.
 Status ToWire(const Status& s, const std::string& topic) {
@@ -296,6 +298,7 @@ void ClusterMember::OnReplicas(const cluster::ReplicaMap& replicas) {
 void ClusterMember::DropUnheld(const cluster::ReplicaMap& replicas) {
   std::set<std::string> held;
   for (const auto& [tp, r] : replicas) held.insert(tp.topic);
+  const cluster::ClusterSnapshot view = View();
   for (const std::string& name : topics_.TopicNames()) {
     std::optional<Topic> t = topics_.Get(name);
     if (!t) continue;
@@ -306,8 +309,21 @@ void ClusterMember::DropUnheld(const cluster::ReplicaMap& replicas) {
       if (std::shared_ptr<Partition> p = topics_.Take(name, PartitionId(i))) {
         RDMQ_LOG(kInfo, "broker", "replica no longer held here; closed and removed")
             .kv("partition", p->where());
-        topics_.Close(*p, true);
+        // Its producers are told where it went: NOT_LEADER while the cluster has the topic (the
+        // replica moved away), else the topic is gone.
+        const bool moved = view.topics.count(name) != 0;
+        topics_.Close(*p, true, moved ? WireError::kNotLeader : WireError::kUnknownTopic);
       }
+    }
+  }
+  // Logs a replica that started over set aside (RestartReplica), left by a crash.
+  std::error_code listed;
+  for (const auto& e : std::filesystem::directory_iterator(cfg_.data_dir + "/topics", listed)) {
+    const std::string name = e.path().filename().string();
+    if (name.size() > kDiscardedSuffix.size() &&
+        name.compare(name.size() - kDiscardedSuffix.size(), kDiscardedSuffix.size(), kDiscardedSuffix) == 0) {
+      std::error_code ec;
+      std::filesystem::remove_all(e.path(), ec);
     }
   }
   // Mirrored topics this broker holds nothing of any more (deleted, or moved while it was down).
@@ -363,6 +379,60 @@ void ClusterMember::OpenHeld(const cluster::ReplicaMap& replicas) {
     SetServing(*p, serving, r.state.leader, r.state.leader_epoch);
     Replicate(tp, r, p);
   }
+}
+
+Status ClusterMember::RestartReplica(const std::string& topic, PartitionId index, Offset start) {
+  MutexLock lock(sync_mu_);  // no OnReplicas opens or closes replicas meanwhile
+  std::shared_ptr<Partition> p = topics_.FindReplica(topic, index);
+  const std::string where = topic + "-" + std::to_string(index.value());
+  if (!p) return Status(WireError::kNotLeader, "this broker holds no replica of " + where);
+  int32_t leader = -1, epoch = 0;
+  Offset was{0};
+  {
+    MutexLock plock(p->mu);
+    if (p->deleted()) return Status(WireError::kNotLeader, "this broker holds no replica of " + where);
+    if (p->serving()) return Status(WireError::kInvalidRequest, "this broker leads " + where);
+    was = p->active().log_end;
+    if (start <= was) {
+      return Status(WireError::kInvalidRequest, where + " ends at " + std::to_string(was.value()) +
+                                                    ", not below " + std::to_string(start.value()));
+    }
+    leader = p->leader();
+    epoch = p->leader_epoch();
+  }
+  auto info = meta_.GetTopic(topic);
+  if (!info.ok()) return Status(WireError::kNotLeader, "this broker holds no replica of " + where);
+  // The old log goes aside whole (one rename: a crash leaves it or the new one, never a mix) and
+  // is deleted once the new one is open; a leftover is deleted at the next start (DropUnheld).
+  (void)topics_.Take(topic, index);
+  topics_.Close(*p, false);
+  const std::string dir = p->dir();
+  const std::string aside = dir + std::string(kDiscardedSuffix);
+  std::error_code ec;
+  std::filesystem::remove_all(aside, ec);
+  std::filesystem::rename(dir, aside, ec);
+  if (ec) {
+    RDMQ_LOG(kError, "broker", "could not set a replica's log aside; reopening it as it was")
+        .kv("partition", where)
+        .kv("error", ec.message());
+    start = Offset(0);  // reopened as it was (the directory still holds it)
+  }
+  auto opened = topics_.OpenPartition(*info, index, start);
+  if (!opened.ok()) {
+    RDMQ_LOG(kError, "broker", "reopening a replica failed")
+        .kv("partition", where)
+        .kv("error", opened.status());
+    return Status(WireError::kStorageError, opened.status().ToString());
+  }
+  (*opened)->SetLeadership(false, leader, epoch);
+  topics_.Place(*info, index, *opened);
+  if (ec) return Status(WireError::kStorageError, "setting the log of " + where + " aside: " + ec.message());
+  std::filesystem::remove_all(aside, ec);
+  RDMQ_LOG(kInfo, "broker", "replica started over at its leader's log start")
+      .kv("partition", where)
+      .kv("was_log_end", was)
+      .kv("log_start", start);
+  return Status::Ok();
 }
 
 void ClusterMember::StopReplicating(const cluster::ReplicaMap& replicas) {

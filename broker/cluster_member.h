@@ -62,6 +62,12 @@ class ClusterMember final : public cluster::AgentListener {
   Result<metadata::TopicInfo> CreateTopic(const std::string& name, const metadata::TopicConfig& config);
   Status DeleteTopic(const std::string& name);
   Result<metadata::TopicInfo> AlterTopic(const std::string& name, const metadata::TopicConfig& config);
+  // A follower's replica whose log ends below its leader's log start (retention deleted what it
+  // lacks): the log is discarded and the replica opened again, empty, starting at `start`, the
+  // leader's log start (docs/replication.md, "A follower behind the leader's log start").
+  // kNotLeader when this broker holds no replica of it, kInvalidArgument when it leads it or its
+  // log reaches `start`.
+  Status RestartReplica(const std::string& topic, PartitionId index, Offset start) EXCLUDES(sync_mu_);
   // Starts moving a partition's replicas to `replicas` (cluster::ClusterAgent::ReassignPartition);
   // the controller completes the move once the new replicas are in sync.
   Status ReassignPartition(const std::string& name, int32_t partition, const std::vector<int32_t>& replicas);

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <string>
 #include <thread>
+#include <tuple>
 
 #include "rdmq/common/log.h"
 #include "rdmq/protocol/data_plane.h"
@@ -241,9 +242,11 @@ void LeaseManager::WriteAck(const Partition& p, Lease& l, uint16_t error, uint16
 }
 
 void LeaseManager::AckCommitted(Partition& p, const std::shared_ptr<Lease>& l) {
-  const Offset segment = p.active().base;
-  const Position position = p.active().committed;
-  const Offset next = p.active().log_end;
+  AckRange(p, l, p.active().base, p.active().committed, p.active().log_end);
+}
+
+void LeaseManager::AckRange(Partition& p, const std::shared_ptr<Lease>& l, Offset segment, Position position,
+                            Offset next) {
   if (!l->ack_in_sync) {
     l->acked_segment = segment;
     l->acked_position = position;
@@ -251,18 +254,22 @@ void LeaseManager::AckCommitted(Partition& p, const std::shared_ptr<Lease>& l) {
     WriteAck(p, *l, 0, 0);
     return;
   }
-  // The waiter runs under p.mu (from RaiseHighWatermark), after commits made later may have
-  // been acknowledged already: acks only move forward.
-  p.WhenReplicated(next,
-                   [this, &p, weak = std::weak_ptr<Lease>(l), segment, position, next](const Status& s) {
-                     std::shared_ptr<Lease> lease = weak.lock();
-                     if (!s.ok() || !lease || lease->ended || next <= lease->acked_next_offset) return;
-                     lease->acked_segment = segment;
-                     lease->acked_position = position;
-                     lease->acked_next_offset = next;
-                     p.mu.AssertHeld();
-                     WriteAck(p, *lease, 0, 0);
-                   });
+  // The waiter runs under p.mu (from RaiseHighWatermark), after ranges acknowledged later may
+  // have been written already: acks only move forward (by segment, then position).
+  p.WhenReplicated(
+      next, [this, &p, weak = std::weak_ptr<Lease>(l), segment, position, next](const Status& s) {
+        std::shared_ptr<Lease> lease = weak.lock();
+        if (!s.ok() || !lease || lease->ended) return;
+        if (std::tie(segment, position) <= std::tie(lease->acked_segment, lease->acked_position) &&
+            lease->acked_next_offset >= next) {
+          return;
+        }
+        lease->acked_segment = segment;
+        lease->acked_position = position;
+        lease->acked_next_offset = std::max(next, lease->acked_next_offset);
+        p.mu.AssertHeld();
+        WriteAck(p, *lease, 0, 0);
+      });
 }
 
 void LeaseManager::EndLocked(Partition& p, const std::shared_ptr<Lease>& l, WireError error, bool notify) {
@@ -325,10 +332,7 @@ void LeaseManager::Settle(Partition& p, std::span<const storage::CompletedRange>
       continue;
     }
     if (!l || l->ended) continue;
-    l->acked_position = c.position + c.length;
-    l->acked_segment = c.segment;
-    l->acked_next_offset = c.next_offset;
-    WriteAck(p, *l, 0, 0);
+    AckRange(p, l, c.segment, c.position + c.length, c.next_offset);
   }
   for (const auto& d : dropped) {
     PendingRange pr;

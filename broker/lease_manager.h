@@ -81,9 +81,14 @@ class LeaseManager {
   // Writes the lease's ack block (acked position, next offset, credit, `error`, `flags`).
   void WriteAck(const Partition& p, Lease& l, uint16_t error, uint16_t flags) REQUIRES(p.mu);
   // An exclusive lease's commit just advanced the active segment: acknowledges everything
-  // committed so far, now (acks=1) or once the high watermark covers it (acks=all: a waiter on
-  // Partition::WhenReplicated; nothing if the leadership ends first, which ends the lease).
+  // committed so far (AckRange up to the active segment's committed end).
   void AckCommitted(Partition& p, const std::shared_ptr<Lease>& l) REQUIRES(p.mu);
+  // Acknowledges the lease's records up to `position` of `segment`, the offsets before `next`
+  // included: now (acks=1) or once the high watermark reaches `next` (acks=all: a waiter on
+  // Partition::WhenReplicated; nothing if the leadership ends first, which ends the lease).
+  // Acks only move forward.
+  void AckRange(Partition& p, const std::shared_ptr<Lease>& l, Offset segment, Position position, Offset next)
+      REQUIRES(p.mu);
 
   // Ends a lease: revokes its write access, tells the producer (an ack with `error` and the
   // revoked flag) if `notify`, forgets it. Ending an ended lease does nothing.

@@ -82,10 +82,11 @@ Partition::Partition(const metadata::TopicInfo& topic, PartitionId index, const 
 Partition::~Partition() = default;
 
 Result<std::shared_ptr<Partition>> Partition::Open(const metadata::TopicInfo& topic, PartitionId index,
-                                                   const PartitionOptions& options) {
+                                                   const PartitionOptions& options, Offset initial_offset) {
   std::shared_ptr<Partition> p(new Partition(topic, index, options));
-  auto log = storage::PartitionLog::Open(storage::DefaultEnv(), p->dir_,
-                                         LogOptionsFor(topic.id, topic.config, index, options));
+  storage::LogOptions lo = LogOptionsFor(topic.id, topic.config, index, options);
+  lo.initial_offset = initial_offset;
+  auto log = storage::PartitionLog::Open(storage::DefaultEnv(), p->dir_, lo);
   if (!log.ok()) return log.status().WithContext("partition " + p->where_ + " in " + p->dir_);
   MutexLock lock(p->mu);
   p->log_ = std::move(*log);

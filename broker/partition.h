@@ -111,9 +111,11 @@ Status TopicDeleted(const std::string& topic);
 class Partition : public std::enable_shared_from_this<Partition> {
  public:
   // Opens (creates or recovers) the log under <data_dir>/topics/<topic>-<index>, registers its
-  // slot and segments and rebuilds the producers' state from the batch headers.
+  // slot and segments and rebuilds the producers' state from the batch headers. A log created
+  // now starts at `initial_offset` (a follower starting over at its leader's log start).
   static Result<std::shared_ptr<Partition>> Open(const metadata::TopicInfo& topic, PartitionId index,
-                                                 const PartitionOptions& options);
+                                                 const PartitionOptions& options,
+                                                 Offset initial_offset = Offset(0));
   Partition(const Partition&) = delete;
   Partition& operator=(const Partition&) = delete;
   ~Partition();
@@ -122,6 +124,7 @@ class Partition : public std::enable_shared_from_this<Partition> {
   TopicId topic_id() const { return topic_id_; }
   PartitionId index() const { return index_; }
   const std::string& where() const { return where_; }  // "<topic>-<index>", for messages
+  const std::string& dir() const { return dir_; }      // the log's directory
 
   mutable Mutex mu;
 

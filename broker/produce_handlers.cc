@@ -57,7 +57,7 @@ Result<protocol::LeaseResponse> ProduceHandlers::OpenProduce(const rpc::RequestC
   protocol::LeaseResponse r;
   if (Status done = topics_.WithPartition(req.topic, req.partition,
                                           [&](Partition& p) REQUIRES(p.mu) {
-                                            if (in_sync) RDMQ_RETURN_IF_ERROR(AdmitAcksAll(p, req.mode));
+                                            if (in_sync) RDMQ_RETURN_IF_ERROR(p.CheckAcksAll());
                                             RDMQ_ASSIGN_OR_RETURN(std::shared_ptr<Lease> l,
                                                                   leases_.Open(p, session, lr, ack));
                                             r = leases_.Describe(p, *l);
@@ -76,18 +76,6 @@ Result<protocol::LeaseResponse> ProduceHandlers::OpenProduce(const rpc::RequestC
   return r;
 }
 
-Status ProduceHandlers::AdmitAcksAll(Partition& p, protocol::ProduceMode mode) {
-  RDMQ_RETURN_IF_ERROR(p.CheckAcksAll());
-  if (mode == protocol::ProduceMode::kShared && p.replicated()) {
-    // A shared lease's batches are answered by their Commit RPC, at the leader's commit.
-    return Status(WireError::kPartitionBusy,
-                  p.where() +
-                      " is replicated: acks=all writes it under an exclusive lease only "
-                      "(shared leases are acknowledged at the leader's commit)");
-  }
-  return Status::Ok();
-}
-
 Status ProduceHandlers::AwaitReplicated(const protocol::OpenProduceRequest& req) {
   // A producer that lost its lease completes the batches the broker already has (last_sequence):
   // with acks=all only once the followers hold them too. Rare (a new leader, a lease lost
@@ -96,8 +84,8 @@ Status ProduceHandlers::AwaitReplicated(const protocol::OpenProduceRequest& req)
   auto done = std::make_shared<std::promise<Status>>();
   std::future<Status> replicated = done->get_future();
   Status waiting = topics_.WithPartition(req.topic, req.partition, [&](Partition& p) REQUIRES(p.mu) {
-    // Refused at once rather than after the wait: too few in sync, a shared lease.
-    Status admitted = AdmitAcksAll(p, req.mode);
+    // Refused at once rather than after the wait: too few in sync.
+    Status admitted = p.CheckAcksAll();
     if (admitted.ok()) p.WhenReplicated(p.active().log_end, [done](const Status& s) { done->set_value(s); });
     return admitted;
   });
@@ -175,6 +163,9 @@ Status ProduceHandlers::CommitLocked(Partition& p, const std::shared_ptr<Lease>&
   const bool writable = seg != nullptr && !seg->info.sealed;
   const uint64_t capacity = writable ? seg->info.capacity : 0;
   const bool shared = l->shared();
+  // acks=all: refused before it is committed while too few replicas are in sync (the producer
+  // opens a lease again, which waits for them; as CommitPoller does for exclusive leases).
+  if (l->ack_in_sync) RDMQ_RETURN_IF_ERROR(p.CheckAcksAll());
   const Committer who{l->producer_id, l->producer_epoch, shared};
   const CommitValidator v = p.Validator();
   RDMQ_ASSIGN_OR_RETURN(const bool inside,
@@ -238,7 +229,15 @@ Status ProduceHandlers::CommitLocked(Partition& p, const std::shared_ptr<Lease>&
   (void)p.SyncSegments();
   if (shared) {
     leases_.Settle(p, completed, dropped);
-    if (out->complete) {
+    if (out->complete && l->ack_in_sync) {
+      // acks=all: the answer's offsets do not acknowledge it; the lease's ack block does, once
+      // the high watermark covers the range.
+      auto mine = std::find_if(completed.begin(), completed.end(), [&](const storage::CompletedRange& c) {
+        return c.segment == segment && c.position == position;
+      });
+      leases_.AckRange(p, l, segment, position + req.length,
+                       mine != completed.end() ? mine->next_offset : p.active().log_end);
+    } else if (out->complete) {
       l->acked_segment = segment;
       l->acked_position = std::max(l->acked_position, position + req.length);
     }

@@ -35,13 +35,9 @@ class ProduceHandlers {
                                               const protocol::OpenProduceRequest& req);
   // acks=all: waits (up to 5 s) until every in-sync replica holds what the partition committed,
   // so that batches the producer finds stored (last_sequence) are acknowledged only then;
-  // refused at once as AdmitAcksAll refuses, NOT_ENOUGH_REPLICAS when they do not catch up in
-  // time.
+  // refused at once below min.insync.replicas (Partition::CheckAcksAll), NOT_ENOUGH_REPLICAS
+  // too when they do not catch up in time.
   Status AwaitReplicated(const protocol::OpenProduceRequest& req);
-  // acks=all may take a lease of `mode` here: NOT_ENOUGH_REPLICAS below min.insync.replicas;
-  // PARTITION_BUSY for a shared lease on a replicated partition (its producer waits for an
-  // exclusive one).
-  static Status AdmitAcksAll(Partition& p, protocol::ProduceMode mode) REQUIRES(p.mu);
   Result<protocol::LeaseResponse> RenewLease(const rpc::RequestContext& ctx,
                                              const protocol::LeaseRequest& req);
   Result<protocol::Empty> ReleaseLease(const rpc::RequestContext& ctx, const protocol::LeaseRequest& req);

@@ -17,6 +17,7 @@
 namespace rdmq::broker::internal {
 
 using protocol::Api;
+using protocol::WireError;
 
 namespace {
 
@@ -208,10 +209,22 @@ Status ReplicaFeed::Serve() {
     end = moved.next_offset;
   }
   if (end < now.log_start) {
-    return Status(Errc::kOutOfRange,
-                  "follower " + Num(follower_) + " of " + p_->where() + " ends at offset " +
-                      Num(end.value()) + ", below this log's start " + Num(now.log_start.value()) +
-                      ": it needs the whole log copied, which replication does not do yet");
+    // Retention deleted what the follower lacks: it starts over, empty, at this log's start
+    // (a truncation beyond its end), and the feed opens its replica again from there.
+    RDMQ_LOG(kInfo, "broker", "follower ends below this log's start; it starts over there")
+        .kv("partition", p_->where())
+        .kv("follower", follower_)
+        .kv("follower_end", end)
+        .kv("log_start", now.log_start);
+    protocol::ReplicaTruncateRequest restart;
+    restart.lease_id = window.lease().lease_id;
+    restart.leader_epoch = epoch_;
+    restart.end = now.log_start;
+    auto r = conn->Call<protocol::LeaseResponse>(Api::kReplicaTruncate, restart);
+    if (!r.ok() && !r.status().is(WireError::kLeaseExpired)) return r.status();
+    return Status(Errc::kUnavailable, "follower " + Num(follower_) + " of " + p_->where() +
+                                          " started over at offset " + Num(now.log_start.value()) +
+                                          "; opening its replica again");
   }
   RDMQ_RETURN_IF_ERROR(acked(end));
   RDMQ_LOG(kInfo, "broker", "replicating to a follower")

@@ -117,11 +117,22 @@ Result<protocol::OpenReplicaResponse> ReplicaHandlers::OpenReplica(const rpc::Re
 Result<protocol::LeaseResponse> ReplicaHandlers::Truncate(const rpc::RequestContext& ctx,
                                                           const protocol::ReplicaTruncateRequest& req) {
   protocol::LeaseResponse r;
+  std::string topic;
+  PartitionId index{0};
+  bool start_over = false;
   if (Status done = leases_.WithLease(
           req.lease_id, ctx.client_id,
           [&](Partition& p, const std::shared_ptr<Lease>& l) REQUIRES(p.mu) -> Status {
             RDMQ_RETURN_IF_ERROR(CheckLease(p, *l, req.leader_epoch));
             const Offset was = p.active().log_end;
+            if (req.end > was) {
+              // Beyond the log end: the leader's log starts there (retention deleted what this
+              // replica lacks). The replica starts over, empty, at that offset (below, unlocked).
+              topic = p.topic_name();
+              index = p.index();
+              start_over = true;
+              return Status::Ok();
+            }
             if (Status s = p.log().TruncateTo(req.end); !s.ok()) {
               return Status(protocol::ToWireError(s), p.where() + ": " + std::string(s.context()));
             }
@@ -146,6 +157,14 @@ Result<protocol::LeaseResponse> ReplicaHandlers::Truncate(const rpc::RequestCont
           });
       !done.ok())
     return done;
+  if (start_over) {
+    if (!restart_) return Status(WireError::kInvalidRequest, "this broker is not in a cluster");
+    RDMQ_RETURN_IF_ERROR(restart_(topic, index, req.end));
+    // The lease was on the old log: the leader opens the replica again.
+    return Status(WireError::kLeaseExpired, topic + "-" + std::to_string(index.value()) +
+                                                " started over at offset " + std::to_string(req.end.value()) +
+                                                "; open the replica again");
+  }
   return r;
 }
 

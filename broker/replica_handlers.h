@@ -18,6 +18,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <string>
 
 #include "authorizer.h"
 #include "counters.h"
@@ -43,6 +45,10 @@ class ReplicaHandlers {
         authz_(authz) {}
 
   Status Register(rpc::Server& server);
+  // How a follower's replica starts over at its leader's log start (ClusterMember::RestartReplica),
+  // asked for by a ReplicaTruncate beyond the log end. Set once, before Register.
+  using Restart = std::function<Status(const std::string& topic, PartitionId index, Offset start)>;
+  void SetRestart(Restart restart) { restart_ = std::move(restart); }
 
  private:
   Result<protocol::OpenReplicaResponse> OpenReplica(const rpc::RequestContext& ctx,
@@ -60,6 +66,7 @@ class ReplicaHandlers {
   Publisher& publisher_;
   Counters& n_;
   const Authorizer& authz_;
+  Restart restart_;
 };
 
 // The log's epoch cache as the replication decisions take it.

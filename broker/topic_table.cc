@@ -81,9 +81,17 @@ size_t TopicTable::partition_count() const {
 }
 
 Result<std::shared_ptr<Partition>> TopicTable::Find(const std::string& topic, PartitionId partition) const {
-  MutexLock lock(mu_);
+  UniqueLock lock(mu_);
   auto it = topics_.find(topic);
-  if (it == topics_.end()) return Status(WireError::kUnknownTopic, "unknown topic '" + topic + "'");
+  if (it == topics_.end()) {
+    lock.Unlock();
+    if (cluster_has_ && cluster_has_(topic)) {
+      return Status(WireError::kNotLeader, "this broker holds no replica of " + topic + "-" +
+                                               std::to_string(partition.value()) +
+                                               " (DescribeTopic says which broker leads it)");
+    }
+    return Status(WireError::kUnknownTopic, "unknown topic '" + topic + "'");
+  }
   const auto& parts = it->second.partitions;
   if (partition.value() < 0 || static_cast<size_t>(partition.value()) >= parts.size()) {
     return Status(WireError::kUnknownPartition, "topic '" + topic + "' has " + std::to_string(parts.size()) +
@@ -147,11 +155,12 @@ std::vector<std::string> TopicTable::TopicNames() const {
   return out;
 }
 
-void TopicTable::Close(Partition& p, bool remove_files) {
+void TopicTable::Close(Partition& p, bool remove_files, std::optional<WireError> why) {
   MutexLock lock(p.mu);
   if (p.deleted()) return;
   for (const auto& l : p.Leases()) {
-    leases_.EndLocked(p, l, remove_files ? WireError::kUnknownTopic : WireError::kUnavailable, true);
+    leases_.EndLocked(p, l, why.value_or(remove_files ? WireError::kUnknownTopic : WireError::kUnavailable),
+                      true);
   }
   p.CloseLog();
   // Wake consumers sleeping on the slot: they see the closed flag.

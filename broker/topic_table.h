@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -40,9 +41,9 @@ class TopicTable {
 
   // Opens (creates or recovers) one partition of `topic`; it is served once Insert or Extend
   // adds it.
-  Result<std::shared_ptr<Partition>> OpenPartition(const metadata::TopicInfo& topic,
-                                                   PartitionId index) const {
-    return Partition::Open(topic, index, options_);
+  Result<std::shared_ptr<Partition>> OpenPartition(const metadata::TopicInfo& topic, PartitionId index,
+                                                   Offset initial_offset = Offset(0)) const {
+    return Partition::Open(topic, index, options_, initial_offset);
   }
   void Insert(Topic topic) EXCLUDES(mu_);
   // A topic's new config and partitions (AlterTopic).
@@ -60,6 +61,9 @@ class TopicTable {
   // and in a cluster kNotLeader when this broker holds no replica of it or does not lead it.
   Result<std::shared_ptr<Partition>> Find(const std::string& topic, PartitionId partition) const
       EXCLUDES(mu_);
+  // In a cluster: whether the cluster has `topic`, which this broker may hold nothing of (Find
+  // then answers kNotLeader, not kUnknownTopic). Set once, before the broker serves.
+  void SetClusterTopics(std::function<bool(const std::string& topic)> has) { cluster_has_ = std::move(has); }
   // The replica this broker holds, led here or not (null when it holds none).
   std::shared_ptr<Partition> FindReplica(const std::string& topic, PartitionId partition) const EXCLUDES(mu_);
   // In a cluster: serves `p` as partition `index` of `info` (a topic of `count` partitions), or
@@ -79,10 +83,12 @@ class TopicTable {
     return CallLocked(p, act);
   }
 
-  // Closes a partition: ends its leases (kUnknownTopic when `remove_files`, else kUnavailable),
-  // closes its log, wakes its readers; for a deleted topic keeps its registrations for the grace
-  // period and removes its files. Closing a closed partition does nothing.
-  void Close(Partition& p, bool remove_files) EXCLUDES(p.mu);
+  // Closes a partition: ends its leases (kUnknownTopic when `remove_files`, else kUnavailable;
+  // `why` when given), closes its log, wakes its readers; for a deleted topic keeps its
+  // registrations for the grace period and removes its files. Closing a closed partition does
+  // nothing.
+  void Close(Partition& p, bool remove_files, std::optional<protocol::WireError> why = std::nullopt)
+      EXCLUDES(p.mu);
   // Ends every lease of `p`, telling each producer `why` (a lost leadership).
   void EndLeases(Partition& p, protocol::WireError why) EXCLUDES(p.mu);
   // Drops the graveyard's registrations past their grace period (or all).
@@ -95,6 +101,7 @@ class TopicTable {
   Publisher& publisher_;
   const std::atomic<bool>& stopping_;
 
+  std::function<bool(const std::string&)> cluster_has_;
   mutable Mutex mu_;
   std::map<std::string, Topic> topics_ GUARDED_BY(mu_);
 

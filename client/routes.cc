@@ -17,6 +17,20 @@ void Routes::SetTopic(const std::string& topic, std::vector<PartitionRoute> part
   t.partitions = std::move(partitions);
 }
 
+std::vector<int32_t> Routes::Brokers() const {
+  MutexLock lock(mu_);
+  std::vector<int32_t> out;
+  for (const auto& [id, address] : brokers_) out.push_back(id);
+  return out;
+}
+
+std::optional<std::vector<PartitionRoute>> Routes::Partitions(std::string_view topic) const {
+  MutexLock lock(mu_);
+  auto it = topics_.find(topic);
+  if (it == topics_.end()) return std::nullopt;
+  return it->second.partitions;
+}
+
 std::optional<int32_t> Routes::PartitionCount(std::string_view topic) const {
   MutexLock lock(mu_);
   auto it = topics_.find(topic);
@@ -39,9 +53,7 @@ Result<int32_t> Routes::BrokerOfLocked(std::string_view topic, const std::vector
                   "topic '" + std::string(topic) + "' has " + std::to_string(parts.size()) +
                       " partitions; there is no partition " + std::to_string(partition));
   }
-  const PartitionRoute& p = parts[static_cast<size_t>(partition)];
-  if (p.leader >= 0) return p.leader;
-  if (!p.replicas.empty()) return p.replicas.front();
+  if (const int32_t to = parts[static_cast<size_t>(partition)].destination(); to >= 0) return to;
   return Status(protocol::WireError::kNotLeader,
                 std::string(topic) + "-" + std::to_string(partition) + " has neither a leader nor replicas");
 }

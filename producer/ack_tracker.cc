@@ -57,8 +57,8 @@ void AckTracker::CompleteCovered() {
   // first that cannot complete yet, so callbacks run in offset order even when Commit responses
   // arrive out of order.
   auto completable = [&](const TrackedBatch* b) {
-    return b->committed &&
-           (b->offset_known || (have_ack_ && (b->segment_base < ack_segment_base_ || covered(b))));
+    const bool acked = have_ack_ && (b->segment_base < ack_segment_base_ || covered(b));
+    return b->committed && (acked || (b->offset_known && !ack_gated_));
   };
   for (auto it = inflight_.begin(); it != inflight_.end();) {
     TrackedBatch* b = *it;
@@ -97,6 +97,20 @@ CommitVerdict AckTracker::OnCommit(TrackedBatch* b, uint64_t post_id,
   return CommitVerdict::kCommitted;
 }
 
+std::deque<TrackedBatch*> AckTracker::TakeAll() {
+  std::deque<TrackedBatch*> out;
+  for (TrackedBatch* b : inflight_) {
+    if (!b->complete) out.push_back(b);
+  }
+  out.insert(out.end(), queued_.begin(), queued_.end());
+  inflight_.clear();
+  queued_.clear();
+  have_ack_ = false;
+  lost_since_ns_ = 0;
+  broken_seq_ = -1;
+  return out;
+}
+
 void AckTracker::LeaseOpened(int32_t last_sequence) {
   have_ack_ = false;
   lost_since_ns_ = 0;
@@ -116,11 +130,12 @@ void AckTracker::LeaseLost(uint64_t now_ns) {
   std::vector<TrackedBatch*> resend;
   for (TrackedBatch* b : inflight_) {
     if (b->complete) continue;
-    if (b->offset_known) {
+    if (b->offset_known && !ack_gated_) {
       Complete(b, Status::Ok());
       continue;
     }
     b->committed = false;
+    b->offset_known = false;
     resend.push_back(b);
   }
   inflight_.clear();

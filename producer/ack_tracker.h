@@ -90,6 +90,11 @@ class AckTracker {
   // flight (queued batches are posted in the new mode).
   void set_mode(PartitionMode mode) { mode_ = mode; }
   PartitionMode mode() const { return mode_; }
+  // acks=all: in shared mode too a batch completes only under an ack block that covers it (the
+  // broker writes it once every in-sync replica holds the range), not at the Commit answer with
+  // its offsets, nor when the lease is lost (then it is written again, or found stored by the
+  // next lease's last_sequence, which the broker answers only once replicated).
+  void set_ack_gated(bool gated) { ack_gated_ = gated; }
 
   // --- The queue and the batches in flight.
   void Enqueue(TrackedBatch* b) { queued_.push_back(b); }
@@ -134,7 +139,8 @@ class AckTracker {
   // (up to `last_sequence`, from the lease response) complete instead of being written twice.
   void LeaseOpened(int32_t last_sequence);
   // The lease is gone at `now_ns`: shared batches whose Commit returned their offsets are in the
-  // log and complete; every other in-flight batch goes back to the queue's front, in order.
+  // log and complete (not when ack-gated); every other in-flight batch goes back to the queue's
+  // front, in order.
   void LeaseLost(uint64_t now_ns);
   // Opening a lease failed (retriably) at `now_ns`: the queue waits without one since then
   // (an empty queue waits for nothing: its clock starts with the next failure after a batch).
@@ -175,6 +181,14 @@ class AckTracker {
     return seq;
   }
 
+  // --- Moving the partition to another broker's engine (cluster_producer.h): every batch not
+  // complete leaves the tracker, in order (in flight first: call LeaseLost before), and the
+  // tracker starts afresh; the sequence gap, if any, goes with them (RestoreGap on the other
+  // side). Completions not taken yet stay.
+  std::deque<TrackedBatch*> TakeAll();
+  int32_t gap() const { return broken_seq_; }
+  void RestoreGap(int32_t first_failed_sequence) { broken_seq_ = first_failed_sequence; }
+
   // --- Output: the batches completed since the last call, in callback order.
   bool has_completions() const { return !completions_.empty(); }
   // Swaps the completions into `out` (which the caller returns empty, keeping its capacity).
@@ -195,6 +209,7 @@ class AckTracker {
   }
 
   PartitionMode mode_;
+  bool ack_gated_ = false;
   const uint64_t delivery_timeout_ns_;
   std::deque<TrackedBatch*> queued_;    // sealed, not posted, in order
   std::deque<TrackedBatch*> inflight_;  // posted, not acknowledged, in position order

@@ -5,16 +5,25 @@
 // librdkafka keeps a thread per broker), and routes each record to the Core of its partition's
 // leader (Routes). Partitions are picked here, by key or sticky, since the leaders differ.
 //
-// Routes come from DescribeCluster and DescribeTopic, asked of any broker it is connected to:
-// once per topic, and again when a broker answers NOT_LEADER (the record is then routed once
-// more). A partition whose leader is down goes to the Core of its first replica, which
+// Routes come from DescribeCluster and DescribeTopic, asked of any broker it is connected to
+// (else of any live broker it knows): once per topic, and again (Follow) when a broker answers
+// NOT_LEADER, and every 250 ms for a topic with batches that wait at a broker that is gone or
+// refuses them. A partition whose leader is down goes to the Core of its first replica, which
 // reconnects with backoff as the single-broker producer does; records wait up to
 // delivery.timeout.ms. buffer.memory applies to each broker's Core.
 //
-// Not yet: batches a Core holds when leadership moves away fail with NOT_LEADER rather than
-// moving to the new leader's Core (leaders move only with replication, not built yet).
+// Following a leader. Every Core writes as the same producer id and epoch (the first broker's
+// InitProducerId), and a partition's sequences live in exactly one Core at a time: the one its
+// route names. When Follow finds that a partition's leader moved, the old Core hands the new one
+// the partition (Core::Release, Adopt: its open batch sealed, every batch not acknowledged, in
+// order, with its sequences and futures), before the route changes. The new leader holds the
+// producer's state as far as the log was replicated to it, so it completes the batches it has and
+// takes the others once each: nothing acknowledged is lost (acks=all), nothing is stored twice
+// (idempotence), and a partition's records keep their order. A Send that reaches the old Core
+// meanwhile is answered NOT_LEADER there and routed again once the move is done.
 //
-// Threading: as Producer (thread-safe).
+// Threading: as Producer (thread-safe). Follow runs one at a time (follow_mu_), from a Send
+// answered NOT_LEADER or from the watcher thread.
 #pragma once
 
 #include <memory>

@@ -25,7 +25,7 @@ Status Core::Init() {
   RDMQ_ASSIGN_OR_RETURN(acks_, conn_->fabric().Allocate(kScratchOffset + uint64_t{kMaxPartitions} * 64,
                                                         fabric::kLocalWrite | fabric::kRemoteWrite));
   RDMQ_RETURN_IF_ERROR(data_.Init(conn_.get(), cfg_.client.request_timeout, &closing_));
-  if (cfg_.enable_idempotence) {
+  if (cfg_.enable_idempotence && !shared_identity_) {
     RDMQ_ASSIGN_OR_RETURN(
         auto id, (conn_->Call<protocol::InitProducerIdResponse>(Api::kInitProducerId, protocol::Empty{})));
     producer_id_ = ProducerId(id.producer_id);

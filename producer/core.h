@@ -11,6 +11,7 @@
 //   completion.cc  acks and Commit responses into the AckTracker; completed batches out of it
 //                  (offsets, futures, callbacks, memory)
 //   progress.cc    polling for progress, waiting, and the I/O thread
+//   handoff.cc     a cluster: giving a partition's batches to another broker's Core, taking them
 //
 // Threads and progress. Application threads build records into the open batch of a partition
 // under that partition's mutex. Whoever needs progress (a Send that sees a new ack generation,
@@ -94,6 +95,27 @@ class FailureLog {
   Status first_ GUARDED_BY(mu_);
 };
 
+// A partition's unacknowledged batches leaving one broker's Core for another's (the cluster
+// producer, when the partition's leader moved; handoff.cc): the batches in order, each with its
+// bytes (copied out of the old Core's arena), records' futures and callbacks, and the
+// partition's idempotence state, so that the new leader, which has the producer's state up to
+// what was replicated, takes each batch once.
+struct Handoff {
+  struct Moved {
+    std::vector<std::byte> bytes;
+    int32_t count = 0;
+    int32_t base_sequence = -1;
+    std::shared_ptr<SendFuture::State> state;
+    std::vector<std::pair<uint32_t, SendCallback>> callbacks;
+  };
+  ProducerId producer_id = kNoProducerId;
+  int16_t epoch = 0;  // the partition's (the producer's, plus its bumps)
+  int32_t next_sequence = 0;
+  int32_t gap = -1;  // AckTracker::gap()
+  PartitionMode mode = PartitionMode::kExclusive;
+  std::vector<Moved> batches;
+};
+
 class Core : public std::enable_shared_from_this<Core> {
  public:
   explicit Core(ProducerConfig cfg);
@@ -113,6 +135,31 @@ class Core : public std::enable_shared_from_this<Core> {
   // The connection to the broker (its Call is thread-safe): the cluster producer asks it for
   // metadata.
   const client::Connection& connection() const { return *conn_; }
+
+  // --- A cluster's Cores (cluster_producer.h, handoff.cc).
+  // Before Init: write as this producer id and epoch instead of asking the broker for one (the
+  // Cores of one cluster producer share them, so a partition's sequences carry over).
+  void ShareIdentity(ProducerId id, int16_t epoch) {
+    producer_id_ = id;
+    producer_epoch_ = epoch;
+    shared_identity_ = true;
+  }
+  ProducerId producer_id() const { return producer_id_; }
+  int16_t producer_epoch() const { return producer_epoch_; }
+  // Topics with a partition whose batches wait for a lease that this broker does not give (it
+  // is unreachable, or it answered something other than OK): their leader may have moved.
+  std::vector<std::string> Stranded();
+  // The partitions of `topic` with records not acknowledged yet (open, queued or in flight).
+  std::vector<PartitionId> Unfinished(std::string_view topic);
+  // Takes partition `p` of `topic` away from this Core: its open batch is sealed, its lease
+  // given up, and its batches not acknowledged leave in order; Sends to it answer NOT_LEADER
+  // until Adopt or Accept. Completes nothing that is not done.
+  Handoff Release(std::string_view topic, PartitionId p);
+  // Takes the handoff's batches into partition `p` of `topic`, to be written to this broker on
+  // a new lease; what cannot be taken fails with the reason (callbacks run).
+  void Adopt(std::string_view topic, PartitionId p, Handoff h);
+  // This broker leads partition `p` again: Sends to it are taken.
+  void Accept(std::string_view topic, PartitionId p);
 
   // Progress: drains the queues (if no one else is) and processes new acks. True if it did
   // anything.
@@ -139,10 +186,13 @@ class Core : public std::enable_shared_from_this<Core> {
   Status Undeliverable(PState& ps) REQUIRES(ps.mu);  // delivery.timeout.ms passed without a lease
 
   // send.cc
+  // Whether the partition takes records: its fatal error, or NOT_LEADER once it moved away.
+  Status Takes(const PState& ps) const REQUIRES(ps.mu);
   Status NewBatch(PState& ps, size_t need) REQUIRES(ps.mu);
   Result<Chunk*> AllocChunks(PState& ps, uint32_t n) REQUIRES(ps.mu);  // unlocks ps.mu to wait
   void ReleaseChunk(const Chunk& c);
-  void Seal(PState& ps) REQUIRES(ps.mu);
+  // Seals the open batch into the queue; with `post`, posts what the lease allows.
+  void Seal(PState& ps, bool post = true) REQUIRES(ps.mu);
 
   // post.cc
   void PostSealed(PState& ps) REQUIRES(ps.mu);
@@ -197,6 +247,7 @@ class Core : public std::enable_shared_from_this<Core> {
   Topics topics_;
   ProducerId producer_id_ = kNoProducerId;
   int16_t producer_epoch_ = 0;
+  bool shared_identity_ = false;  // ShareIdentity: Init asks for no producer id
 
   Mutex commits_mu_;  // shared mode: Commit responses, for whoever drives progress next
   uint64_t next_post_id_ GUARDED_BY(commits_mu_) = 1;

@@ -18,6 +18,7 @@ bool Retriable(const Status& s) {
       case WireError::kUnavailable:
       case WireError::kStorageError:
       case WireError::kNotEnoughReplicas:  // acks=all: until the followers are back in sync
+      case WireError::kNotLeader:          // a cluster: the batches follow the partition's leader
         return true;
       default:
         return false;

@@ -89,6 +89,7 @@ Status Core::OpenLease(PState& ps, PartitionMode mode) {
     ps.mode = mode;
     ps.tracker.set_mode(mode);
   }
+  ps.tracker.set_ack_gated(cfg_.acks == -1);
   l.open = true;
   l.id = resp.lease_id;
   l.index = resp.lease_index;

@@ -124,6 +124,8 @@ struct PState {
   int16_t epoch_bumps GUARDED_BY(mu) = 0;    // epochs this partition moved on after a failed batch
   ChunkCursor chunks GUARDED_BY(mu);
   Batch* open_batch GUARDED_BY(mu) = nullptr;  // taking records
+  // Its batches moved to another broker's Core (Core::Release): Sends answer NOT_LEADER.
+  bool moved GUARDED_BY(mu) = false;
   // A thread is finishing this partition's completed batches (callbacks run in completion order:
   // Kafka's per-partition callback order); other threads leave theirs in the tracker for it.
   bool finishing GUARDED_BY(mu) = false;

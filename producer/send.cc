@@ -56,16 +56,19 @@ Status Core::Send(const ProducerRecord& r, SendCallback* cb, SendFuture* fut) {
   in.timestamp = r.timestamp_ms >= 0 ? TimestampMs(r.timestamp_ms) : WallMillis();
 
   PLock lock(this, ps);
-  if (!ps.fatal.ok()) return ps.fatal;
+  RDMQ_RETURN_IF_ERROR(Takes(ps));
   if (!ps.lease.open && ps.tracker.idle() && MonoNanos() >= ps.lease.retry_at_ns) {
     // First use (or nothing queued after an error): open the lease now, so that errors such
     // as an unknown topic or a busy partition come back from this Send.
     Status s = Acquire(ps);
     if (!s.ok()) {
-      // NOT_LEADER is not for ever: the cluster producer routes the record to the leader, and
-      // leadership may come back here.
-      if (!Retriable(s) && !s.is(WireError::kNotLeader)) ps.fatal = s;
-      if (!Retriable(s) || (s.is(WireError::kPartitionBusy) && cfg_.busy == BusyPolicy::kFail)) return s;
+      // NOT_LEADER is not for ever (it is retriable): the record goes back to the cluster
+      // producer, which routes it to the leader; leadership may come back here.
+      if (!Retriable(s)) ps.fatal = s;
+      if (!Retriable(s) || s.is(WireError::kNotLeader) ||
+          (s.is(WireError::kPartitionBusy) && cfg_.busy == BusyPolicy::kFail)) {
+        return s;
+      }
       ps.lease.retry_at_ns = MonoNanos() + RetryAfterNs(s);
     }
   }
@@ -78,7 +81,7 @@ Status Core::Send(const ProducerRecord& r, SendCallback* cb, SendFuture* fut) {
     if (ps.open_batch == nullptr) {
       const size_t need = storage::kBatchHeaderSize + storage::EncodedRecordSize(in, 0, 0);
       RDMQ_RETURN_IF_ERROR(NewBatch(ps, need));
-      if (!ps.fatal.ok()) return ps.fatal;
+      RDMQ_RETURN_IF_ERROR(Takes(ps));  // (NewBatch may have waited for memory unlocked)
       if (ps.open_batch == nullptr) continue;
     }
     Batch* b = ps.open_batch;
@@ -121,6 +124,15 @@ Status Core::Send(const ProducerRecord& r, SendCallback* cb, SendFuture* fut) {
   return Status::Ok();
 }
 
+Status Core::Takes(const PState& ps) const {
+  if (!ps.fatal.ok()) return ps.fatal;
+  if (ps.moved) {
+    return Status(WireError::kNotLeader,
+                  ps.topic->name + "-" + std::to_string(ps.partition.value()) + " moved to another broker");
+  }
+  return Status::Ok();
+}
+
 Status Core::NewBatch(PState& ps, size_t need) {
   const size_t max_batch = ps.topic->max_message_bytes;
   size_t cap = std::min<size_t>(cfg_.batch_size, max_batch);
@@ -136,7 +148,7 @@ Status Core::NewBatch(PState& ps, size_t need) {
     if (Chunk* old = ps.chunks.Retire()) ReleaseChunk(*old);
     const uint32_t n = static_cast<uint32_t>((cap + chunk_size - 1) / chunk_size);
     RDMQ_ASSIGN_OR_RETURN(Chunk * c, AllocChunks(ps, n));
-    if (ps.open_batch != nullptr) {  // another thread opened one while we waited
+    if (ps.open_batch != nullptr || !Takes(ps).ok()) {  // another thread opened one, or it moved, meanwhile
       if (c->refs == 0) ReleaseChunk(*c);
       return Status::Ok();
     }
@@ -185,7 +197,7 @@ void Core::ReleaseChunk(const Chunk& c) {
   NotifySleepers();
 }
 
-void Core::Seal(PState& ps) {
+void Core::Seal(PState& ps, bool post) {
   Batch* b = ps.open_batch;
   if (b == nullptr) return;
   ps.open_batch = nullptr;
@@ -206,7 +218,7 @@ void Core::Seal(PState& ps) {
                                          static_cast<uint32_t>(t->partitions)),
                     std::memory_order_relaxed);
   }
-  PostSealed(ps);
+  if (post) PostSealed(ps);
 }
 
 }  // namespace rdmq::producer

@@ -45,11 +45,17 @@ class Topics {
 
   // The topic, described by the broker the first time.
   Result<TopicState*> Get(std::string_view name) {
+    if (TopicState* t = Find(name)) return t;
+    return Describe(name);
+  }
+
+  // The topic if it was described here before; nullptr otherwise.
+  TopicState* Find(std::string_view name) const {
     if (const Map* m = map_.load(std::memory_order_acquire)) {
       auto it = m->find(name);
       if (it != m->end()) return it->second;
     }
-    return Describe(name);
+    return nullptr;
   }
 
   // Every partition so far (the table only grows).

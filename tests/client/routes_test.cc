@@ -40,6 +40,21 @@ TEST_CASE("routes: a partition goes to its leader or else its first replica, and
   for (int p = 0; p < 3; ++p) CHECK(*r.BrokerOf("t", p) == 1);
 }
 
+TEST_CASE("routes: the live brokers and a topic's partitions are read back as set", "[client][routes]") {
+  Routes r(1000);
+  CHECK(r.Brokers().empty());
+  CHECK_FALSE(r.Partitions("t").has_value());
+  r.SetBrokers({{3, "tcp:10.0.0.3:9192"}, {1, "tcp:10.0.0.1:9192"}});
+  CHECK(r.Brokers() == std::vector<int32_t>{1, 3});
+  const std::vector<PartitionRoute> parts{{2, {2, 1}}, {-1, {3, 1}}, {-1, {}}};
+  r.SetTopic("t", parts);
+  REQUIRE(r.Partitions("t").has_value());
+  CHECK(*r.Partitions("t") == parts);
+  CHECK(parts[0].destination() == 2);
+  CHECK(parts[1].destination() == 3);  // no leader: the first replica
+  CHECK(parts[2].destination() == -1);
+}
+
 // The partition Resolve picks for a keyless record of `bytes`.
 int32_t Sticky(Routes& r, std::string_view topic, size_t bytes, uint32_t random) {
   auto t = r.Resolve(topic, -1, std::nullopt, bytes, random);

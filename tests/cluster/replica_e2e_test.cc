@@ -488,16 +488,23 @@ TEST_CASE("replication: rdmq's own producer with acks=all is answered once the f
   REQUIRE_RUN(produce(d, "1"), 0);
   REQUIRE(Eventually([&] { return read() == Numbered(a + b + d, 0); }));
 
-  // Enough in sync again: acks=all is taken, and the follower holds everything acknowledged;
-  // but not under a shared lease, whose batches are answered at the leader's commit.
+  // Enough in sync again, and under a shared lease too: with the follower stalled, the leader
+  // commits the batch (its Commit answer carries the offsets) but acks=all answers only once
+  // the follower holds it, when the broker writes the lease's ack block.
   REQUIRE_RUN(c.Rdmq(leader, {"topic", "alter", "own", "-c", "min.insync.replicas=2"}), 0);
-  const RunResult shared =
-      produce("y-0\n", "all", {"-X", "partition.mode=shared", "-X", "delivery.timeout.ms=2000"});
-  CHECK(shared.code == 1);
-  CHECK(Contains(shared.err, "under an exclusive lease only"));
-  const std::string e = Records("e", 20, 25);
+  c.brokers.at(follower)->Signal(SIGSTOP);
+  const std::string sh = Records("s", 20, 23);
+  auto shared = std::async(std::launch::async, [&] {
+    return produce(sh, "all", {"-X", "partition.mode=shared"});
+  });
+  CHECK(shared.wait_for(std::chrono::seconds(3)) == std::future_status::timeout);
+  CHECK(read() == Numbered(a + b + d, 0));
+  c.brokers.at(follower)->Signal(SIGCONT);
+  REQUIRE(shared.wait_for(std::chrono::seconds(60)) == std::future_status::ready);
+  REQUIRE_RUN(shared.get(), 0);
+  const std::string e = Records("e", 23, 28);
   REQUIRE_RUN(produce(e, "all"), 0);
-  const std::string all = Numbered(a + b + d + e, 0);
+  const std::string all = Numbered(a + b + d + sh + e, 0);
   CHECK(read() == all);
   c.brokers.at(leader)->Kill();
   REQUIRE(Eventually([&] { return describe(follower) && part["leader"].get<int>() == follower; },
@@ -613,6 +620,139 @@ TEST_CASE("replication: rdmq's own consumer follows a partition to its new leade
   const RunResult r = consumed.get();
   REQUIRE_RUN(r, 0);
   CHECK(r.out == Numbered(a + b, 0));
+}
+
+// rdmq-produce with acks=all through broker `via`, writing "<tag>-0" .. "<tag>-<n-1>" to partition
+// 0 of `topic` in chunks of 100 records every 100 ms, so that a change of leader lands among
+// them. Exit status 0: every record was acknowledged.
+std::future<RunResult> ProduceSlowly(Cluster& c, int via, const std::string& topic, const std::string& tag,
+                                     int n) {
+  const std::string command = "for i in $(seq 0 " + std::to_string(n / 100 - 1) + "); do seq -f '" + tag +
+                              "-%g' $((i*100)) $((i*100+99)); sleep 0.1; done | rdmq-produce -b " +
+                              c.brokers.at(via)->address() + " -a all -p 0 " + topic;
+  return std::async(std::launch::async, [command] { return Shell(command, 150); });
+}
+
+TEST_CASE("replication: rdmq's own producer follows a killed leader with the batches it holds",
+          "[e2e][cluster][replication]") {
+  START_CLUSTER(c);
+  for (int id : {1, 2}) c.Start(id);
+  REQUIRE_RUN(c.Rdmq(1, {"topic", "create", "pf", "-c", "replication.factor=2"}), 0);
+  json part;
+  REQUIRE(Eventually([&] {
+    part = DescribePartition(c, 1, "pf");
+    return Led(part) && part["isr"].size() == 2;
+  }));
+  const int leader = part["leader"].get<int>();
+  const int follower = leader == 1 ? 2 : 1;
+
+  // The producer bootstraps through the leader, which is killed while it writes: the records
+  // it holds (queued, or written and not acknowledged) go to the follower once that leads.
+  constexpr int kRecords = 3000;
+  auto produced = ProduceSlowly(c, leader, "pf", "k", kRecords);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  REQUIRE(produced.wait_for(std::chrono::seconds(0)) == std::future_status::timeout);  // still writing
+  c.brokers.at(leader)->Kill();
+  REQUIRE(produced.wait_for(std::chrono::seconds(120)) == std::future_status::ready);
+  const RunResult r = produced.get();
+  REQUIRE_RUN(r, 0);
+  CHECK(Contains(r.err, "following a partition to its new leader partition=pf-0"));  // it moved
+  REQUIRE(Eventually([&] {
+    part = DescribePartition(c, follower, "pf");
+    return Led(part) && part["leader"].get<int>() == follower;
+  }));
+  // Every record once, in the order written (idempotence: what the follower already had from
+  // the old leader is not stored again).
+  CHECK(ReadAll(c, follower, "pf") == Numbered(Records("k", 0, kRecords), 0));
+}
+
+TEST_CASE("replication: rdmq's own producer follows a partition reassigned away from a live leader",
+          "[e2e][cluster][replication][reassign]") {
+  START_CLUSTER(c);
+  for (int id : {1, 2, 3}) c.Start(id);
+  REQUIRE_RUN(c.Rdmq(1, {"topic", "create", "pr", "-c", "replication.factor=2"}), 0);
+  json part;
+  REQUIRE(Eventually([&] {
+    part = DescribePartition(c, 1, "pr");
+    return Led(part) && part["isr"].size() == 2;
+  }));
+  const int leader = part["leader"].get<int>();
+  int follower = 0, spare = 0;
+  for (int id : {1, 2, 3}) {
+    const bool holds =
+        std::find(part["replicas"].begin(), part["replicas"].end(), id) != part["replicas"].end();
+    if (id != leader && holds) follower = id;
+    if (!holds) spare = id;
+  }
+  REQUIRE(follower != 0);
+  REQUIRE(spare != 0);
+
+  // The old leader stays up and answers NOT_LEADER once the move completes; the producer's
+  // batches follow the partition to the spare broker.
+  constexpr int kRecords = 3000;
+  auto produced = ProduceSlowly(c, leader, "pr", "m", kRecords);
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  REQUIRE(produced.wait_for(std::chrono::seconds(0)) == std::future_status::timeout);
+  REQUIRE_RUN(c.Rdmq(1, {"partition", "reassign", "pr", "0", "--replicas",
+                         std::to_string(spare) + "," + std::to_string(follower), "--wait"}),
+              0);
+  REQUIRE(produced.wait_for(std::chrono::seconds(120)) == std::future_status::ready);
+  const RunResult r = produced.get();
+  REQUIRE_RUN(r, 0);
+  CHECK(Contains(r.err, "following a partition to its new leader partition=pr-0"));
+  REQUIRE(Eventually([&] {
+    part = DescribePartition(c, follower, "pr");
+    return Led(part) && part["leader"].get<int>() == spare;
+  }));
+  CHECK(ReadAll(c, spare, "pr") == Numbered(Records("m", 0, kRecords), 0));
+}
+
+TEST_CASE("replication: a follower whose log ends below the leader's log start starts over there and rejoins",
+          "[e2e][cluster][replication]") {
+  RDMQ_START_ZOOKEEPER(zk);
+  Cluster c(zk, {"--set", "log.retention.check.interval.ms=100"});
+  for (int id : {1, 2}) c.Start(id);
+  // Small segments, and retention that keeps about two of them.
+  REQUIRE_RUN(c.Rdmq(1, {"topic", "create", "ls", "-c", "replication.factor=2", "-c", "segment.bytes=65536",
+                         "-c", "max.message.bytes=16384", "-c", "retention.bytes=131072"}),
+              0);
+  json part;
+  auto describe = [&](int via) {
+    part = DescribePartition(c, via, "ls");
+    return Led(part);
+  };
+  REQUIRE(Eventually([&] { return describe(1) && part["isr"].size() == 2; }));
+  const int leader = part["leader"].get<int>();
+  const int follower = leader == 1 ? 2 : 1;
+  const std::string a = Records("a", 0, 100);
+  REQUIRE_RUN(c.Kcat(leader, {"-P", "-t", "ls", "-p", "0", "-X", "acks=all"}, a), 0);
+
+  // The follower is away while the leader writes about 1 MiB: retention deletes the segments
+  // that held what the follower lacks.
+  c.brokers.at(follower)->Kill();
+  REQUIRE(Eventually([&] { return describe(leader) && part["isr"].size() == 1; }));
+  std::string b;
+  const std::string pad(400, 'x');
+  for (int i = 100; i < 2600; ++i) b += "b-" + std::to_string(i) + "-" + pad + "\n";
+  REQUIRE_RUN(c.Kcat(leader, {"-P", "-t", "ls", "-p", "0", "-X", "acks=1", "-X", "batch.size=8000"}, b), 0);
+  REQUIRE(Eventually([&] { return describe(leader) && part["log_start_offset"].get<int64_t>() > 100; }));
+  const std::string kept = ReadAll(c, leader, "ls");
+  REQUIRE(std::stoll(kept) >= part["log_start_offset"].get<int64_t>());  // the first offset read
+  REQUIRE(Contains(kept.substr(0, kept.find('\n')), " b-"));
+
+  // Back: its log ends at 100, below the leader's log start. It starts over there, is fed the
+  // rest and rejoins the ISR; it can then take over with exactly what the leader holds.
+  c.Start(follower);
+  REQUIRE(Eventually([&] { return describe(leader) && part["isr"].size() == 2; }, std::chrono::seconds(60)));
+  CHECK(Contains(c.brokers.at(follower)->Log(), "replica started over at its leader's log start"));
+  c.brokers.at(leader)->Kill();
+  REQUIRE(Eventually([&] { return describe(follower) && part["leader"].get<int>() == follower; }));
+  // Retention may have moved the log start on since: what it holds is the end of what was kept,
+  // up to the last record, every record at its offset.
+  const std::string got = ReadAll(c, follower, "ls");
+  CHECK(Contains(got, "\n2599 b-2599-"));
+  REQUIRE(got.size() <= kept.size());
+  CHECK(kept.compare(kept.size() - got.size(), got.size(), got) == 0);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <array>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <deque>
 #include <memory>
 #include <vector>
 
@@ -523,6 +524,88 @@ TEST_CASE("the mode changes between leases", "[producer][acks][lease]") {
   REQUIRE(done.size() == 1);
   CHECK(done[0].batch == a);
   CHECK(a->base_offset == Offset(7));
+}
+
+TEST_CASE("moving to another broker: every batch not complete leaves in order, the gap goes along",
+          "[producer][acks][cluster]") {
+  Harness h(PartitionMode::kShared);
+  TrackedBatch* a = h.SealAndPost();  // 0..9: committed with its offset: in the log
+  TrackedBatch* b = h.SealAndPost();  // 10..19: written, no answer yet
+  TrackedBatch* c = h.SealAndPost();  // 20..29: refused for good
+  TrackedBatch* d = h.Seal();         // 30..39: queued
+  CHECK(h.Commit(a, 0) == CommitVerdict::kCommitted);
+  CHECK(
+      h.Commit(c, c->post_id, Result<protocol::CommitResponse>(Status(WireError::kCorruptMessage, "bad"))) ==
+      CommitVerdict::kFailed);
+  h.t.LeaseLost(5 * kMs);  // b goes back to the queue in front of d
+  const auto done = h.Take();
+  REQUIRE(done.size() == 2);  // a (its Commit returned its offset), then c (failed)
+  CHECK(done[0].batch == a);
+  CHECK(done[1].batch == c);
+  CHECK(done[1].status.is(WireError::kCorruptMessage));
+  const int32_t gap = h.t.gap();
+  CHECK(gap == 20);
+  const std::deque<TrackedBatch*> moved = h.t.TakeAll();
+  CHECK(moved == std::deque<TrackedBatch*>{b, d});
+  CHECK(h.t.idle());
+  CHECK_FALSE(h.t.sequence_broken());
+  CHECK_FALSE(h.t.DeliveryExpired(100'000 * kMs));  // nothing waits here any more
+  CHECK_FALSE(h.t.has_completions());
+
+  // The other broker's tracker takes them with the gap: b first at the old epoch, d renumbered.
+  Harness other(PartitionMode::kShared);
+  for (TrackedBatch* x : moved) other.t.Enqueue(x);
+  other.t.RestoreGap(gap);
+  CHECK_FALSE(other.t.BlockedByGap());
+  other.NewLease(-1, Position(0), Offset(0));
+  CHECK(other.Post() == b);
+  CHECK(other.t.BlockedByGap());
+  CHECK(other.Commit(b, 10) == CommitVerdict::kCommitted);
+  CHECK(other.t.ReadyToRenumber());
+  CHECK(other.t.Renumber([](TrackedBatch*) {}) == 10);
+  CHECK(d->base_sequence == 0);
+}
+
+TEST_CASE("moving an exclusive partition: the batches in flight go first, then the queue",
+          "[producer][acks][cluster]") {
+  Harness h(PartitionMode::kExclusive);
+  auto [a, b, c] = h.SealAndPost3();
+  TrackedBatch* d = h.Seal();
+  REQUIRE(h.Ack(100) == AckVerdict::kConfirmed);  // a is acknowledged
+  CHECK(Ok(h.Take()) == std::vector<TrackedBatch*>{a});
+  // Taken without a LeaseLost first (the caller normally loses the lease before).
+  CHECK(h.t.TakeAll() == std::deque<TrackedBatch*>{b, c, d});
+  CHECK(h.t.idle());
+  CHECK_FALSE(AckTrackerTestPeer::have_ack(h.t));
+}
+
+TEST_CASE("shared with acks=all: a batch completes under an ack, not at its Commit answer nor a lost lease",
+          "[producer][acks][shared]") {
+  Harness h(PartitionMode::kShared);
+  h.t.set_ack_gated(true);
+  TrackedBatch* a = h.SealAndPost();  // position 0..100
+  TrackedBatch* b = h.SealAndPost();  // 100..200
+  CHECK(h.Commit(a, 0) == CommitVerdict::kCommitted);
+  CHECK(h.Commit(b, 10) == CommitVerdict::kCommitted);
+  CHECK_FALSE(h.t.has_completions());             // the leader committed them; the replicas may not hold them
+  REQUIRE(h.Ack(100) == AckVerdict::kConfirmed);  // the high watermark covers a
+  auto done = h.Take();
+  REQUIRE(done.size() == 1);
+  CHECK(done[0].batch == a);
+  CHECK_FALSE(done[0].read_offset);  // its offset came with the Commit answer
+  CHECK(a->base_offset == Offset(0));
+
+  // The lease is lost before b is acknowledged: b is written again (or found stored when the
+  // next lease opens), not taken as done.
+  h.t.LeaseLost(5 * kMs);
+  CHECK_FALSE(h.t.has_completions());
+  REQUIRE(h.t.has_queued());
+  CHECK(h.t.next() == b);
+  h.NewLease(19, Position(200), Offset(20));  // the broker has b's sequences (10..19)
+  done = h.Take();
+  REQUIRE(done.size() == 1);
+  CHECK(done[0].batch == b);
+  CHECK(done[0].status.ok());
 }
 
 }  // namespace

@@ -32,6 +32,10 @@ struct BrokerAddress {
 struct PartitionRoute {
   int32_t leader = -1;            // -1: none live
   std::vector<int32_t> replicas;  // in preference order
+
+  // Where it goes: its leader, else its first replica; -1 with neither.
+  int32_t destination() const { return leader >= 0 ? leader : replicas.empty() ? -1 : replicas.front(); }
+  bool operator==(const PartitionRoute&) const = default;
 };
 
 class Routes {
@@ -40,6 +44,10 @@ class Routes {
 
   void SetBrokers(std::vector<BrokerAddress> live) EXCLUDES(mu_);
   void SetTopic(const std::string& topic, std::vector<PartitionRoute> partitions) EXCLUDES(mu_);
+  // The live brokers' ids, ascending.
+  std::vector<int32_t> Brokers() const EXCLUDES(mu_);
+  // A known topic's partitions as last set; nullopt when the topic was never described.
+  std::optional<std::vector<PartitionRoute>> Partitions(std::string_view topic) const EXCLUDES(mu_);
   // Partitions of a known topic; nullopt when the topic was never described.
   std::optional<int32_t> PartitionCount(std::string_view topic) const EXCLUDES(mu_);
 
