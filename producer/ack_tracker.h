@@ -147,6 +147,8 @@ class AckTracker {
   void LeaseUnavailable(uint64_t now_ns) {
     if (lost_since_ns_ == 0 && !idle()) lost_since_ns_ = now_ns;
   }
+  // Since when the queue waits without a lease (0: it does not).
+  uint64_t waiting_since() const { return lost_since_ns_; }
   // True once the queue has waited without a lease for longer than delivery.timeout.ms.
   bool DeliveryExpired(uint64_t now_ns) const {
     return lost_since_ns_ != 0 && now_ns > lost_since_ns_ && now_ns - lost_since_ns_ > delivery_timeout_ns_;

@@ -111,7 +111,8 @@ struct Handoff {
   ProducerId producer_id = kNoProducerId;
   int16_t epoch = 0;  // the partition's (the producer's, plus its bumps)
   int32_t next_sequence = 0;
-  int32_t gap = -1;  // AckTracker::gap()
+  int32_t gap = -1;            // AckTracker::gap()
+  uint64_t waiting_since = 0;  // AckTracker::waiting_since(): delivery.timeout.ms runs on
   PartitionMode mode = PartitionMode::kExclusive;
   std::vector<Moved> batches;
 };

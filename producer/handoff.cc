@@ -70,6 +70,7 @@ Handoff Core::Release(std::string_view topic, PartitionId p) {
   // flight goes back to the queue, in order, to be written at the new leader.
   LeaseLost(ps, Status(WireError::kNotLeader, "the partition's leader moved"));
   Seal(ps, /*post=*/false);
+  h.waiting_since = ps.tracker.waiting_since();
   h.epoch = Epoch(ps);
   h.next_sequence = ps.next_sequence;
   h.gap = ps.tracker.gap();
@@ -164,9 +165,10 @@ void Core::Adopt(std::string_view topic, PartitionId p, Handoff h) {
       left.assign(std::make_move_iterator(h.batches.begin() + static_cast<ptrdiff_t>(i)),
                   std::make_move_iterator(h.batches.end()));
       h.batches.clear();
-      // The I/O thread opens a lease here and writes them; the delivery clock runs from now.
+      // The I/O thread opens a lease here and writes them; the delivery clock runs on from
+      // when they started waiting at the old leader.
       ps.lease.retry_at_ns = 0;
-      ps.tracker.LeaseUnavailable(MonoNanos());
+      ps.tracker.LeaseUnavailable(h.waiting_since != 0 ? h.waiting_since : MonoNanos());
       RDMQ_LOG(kInfo, "producer", "took over a partition's batches from its old leader")
           .kv("partition", Name(topic, p))
           .kv("batches", i)

@@ -545,6 +545,7 @@ TEST_CASE("moving to another broker: every batch not complete leaves in order, t
   CHECK(done[1].status.is(WireError::kCorruptMessage));
   const int32_t gap = h.t.gap();
   CHECK(gap == 20);
+  CHECK(h.t.waiting_since() == 5 * kMs);  // the delivery clock goes along too
   const std::deque<TrackedBatch*> moved = h.t.TakeAll();
   CHECK(moved == std::deque<TrackedBatch*>{b, d});
   CHECK(h.t.idle());
@@ -556,6 +557,8 @@ TEST_CASE("moving to another broker: every batch not complete leaves in order, t
   Harness other(PartitionMode::kShared);
   for (TrackedBatch* x : moved) other.t.Enqueue(x);
   other.t.RestoreGap(gap);
+  other.t.LeaseUnavailable(5 * kMs);
+  CHECK(other.t.DeliveryExpired(5 * kMs + 1001 * kMs));
   CHECK_FALSE(other.t.BlockedByGap());
   other.NewLease(-1, Position(0), Offset(0));
   CHECK(other.Post() == b);
