@@ -5,8 +5,10 @@
 # ports), creates a topic with replication factor 3 (min.insync.replicas 2) whose leaders spread
 # over them, produces keyed records through one broker's Kafka listener with kcat (acks=all) and
 # through another with rdmq-produce, reads them all back through a third with kcat and with
-# rdmq-consume, then kills a leader with SIGKILL while kcat keeps producing (acks=all,
-# idempotent), shows the followers taking over its partitions, reads everything again,
+# rdmq-consume, then kills a leader with SIGKILL while kcat and rdmq-produce keep producing
+# (acks=all, idempotent; rdmq's own producer moves the batches it holds for the dead leader's
+# partitions to their new leaders), shows the followers taking over its partitions, reads
+# everything again,
 # restarts the killed broker and waits until it caught up and rejoined every ISR, and checks
 # once more that every record is there, once, in order per key. Prints what it checked; exits
 # non-zero if anything was lost, duplicated or reordered.
@@ -84,18 +86,33 @@ EOF
 check 3 || fail "reading through broker 3 with kcat"
 check 3 rdmq || fail "reading through broker 3 with rdmq-consume"
 
+produce_rdmq_slowly() {  # VIA FIRST COUNT: as produce_kcat with rdmq-produce, in 20 parts 100 ms apart
+  local i step=$((($3 + 19) / 20))
+  for ((i = $2; i < $2 + $3; i += step)); do
+    seq "$i" $((i + step - 1 < $2 + $3 - 1 ? i + step - 1 : $2 + $3 - 1))
+    sleep 0.1
+  done | awk -v k="$keys" '{ print "r" ($1 % k) ":" $1; fflush() }' |
+    "$bin/rdmq-produce" -b "tcp:${control[$1]}" -K : -a all orders
+}
+
 victim=$(rdmq 1 topic describe orders --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["partitions"][0]["leader"])')
 other=1; [[ $victim == 1 ]] && other=2
-# kcat keeps producing through a broker that survives while the leader of partition 0 is killed.
+# kcat and rdmq-produce keep producing through a broker that survives while the leader of
+# partition 0 is killed.
 produce_kcat "$other" $((2 * records)) "$records" &
 producer=$!
+produce_rdmq_slowly "$other" $((3 * records)) "$records" 2>"$work/rdmq-produce.log" &
+rproducer=$!
 sleep 0.3
 kill -KILL "${pid[$victim]}"
 wait "${pid[$victim]}" 2>/dev/null || true
 unset "pid[$victim]"
-say "killed broker $victim (SIGKILL), the leader of partition 0, while kcat produces"
+say "killed broker $victim (SIGKILL), the leader of partition 0, while kcat and rdmq-produce produce"
 wait "$producer" || fail "kcat's acks=all produce across the failover"
-total=$((3 * records))
+wait "$rproducer" || fail "rdmq-produce's acks=all produce across the failover: $(tail -5 "$work/rdmq-produce.log")"
+moved=$(grep -c "following a partition to its new leader" "$work/rdmq-produce.log" || true)
+say "both producers were answered for every record; rdmq-produce followed $moved partitions to their new leaders"
+total=$((4 * records))
 status() {  # VIA FIELD
   rdmq "$1" cluster status --json | python3 -c "import json,sys; print(json.load(sys.stdin)['$2'])"
 }

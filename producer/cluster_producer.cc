@@ -5,6 +5,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <thread>
 
 #include "producer/future.h"
 #include "rdmq/client/routes.h"
@@ -90,15 +91,28 @@ class ClusterProducer final : public Producer {
 
  private:
   // Routes the record and sends it through its leader's Core; after NOT_LEADER the topic's
-  // leaders are asked for again (the partition may move) and the record routed once more.
+  // leaders are asked for again (the partition may move) and the record routed once more. A
+  // leader this producer has no connection to yet and cannot reach (it died: a new one is being
+  // elected) is asked for again every retry.backoff.ms, the Send blocking up to max.block.ms.
   Status Dispatch(const ProducerRecord& r, SendCallback* cb, SendFuture* fut) {
     if (closed_.load(std::memory_order_acquire))
       return Status(Errc::kFailedPrecondition, "the producer is closed");
-    for (int attempt = 0;; ++attempt) {
+    const auto deadline = Clock::now() + cfg_.max_block;
+    for (int attempt = 0;;) {
       ProducerRecord routed = r;
-      RDMQ_ASSIGN_OR_RETURN(Core * core, Route(routed));
-      Status s = core->Send(routed, cb, fut);
-      if (s.ok() || !s.is(WireError::kNotLeader) || attempt == 2) return s;
+      Result<Core*> core = Route(routed);
+      if (!core.ok()) {
+        if (!core.status().is(Errc::kUnavailable) || Clock::now() >= deadline || closed_.load()) {
+          return core.status();
+        }
+        std::this_thread::sleep_for(cfg_.client.retry_backoff);
+        if (Status again = Follow(std::string(r.topic)); !again.ok()) {
+          RDMQ_LOG(kDebug, "producer", "asking where a topic's partitions are led failed").kv("error", again);
+        }
+        continue;
+      }
+      Status s = (*core)->Send(routed, cb, fut);
+      if (s.ok() || !s.is(WireError::kNotLeader) || attempt++ == 2) return s;
       RDMQ_LOG(kDebug, "producer", "not the leader; asking for the topic's leaders again")
           .kv("topic", r.topic)
           .kv("partition", routed.partition)

@@ -91,13 +91,15 @@ const config::ConfigDef<ProducerConfig>& ProducerConfigDef() {
                      {"lz4", static_cast<int64_t>(compression::Codec::kLz4)},
                      {"zstd", static_cast<int64_t>(compression::Codec::kZstd)}}},
         Field(&ProducerConfig::compression));
-    d->Define({.name = "max.block.ms",
-               .type = Type::kDuration,
-               .doc = "How long Send waits for buffer memory before it fails with a timeout.",
-               .component = producer,
-               .min = 0,
-               .max = 86'400'000},
-              Field(&ProducerConfig::max_block));
+    d->Define(
+        {.name = "max.block.ms",
+         .type = Type::kDuration,
+         .doc = "How long Send waits for buffer memory before it fails with a timeout; in a cluster "
+                "also how long it waits for its partition's leader to be reachable (a new one elected).",
+         .component = producer,
+         .min = 0,
+         .max = 86'400'000},
+        Field(&ProducerConfig::max_block));
     d->Define({.name = "delivery.timeout.ms",
                .type = Type::kDuration,
                .doc = "A record not acknowledged this long after Send fails with a timeout.",

@@ -295,6 +295,36 @@ std::string ReadAll(Cluster& c, int via, const std::string& topic = "rep") {
   return r.code == 0 ? r.out : "kcat failed: " + r.err;
 }
 
+// Creates `topic` (one partition) with two replicas and `config` through broker 1, and waits
+// until both replicas are in sync; returns the partition as described.
+json CreateReplicated(Cluster& c, const std::string& topic, const std::vector<std::string>& config = {}) {
+  std::vector<std::string> args{"topic", "create", topic, "-c", "replication.factor=2"};
+  for (const std::string& kv : config) args.insert(args.end(), {"-c", kv});
+  REQUIRE_RUN(c.Rdmq(1, args), 0);
+  json part;
+  REQUIRE(Eventually([&] {
+    part = DescribePartition(c, 1, topic);
+    return Led(part) && part["isr"].size() == 2;
+  }));
+  return part;
+}
+
+// A described partition's leader, its other replica, and one of `brokers` holding none (0 if all do).
+struct Roles {
+  int leader = 0, follower = 0, spare = 0;
+};
+Roles RolesOf(const json& part, const std::vector<int>& brokers) {
+  Roles r;
+  r.leader = part["leader"].get<int>();
+  for (int id : brokers) {
+    const bool holds =
+        std::find(part["replicas"].begin(), part["replicas"].end(), id) != part["replicas"].end();
+    if (id != r.leader && holds) r.follower = id;
+    if (!holds) r.spare = id;
+  }
+  return r;
+}
+
 std::string Numbered(const std::string& records, int first) {
   std::string out;
   size_t at = 0;
@@ -519,22 +549,13 @@ TEST_CASE(
     "[e2e][cluster][replication][reassign]") {
   START_CLUSTER(c);
   for (int id : {1, 2, 3}) c.Start(id);
-  REQUIRE_RUN(c.Rdmq(1, {"topic", "create", "mv", "-c", "replication.factor=2"}), 0);
-  json part;
+  json part = CreateReplicated(c, "mv");
   auto describe = [&](int via) {
     part = DescribePartition(c, via, "mv");
     return Led(part);
   };
-  REQUIRE(Eventually([&] { return describe(1) && part["isr"].size() == 2; }));
-  const int leader = part["leader"].get<int>();
   const int32_t epoch = part["leader_epoch"].get<int32_t>();
-  int follower = 0, spare = 0;
-  for (int id : {1, 2, 3}) {
-    const bool holds =
-        std::find(part["replicas"].begin(), part["replicas"].end(), id) != part["replicas"].end();
-    if (id != leader && holds) follower = id;
-    if (!holds) spare = id;
-  }
+  const auto [leader, follower, spare] = RolesOf(part, {1, 2, 3});
   REQUIRE(follower != 0);
   REQUIRE(spare != 0);
   auto read = [&](int via) { return ReadAll(c, via, "mv"); };
@@ -591,14 +612,8 @@ TEST_CASE("replication: rdmq's own consumer follows a partition to its new leade
           "[e2e][cluster][replication]") {
   START_CLUSTER(c);
   for (int id : {1, 2}) c.Start(id);
-  REQUIRE_RUN(c.Rdmq(1, {"topic", "create", "fol", "-c", "replication.factor=2"}), 0);
-  json part;
-  REQUIRE(Eventually([&] {
-    part = DescribePartition(c, 1, "fol");
-    return Led(part) && part["isr"].size() == 2;
-  }));
-  const int leader = part["leader"].get<int>();
-  const int follower = leader == 1 ? 2 : 1;
+  json part = CreateReplicated(c, "fol");
+  const auto [leader, follower, spare] = RolesOf(part, {1, 2});
   const std::string a = Records("a", 0, 50);
   REQUIRE_RUN(c.Kcat(leader, {"-P", "-t", "fol", "-p", "0", "-X", "acks=all"}, a), 0);
 
@@ -637,14 +652,8 @@ TEST_CASE("replication: rdmq's own producer follows a killed leader with the bat
           "[e2e][cluster][replication]") {
   START_CLUSTER(c);
   for (int id : {1, 2}) c.Start(id);
-  REQUIRE_RUN(c.Rdmq(1, {"topic", "create", "pf", "-c", "replication.factor=2"}), 0);
-  json part;
-  REQUIRE(Eventually([&] {
-    part = DescribePartition(c, 1, "pf");
-    return Led(part) && part["isr"].size() == 2;
-  }));
-  const int leader = part["leader"].get<int>();
-  const int follower = leader == 1 ? 2 : 1;
+  json part = CreateReplicated(c, "pf");
+  const auto [leader, follower, spare] = RolesOf(part, {1, 2});
 
   // The producer bootstraps through the leader, which is killed while it writes: the records
   // it holds (queued, or written and not acknowledged) go to the follower once that leads.
@@ -670,20 +679,8 @@ TEST_CASE("replication: rdmq's own producer follows a partition reassigned away 
           "[e2e][cluster][replication][reassign]") {
   START_CLUSTER(c);
   for (int id : {1, 2, 3}) c.Start(id);
-  REQUIRE_RUN(c.Rdmq(1, {"topic", "create", "pr", "-c", "replication.factor=2"}), 0);
-  json part;
-  REQUIRE(Eventually([&] {
-    part = DescribePartition(c, 1, "pr");
-    return Led(part) && part["isr"].size() == 2;
-  }));
-  const int leader = part["leader"].get<int>();
-  int follower = 0, spare = 0;
-  for (int id : {1, 2, 3}) {
-    const bool holds =
-        std::find(part["replicas"].begin(), part["replicas"].end(), id) != part["replicas"].end();
-    if (id != leader && holds) follower = id;
-    if (!holds) spare = id;
-  }
+  json part = CreateReplicated(c, "pr");
+  const auto [leader, follower, spare] = RolesOf(part, {1, 2, 3});
   REQUIRE(follower != 0);
   REQUIRE(spare != 0);
 
@@ -713,17 +710,13 @@ TEST_CASE("replication: a follower whose log ends below the leader's log start s
   Cluster c(zk, {"--set", "log.retention.check.interval.ms=100"});
   for (int id : {1, 2}) c.Start(id);
   // Small segments, and retention that keeps about two of them.
-  REQUIRE_RUN(c.Rdmq(1, {"topic", "create", "ls", "-c", "replication.factor=2", "-c", "segment.bytes=65536",
-                         "-c", "max.message.bytes=16384", "-c", "retention.bytes=131072"}),
-              0);
-  json part;
+  json part =
+      CreateReplicated(c, "ls", {"segment.bytes=65536", "max.message.bytes=16384", "retention.bytes=131072"});
   auto describe = [&](int via) {
     part = DescribePartition(c, via, "ls");
     return Led(part);
   };
-  REQUIRE(Eventually([&] { return describe(1) && part["isr"].size() == 2; }));
-  const int leader = part["leader"].get<int>();
-  const int follower = leader == 1 ? 2 : 1;
+  const auto [leader, follower, spare] = RolesOf(part, {1, 2});
   const std::string a = Records("a", 0, 100);
   REQUIRE_RUN(c.Kcat(leader, {"-P", "-t", "ls", "-p", "0", "-X", "acks=all"}, a), 0);
 

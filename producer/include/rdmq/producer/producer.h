@@ -61,15 +61,15 @@ enum class BusyPolicy : uint8_t {
 
 struct ProducerConfig {
   client::ClientOptions client;
-  uint32_t batch_size = 256 * 1024;                    // "batch.size": bytes per batch
-  std::chrono::microseconds linger{0};                 // "linger.ms" (fractions allowed: 0.05)
-  int acks = 1;                                        // "acks": 0, 1, or -1/"all" (every in-sync replica)
-  bool enable_idempotence = true;                      // "enable.idempotence"
-  PartitionMode mode = PartitionMode::kExclusive;      // "partition.mode": exclusive | shared
-  BusyPolicy busy = BusyPolicy::kShared;               // "partition.busy": shared | wait | fail
-  uint32_t max_in_flight = 16;                         // "max.in.flight.requests.per.connection"
-  uint64_t buffer_memory = 64ull << 20;                // "buffer.memory": unacknowledged bytes
-  std::chrono::milliseconds max_block{60000};          // "max.block.ms": Send waits this long for room
+  uint32_t batch_size = 256 * 1024;                // "batch.size": bytes per batch
+  std::chrono::microseconds linger{0};             // "linger.ms" (fractions allowed: 0.05)
+  int acks = 1;                                    // "acks": 0, 1, or -1/"all" (every in-sync replica)
+  bool enable_idempotence = true;                  // "enable.idempotence"
+  PartitionMode mode = PartitionMode::kExclusive;  // "partition.mode": exclusive | shared
+  BusyPolicy busy = BusyPolicy::kShared;           // "partition.busy": shared | wait | fail
+  uint32_t max_in_flight = 16;                     // "max.in.flight.requests.per.connection"
+  uint64_t buffer_memory = 64ull << 20;            // "buffer.memory": unacknowledged bytes
+  std::chrono::milliseconds max_block{60000};  // "max.block.ms": Send waits this long for room (or a leader)
   std::chrono::milliseconds delivery_timeout{120000};  // "delivery.timeout.ms"
   // "rdmq.wait.spin.us": a thread waiting for an ack (SendFuture::get, Flush) polls for it
   // this long before it sleeps.
