@@ -101,17 +101,15 @@ class ClusterProducer final : public Producer {
     for (int attempt = 0;;) {
       ProducerRecord routed = r;
       Result<Core*> core = Route(routed);
-      if (!core.ok()) {
-        if (!core.status().is(Errc::kUnavailable) || Clock::now() >= deadline || closed_.load()) {
-          return core.status();
-        }
+      // Unavailable: the broker cannot be reached, to connect or to describe the topic there.
+      Status s = core.ok() ? (*core)->Send(routed, cb, fut) : core.status();
+      if (s.is(Errc::kUnavailable) && Clock::now() < deadline && !closed_.load()) {
         std::this_thread::sleep_for(cfg_.client.retry_backoff);
         if (Status again = Follow(std::string(r.topic)); !again.ok()) {
           RDMQ_LOG(kDebug, "producer", "asking where a topic's partitions are led failed").kv("error", again);
         }
         continue;
       }
-      Status s = (*core)->Send(routed, cb, fut);
       if (s.ok() || !s.is(WireError::kNotLeader) || attempt++ == 2) return s;
       RDMQ_LOG(kDebug, "producer", "not the leader; asking for the topic's leaders again")
           .kv("topic", r.topic)

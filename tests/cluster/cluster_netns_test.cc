@@ -10,7 +10,9 @@
 // leader killed with SIGKILL mid-write, brokers restarted one by one, and ZooKeeper restarted,
 // lose nothing acknowledged. With three replicas, written by a Kafka client with acks=all
 // (acks_all_producer.py): a leader killed is replaced by a follower in the ISR, the killed broker
-// returns, catches up and rejoins, and after a second leader dies nothing acknowledged is lost; a
+// returns, catches up and rejoins, and after a second leader dies nothing acknowledged is lost;
+// rdmq's own producer (acks=all) writing through a leader that is killed follows the partition
+// with its batches, every record acknowledged and none lost; a
 // leader cut off acknowledges nothing more to a client beside it, a follower takes over, and the
 // old leader returns as a follower; every broker restarted in turn, and ZooKeeper restarted,
 // lose nothing acknowledged.
@@ -136,6 +138,38 @@ struct NetCluster {
                              "request.timeout.ms=2000", "-X", "max.block.ms=4000", topic});
     const RunResult r = Run(argv, input, 60);
     if (err != nullptr) *err = r.err;
+    int acked = 0;
+    std::istringstream out(r.out);
+    std::string line;
+    while (std::getline(out, line)) {
+      int n_line = 0, p = 0;
+      long long offset = 0;
+      if (std::sscanf(line.c_str(), "line %d: partition %d offset %lld", &n_line, &p, &offset) == 3) {
+        history.Acknowledged(p, offset, "w-" + std::to_string(first + n_line - 1));
+        ++acked;
+      }
+    }
+    return acked;
+  }
+
+  // `n` records to `partition` by one rdmq-produce process with acks=all on host `from` through
+  // broker `via`, fed in 20 parts 100 ms apart (so that a failover lands among them); the
+  // acknowledged ones go into the history. Returns how many were acknowledged.
+  int ProduceStream(int from, int via, const std::string& topic, int partition, int n, std::string* err) {
+    const int first = written + 1;
+    written += n;
+    const int step = (n + 19) / 20;
+    std::string feed = "for i in $(seq 0 19); do seq -f 'w-%g' $((" + std::to_string(first) + "+i*" +
+                       std::to_string(step) + ")) $((" + std::to_string(first) + "+i*" +
+                       std::to_string(step) + "+" + std::to_string(step - 1) +
+                       ")); sleep 0.1; done | head -n " + std::to_string(n);
+    std::vector<std::string> argv = lab.Prefix(from);
+    argv.insert(argv.end(),
+                {"/bin/sh", "-c",
+                 feed + " | " + Bin("rdmq-produce") + " -v -a all -b " + broker(via).address() + " -p " +
+                     std::to_string(partition) + " -X delivery.timeout.ms=60000 " + topic});
+    const RunResult r = Run(argv, "", 120);
+    if (err != nullptr) *err = "exit " + std::to_string(r.code) + ": " + r.err;
     int acked = 0;
     std::istringstream out(r.out);
     std::string line;
@@ -456,6 +490,38 @@ TEST_CASE(
   INFO(v.ToString());
   CHECK(v.ok());
   CHECK(v.acknowledged >= static_cast<size_t>(50 + acked.load() + 20 + 20 + 10));
+}
+
+TEST_CASE(
+    "netns: rdmq's own producer writing with acks=all through a replicated partition's leader that is "
+    "killed: it follows the partition with its batches and nothing acknowledged is lost",
+    "[e2e][cluster][netns][replication]") {
+  NETNS_CLUSTER(c, 3);
+  const int first = c.ReplicatedTopic("o");
+  // One producer process bootstraps through the leader and writes across its death.
+  std::string err;
+  int acked = 0;
+  std::thread writer([&] { acked = c.ProduceStream(0, first, "o", 0, 2000, &err); });
+  json part;
+  const bool writing = Eventually([&] {
+    part = c.Partition(first, "o", 0);
+    return !part.is_null() && part["high_watermark"].get<int64_t>() > 0;
+  });
+  c.broker(first).Kill();
+  writer.join();
+  REQUIRE(writing);
+  INFO(err);
+  CHECK(acked == 2000);
+  CHECK(err.find("following a partition to its new leader") != std::string::npos);
+  const int survivor = first == 1 ? 2 : 1;
+  REQUIRE(Eventually([&] {
+    part = c.Partition(survivor, "o", 0);
+    return !part.is_null() && part["leader"].get<int>() >= 1 && part["leader"].get<int>() != first;
+  }));
+  const History::Verdict v = c.Judge("o", {{0, part["leader"].get<int>()}});
+  INFO(v.ToString());
+  CHECK(v.ok());
+  CHECK(v.acknowledged == 2000);
 }
 
 TEST_CASE(
