@@ -155,9 +155,11 @@ TEST_CASE("cluster of three: topics spread, any broker answers, kcat reaches eve
     json s = c.Json(survivor, {"cluster", "status"});
     return s["brokers"].size() == 2 && s["offline_partitions"] == 2;
   }));
-  // rdmq's clients, new to the victim, say that its partition's broker is gone.
-  const RunResult no_leader =
-      Run({Bin("rdmq-produce"), "-b", c.brokers.at(survivor)->address(), "-p", "1", "orders"}, "x\n", 60);
+  // rdmq's clients, new to the victim, say that its partition's broker is gone (the producer
+  // after waiting max.block.ms for it, or a new leader, to be reachable).
+  const RunResult no_leader = Run({Bin("rdmq-produce"), "-b", c.brokers.at(survivor)->address(), "-p", "1",
+                                   "-X", "max.block.ms=1500", "orders"},
+                                  "x\n", 60);
   CHECK(no_leader.code == 1);
   CHECK(Contains(no_leader.err, "broker " + std::to_string(victim) + " is not live in the cluster"));
   const RunResult no_read =
