@@ -108,6 +108,7 @@ struct Handoff {
     std::shared_ptr<SendFuture::State> state;
     std::vector<std::pair<uint32_t, SendCallback>> callbacks;
   };
+  bool has_state = false;  // the old Core had written the partition: its sequence state goes along
   ProducerId producer_id = kNoProducerId;
   int16_t epoch = 0;  // the partition's (the producer's, plus its bumps)
   int32_t next_sequence = 0;
@@ -150,17 +151,14 @@ class Core : public std::enable_shared_from_this<Core> {
   // Topics with a partition whose batches wait for a lease that this broker does not give (it
   // is unreachable, or it answered something other than OK): their leader may have moved.
   std::vector<std::string> Stranded();
-  // The partitions of `topic` with records not acknowledged yet (open, queued or in flight).
-  std::vector<PartitionId> Unfinished(std::string_view topic);
   // Takes partition `p` of `topic` away from this Core: its open batch is sealed, its lease
-  // given up, and its batches not acknowledged leave in order; Sends to it answer NOT_LEADER
-  // until Adopt or Accept. Completes nothing that is not done.
+  // given up, and its batches not acknowledged leave in order with its sequence state; Sends to
+  // it answer NOT_LEADER until Adopt brings it back. Completes nothing that is not done.
   Handoff Release(std::string_view topic, PartitionId p);
-  // Takes the handoff's batches into partition `p` of `topic`, to be written to this broker on
-  // a new lease; what cannot be taken fails with the reason (callbacks run).
+  // Takes the handoff's sequence state and batches into partition `p` of `topic`, the batches
+  // to be written to this broker on a new lease; what cannot be taken fails with the reason
+  // (callbacks run).
   void Adopt(std::string_view topic, PartitionId p, Handoff h);
-  // This broker leads partition `p` again: Sends to it are taken.
-  void Accept(std::string_view topic, PartitionId p);
 
   // Progress: drains the queues (if no one else is) and processes new acks. True if it did
   // anything.

@@ -48,17 +48,6 @@ std::vector<std::string> Core::Stranded() {
   return out;
 }
 
-std::vector<PartitionId> Core::Unfinished(std::string_view topic) {
-  std::vector<PartitionId> out;
-  TopicState* t = topics_.Find(topic);
-  if (t == nullptr) return out;
-  for (PState* ps : t->parts) {
-    PLock lock(this, *ps);
-    if (!ps->tracker.idle() || ps->open_batch != nullptr) out.push_back(ps->partition);
-  }
-  return out;
-}
-
 Handoff Core::Release(std::string_view topic, PartitionId p) {
   Handoff h;
   h.producer_id = producer_id_;
@@ -66,6 +55,7 @@ Handoff Core::Release(std::string_view topic, PartitionId p) {
   if (t == nullptr || p.value() < 0 || p.value() >= t->partitions) return h;
   PState& ps = *t->parts[static_cast<size_t>(p.value())];
   PLock lock(this, ps);
+  h.has_state = true;
   // The lease is over here (the broker no longer leads the partition, or is gone): what is in
   // flight goes back to the queue, in order, to be written at the new leader.
   LeaseLost(ps, Status(WireError::kNotLeader, "the partition's leader moved"));
@@ -120,13 +110,18 @@ void Core::Adopt(std::string_view topic, PartitionId p, Handoff h) {
       // Cannot happen while the cluster producer routes the partition's records elsewhere.
       why = Status(Errc::kInternal, Name(topic, p) + " has records of its own at the new leader");
     }
-    if (why.ok() && !h.batches.empty()) {
+    if (why.ok() && h.has_state) {
+      // The partition's sequences continue here, batches or not: a fresh numbering would make
+      // the broker take the next records for ones it has (last_sequence) and drop them.
       if (ps.mode != h.mode) {  // nothing is in flight here: the mode may change
         ps.mode = h.mode;
         ps.tracker.set_mode(h.mode);
       }
       ps.epoch_bumps = static_cast<int16_t>(h.epoch - producer_epoch_);
       ps.next_sequence = h.next_sequence;
+      if (h.batches.empty() && h.gap >= 0) ps.tracker.RestoreGap(h.gap);
+    }
+    if (why.ok() && !h.batches.empty()) {
       const size_t chunk_size = arena_.chunk_size();
       size_t i = 0;
       for (; i < h.batches.size(); ++i) {
@@ -186,14 +181,6 @@ void Core::Adopt(std::string_view topic, PartitionId p, Handoff h) {
     FailMoved(left, why, failures_);
   }
   io_cv_.NotifyAll();
-}
-
-void Core::Accept(std::string_view topic, PartitionId p) {
-  TopicState* t = topics_.Find(topic);
-  if (t == nullptr || p.value() < 0 || p.value() >= t->partitions) return;
-  PState& ps = *t->parts[static_cast<size_t>(p.value())];
-  PLock lock(this, ps);
-  ps.moved = false;
 }
 
 }  // namespace rdmq::producer

@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <fstream>
 #include <future>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -702,6 +703,35 @@ TEST_CASE("replication: rdmq's own producer follows a partition reassigned away 
     return Led(part) && part["leader"].get<int>() == spare;
   }));
   CHECK(ReadAll(c, spare, "pr") == Numbered(Records("m", 0, kRecords), 0));
+
+  // A producer idle on the partition when it moves (nothing to hand over but its sequences):
+  // it writes, waits until the move back to the first leader completed, and writes again; the
+  // records after the move are stored too (numbered afresh, the new leader would have taken
+  // them for ones it holds and dropped them).
+  TempDir tmp("rdmq-idle-move");
+  const std::string go = tmp.str() + "/go";
+  auto idle = std::async(std::launch::async, [&] {
+    return Shell("{ seq -f 'i-%g' 0 9; while [ ! -e " + go +
+                     " ]; do sleep 0.05; done; seq -f 'i-%g' 10 19; } | " + "rdmq-produce -a all -p 0 -b " +
+                     c.brokers.at(spare)->address() + " pr",
+                 120);
+  });
+  const std::string before = Numbered(Records("m", 0, kRecords) + Records("i", 0, 10), 0);
+  REQUIRE(Eventually([&] { return ReadAll(c, spare, "pr") == before; }));
+  REQUIRE_RUN(c.Rdmq(1, {"partition", "reassign", "pr", "0", "--replicas",
+                         std::to_string(leader) + "," + std::to_string(follower), "--wait"}),
+              0);
+  REQUIRE(Eventually([&] {
+    part = DescribePartition(c, follower, "pr");
+    return Led(part) && part["leader"].get<int>() == leader;
+  }));
+  // Idle past a third of lease.ms (10 s): the producer renews its lease, learns it is over, and
+  // the next record's Send is the first to hear NOT_LEADER, with nothing queued to hand over.
+  std::this_thread::sleep_for(std::chrono::seconds(4));
+  { std::ofstream(go).put('\n'); }
+  REQUIRE(idle.wait_for(std::chrono::seconds(90)) == std::future_status::ready);
+  REQUIRE_RUN(idle.get(), 0);
+  CHECK(ReadAll(c, leader, "pr") == Numbered(Records("m", 0, kRecords) + Records("i", 0, 20), 0));
 }
 
 TEST_CASE("replication: a follower whose log ends below the leader's log start starts over there and rejoins",
