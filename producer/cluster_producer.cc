@@ -90,32 +90,28 @@ class ClusterProducer final : public Producer {
   }
 
  private:
-  // Routes the record and sends it through its leader's Core; after NOT_LEADER the topic's
-  // leaders are asked for again (the partition may move) and the record routed once more. A
-  // leader this producer has no connection to yet and cannot reach (it died: a new one is being
-  // elected) is asked for again every retry.backoff.ms, the Send blocking up to max.block.ms.
+  // Routes the record and sends it through its leader's Core. NOT_LEADER (the route is stale, or
+  // the leader is deposed and the next not elected yet) and UNAVAILABLE (the leader cannot be
+  // reached: it died) make it ask where the topic is led again and route the record once more:
+  // at once the first time, then every retry.backoff.ms, the Send blocking up to max.block.ms.
   Status Dispatch(const ProducerRecord& r, SendCallback* cb, SendFuture* fut) {
     if (closed_.load(std::memory_order_acquire))
       return Status(Errc::kFailedPrecondition, "the producer is closed");
     const auto deadline = Clock::now() + cfg_.max_block;
-    for (int attempt = 0;;) {
+    for (int attempt = 0;; ++attempt) {
       ProducerRecord routed = r;
       Result<Core*> core = Route(routed);
-      // Unavailable: the broker cannot be reached, to connect or to describe the topic there.
       Status s = core.ok() ? (*core)->Send(routed, cb, fut) : core.status();
-      if (s.is(Errc::kUnavailable) && Clock::now() < deadline && !closed_.load()) {
-        std::this_thread::sleep_for(cfg_.client.retry_backoff);
-        if (Status again = Follow(std::string(r.topic)); !again.ok()) {
-          RDMQ_LOG(kDebug, "producer", "asking where a topic's partitions are led failed").kv("error", again);
-        }
-        continue;
-      }
-      if (s.ok() || !s.is(WireError::kNotLeader) || attempt++ == 2) return s;
-      RDMQ_LOG(kDebug, "producer", "not the leader; asking for the topic's leaders again")
+      const bool moved = s.is(WireError::kNotLeader) || s.is(Errc::kUnavailable);
+      if (!moved || Clock::now() >= deadline || closed_.load()) return s;
+      RDMQ_LOG(kDebug, "producer", "the partition's leader is elsewhere or unreachable; asking again")
           .kv("topic", r.topic)
           .kv("partition", routed.partition)
           .kv("error", s);
-      RDMQ_RETURN_IF_ERROR(Follow(std::string(r.topic)));
+      if (attempt > 0 || !s.is(WireError::kNotLeader)) std::this_thread::sleep_for(cfg_.client.retry_backoff);
+      if (Status again = Follow(std::string(r.topic)); !again.ok()) {
+        RDMQ_LOG(kDebug, "producer", "asking where a topic's partitions are led failed").kv("error", again);
+      }
     }
   }
 

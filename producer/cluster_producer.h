@@ -6,11 +6,12 @@
 // leader (Routes). Partitions are picked here, by key or sticky, since the leaders differ.
 //
 // Routes come from DescribeCluster and DescribeTopic, asked of any broker it is connected to
-// (else of any live broker it knows): once per topic, and again (Follow) when a broker answers
-// NOT_LEADER, and every 250 ms for a topic with batches that wait at a broker that is gone or
-// refuses them. A partition whose leader is down goes to the Core of its first replica, which
-// reconnects with backoff as the single-broker producer does; records wait up to
-// delivery.timeout.ms. buffer.memory applies to each broker's Core.
+// (else of any live broker it knows): once per topic, again (Follow) when a Send is answered
+// NOT_LEADER or cannot reach the partition's broker (the Send then blocks, asking every
+// retry.backoff.ms, up to max.block.ms), and every 250 ms for a topic with batches that wait at
+// a broker that is gone or refuses them. A partition without a leader stays where it was routed;
+// that Core reconnects with backoff as the single-broker producer does, and its records wait up
+// to delivery.timeout.ms. buffer.memory applies to each broker's Core.
 //
 // Following a leader. Every Core writes as the same producer id and epoch (the first broker's
 // InitProducerId), and a partition's sequences live in exactly one Core at a time: the one its
