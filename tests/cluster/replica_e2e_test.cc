@@ -556,7 +556,8 @@ TEST_CASE(
     return Led(part);
   };
   const int32_t epoch = part["leader_epoch"].get<int32_t>();
-  const auto [leader, follower, spare] = RolesOf(part, {1, 2, 3});
+  const Roles roles = RolesOf(part, {1, 2, 3});
+  const int leader = roles.leader, follower = roles.follower, spare = roles.spare;
   REQUIRE(follower != 0);
   REQUIRE(spare != 0);
   auto read = [&](int via) { return ReadAll(c, via, "mv"); };
@@ -614,7 +615,8 @@ TEST_CASE("replication: rdmq's own consumer follows a partition to its new leade
   START_CLUSTER(c);
   for (int id : {1, 2}) c.Start(id);
   json part = CreateReplicated(c, "fol");
-  const auto [leader, follower, spare] = RolesOf(part, {1, 2});
+  const Roles roles = RolesOf(part, {1, 2});
+  const int leader = roles.leader, follower = roles.follower;
   const std::string a = Records("a", 0, 50);
   REQUIRE_RUN(c.Kcat(leader, {"-P", "-t", "fol", "-p", "0", "-X", "acks=all"}, a), 0);
 
@@ -654,7 +656,8 @@ TEST_CASE("replication: rdmq's own producer follows a killed leader with the bat
   START_CLUSTER(c);
   for (int id : {1, 2}) c.Start(id);
   json part = CreateReplicated(c, "pf");
-  const auto [leader, follower, spare] = RolesOf(part, {1, 2});
+  const Roles roles = RolesOf(part, {1, 2});
+  const int leader = roles.leader, follower = roles.follower;
 
   // The producer bootstraps through the leader, which is killed while it writes: the records
   // it holds (queued, or written and not acknowledged) go to the follower once that leads.
@@ -681,7 +684,8 @@ TEST_CASE("replication: rdmq's own producer follows a partition reassigned away 
   START_CLUSTER(c);
   for (int id : {1, 2, 3}) c.Start(id);
   json part = CreateReplicated(c, "pr");
-  const auto [leader, follower, spare] = RolesOf(part, {1, 2, 3});
+  const Roles roles = RolesOf(part, {1, 2, 3});
+  const int leader = roles.leader, follower = roles.follower, spare = roles.spare;
   REQUIRE(follower != 0);
   REQUIRE(spare != 0);
 
@@ -746,7 +750,8 @@ TEST_CASE("replication: a follower whose log ends below the leader's log start s
     part = DescribePartition(c, via, "ls");
     return Led(part);
   };
-  const auto [leader, follower, spare] = RolesOf(part, {1, 2});
+  const Roles roles = RolesOf(part, {1, 2});
+  const int leader = roles.leader, follower = roles.follower;
   const std::string a = Records("a", 0, 100);
   REQUIRE_RUN(c.Kcat(leader, {"-P", "-t", "ls", "-p", "0", "-X", "acks=all"}, a), 0);
 
