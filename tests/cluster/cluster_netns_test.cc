@@ -125,6 +125,23 @@ struct NetCluster {
     return history.Check();
   }
 
+  // rdmq-produce -v's "line N: partition P offset O" lines, for records "w-<first>".. in input
+  // order, into the history. Returns how many were acknowledged.
+  int Acknowledged(const std::string& verbose_out, int first) {
+    int acked = 0;
+    std::istringstream out(verbose_out);
+    std::string line;
+    while (std::getline(out, line)) {
+      int n_line = 0, p = 0;
+      long long offset = 0;
+      if (std::sscanf(line.c_str(), "line %d: partition %d offset %lld", &n_line, &p, &offset) == 3) {
+        history.Acknowledged(p, offset, "w-" + std::to_string(first + n_line - 1));
+        ++acked;
+      }
+    }
+    return acked;
+  }
+
   // One round of `n` records to `partition` by rdmq-produce on host `from` through broker `via`;
   // the acknowledged ones go into the history. Returns how many were acknowledged.
   int ProduceRound(int from, int via, const std::string& topic, int partition, int n,
@@ -138,18 +155,7 @@ struct NetCluster {
                              "request.timeout.ms=2000", "-X", "max.block.ms=4000", topic});
     const RunResult r = Run(argv, input, 60);
     if (err != nullptr) *err = r.err;
-    int acked = 0;
-    std::istringstream out(r.out);
-    std::string line;
-    while (std::getline(out, line)) {
-      int n_line = 0, p = 0;
-      long long offset = 0;
-      if (std::sscanf(line.c_str(), "line %d: partition %d offset %lld", &n_line, &p, &offset) == 3) {
-        history.Acknowledged(p, offset, "w-" + std::to_string(first + n_line - 1));
-        ++acked;
-      }
-    }
-    return acked;
+    return Acknowledged(r.out, first);
   }
 
   // `n` records to `partition` by one rdmq-produce process with acks=all on host `from` through
@@ -170,18 +176,7 @@ struct NetCluster {
                      std::to_string(partition) + " -X delivery.timeout.ms=60000 " + topic});
     const RunResult r = Run(argv, "", 120);
     if (err != nullptr) *err = "exit " + std::to_string(r.code) + ": " + r.err;
-    int acked = 0;
-    std::istringstream out(r.out);
-    std::string line;
-    while (std::getline(out, line)) {
-      int n_line = 0, p = 0;
-      long long offset = 0;
-      if (std::sscanf(line.c_str(), "line %d: partition %d offset %lld", &n_line, &p, &offset) == 3) {
-        history.Acknowledged(p, offset, "w-" + std::to_string(first + n_line - 1));
-        ++acked;
-      }
-    }
-    return acked;
+    return Acknowledged(r.out, first);
   }
 
   // One round of `n` records to `partition` by a Kafka client (tests/cluster/acks_all_producer.py:
