@@ -136,22 +136,11 @@ Status Segment::Seal() {
 
 void Segment::LoadSealed(const format::SealRecord& seal) {
   sealed = true;
-  Position pos{0};
-  Offset next = base();
   const Position end = seal.end;
-  while (pos < end) {
-    BatchHeader h;
-    if (!DecodeBatchHeader(bytes(pos, end), &h).ok() || !OffsetsContinue(h, next)) break;
-    NoteBatch(pos, h);
-    pos += h.total_size();
-    next = h.next_offset();
-  }
-  if (pos != end || next != seal.next_offset) {
-    corrupt_at = pos;
-    damaged_end = end;
+  if (!Adopt(WalkHeaders(end), end, seal.next_offset)) {
     RDMQ_LOG(kError, "storage", "sealed segment is damaged; reads past the damage will fail")
         .kv("segment", path_)
-        .kv("position", pos)
+        .kv("position", corrupt_at)
         .kv("seal_end", end);
   }
   committed = end;
@@ -184,21 +173,12 @@ Segment::ScanResult Segment::RecoverActive() {
   const Offset start_next = ckpt ? ckpt->next_offset : base();
 
   // Header walk over the checkpointed (durable) part: rebuilds the index.
-  Position pos{0};
-  Offset next = base();
-  while (pos < start) {
-    BatchHeader bh;
-    if (!DecodeBatchHeader(bytes(pos, start), &bh).ok() || !OffsetsContinue(bh, next)) break;
-    NoteBatch(pos, bh);
-    pos += bh.total_size();
-    next = bh.next_offset();
-  }
-  if (pos != start || next != start_next) {
-    corrupt_at = pos;
-    damaged_end = start;
+  Walk walk = WalkHeaders(start);
+  max_ts = std::max(max_ts, walk.max_ts);
+  if (!Adopt(std::move(walk), start, start_next)) {
     RDMQ_LOG(kError, "storage", "checkpointed data is damaged; reads of it will fail")
         .kv("segment", path_)
-        .kv("position", pos)
+        .kv("position", corrupt_at)
         .kv("checkpoint", start);
     if (ckpt) {
       // Resume indexing at the checkpoint, which is authoritative.
@@ -210,8 +190,8 @@ Segment::ScanResult Segment::RecoverActive() {
 
   // CRC-checked scan past the checkpoint.
   out.start = start;
-  pos = start;
-  next = start_next;
+  Position pos = start;
+  Offset next = start_next;
   while (end() - pos >= kBatchHeaderSize) {
     BatchHeader bh;
     if (!ValidateBatch(bytes(pos, end()), Validation::kCrc, &bh).ok()) break;
@@ -278,19 +258,28 @@ Segment::Walk Segment::WalkHeaders(Position to) const {
   return w;
 }
 
-void Segment::CutTo(Walk walk, Position end, Offset next, TimestampMs max_ts_floor) {
+bool Segment::Adopt(Walk walk, Position end, Offset next) {
   index = std::move(walk.index);
   epochs = std::move(walk.epochs);
   next_index_pos_ = walk.next_index_pos;
-  max_ts = std::max(walk.max_ts, max_ts_floor);
   corrupt_at = kNoPosition;
   damaged_end = Position(0);
-  if (walk.reached != end || walk.next != next) {
-    corrupt_at = walk.reached;
-    damaged_end = end;
+  if (walk.reached == end && walk.next == next) return true;
+  // Damaged: headers the walk read may name offsets at or past `next` (which the record or
+  // checkpoint, not the headers, decides); what they noted is not the log's.
+  std::erase_if(epochs, [&](const EpochStart& e) { return e.start >= next; });
+  std::erase_if(index, [&](const IndexEntry& e) { return e.offset >= next || e.position >= end; });
+  corrupt_at = walk.reached;
+  damaged_end = end;
+  return false;
+}
+
+void Segment::CutTo(Walk walk, Position end, Offset next, TimestampMs max_ts_floor) {
+  max_ts = std::max(walk.max_ts, max_ts_floor);
+  if (!Adopt(std::move(walk), end, next)) {
     RDMQ_LOG(kError, "storage", "data below a truncation point is damaged; reads of it will fail")
         .kv("segment", path_)
-        .kv("position", walk.reached)
+        .kv("position", corrupt_at)
         .kv("truncation_point", end);
     index.push_back(IndexEntry{next, end, max_ts});
     next_index_pos_ = end + interval_;

@@ -127,6 +127,10 @@ class Segment {
     Offset next{0};       // the offset after the last batch it walked
   };
   Walk WalkHeaders(Position to) const;
+  // Takes the index and epochs of a walk of the headers below `end`, where `next` (from a record
+  // or checkpoint) is the offset after them. False when the walk did not reach `end` with `next`:
+  // [corrupt_at, damaged_end) is damage, and nothing noted at or past `next` is kept.
+  bool Adopt(Walk walk, Position end, Offset next);
   // Makes the in-memory state that of a segment cut at `end` with `next` the next offset: index
   // and max timestamp from `walk` (if it stopped short of `end`, [reached, end) is damage, as in
   // RecoverActive), unsealed, no shared-mode state. Touches nothing on media.

@@ -136,8 +136,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // every start inside the log; and it survives a clean reopen as it is.
   const std::vector<EpochStart> epochs = l.LeaderEpochs();
   for (size_t i = 0; i < epochs.size(); ++i) {
-    if (epochs[i].epoch < 0 || epochs[i].start < start || epochs[i].start >= hwm)
+    if (epochs[i].epoch < 0 || epochs[i].start < start || epochs[i].start >= hwm) {
+      std::fprintf(stderr, "epoch %d starts at %lld; the log is [%lld, %lld)\n", int{epochs[i].epoch},
+                   static_cast<long long>(epochs[i].start.value()), static_cast<long long>(start.value()),
+                   static_cast<long long>(hwm.value()));
       Violation("epoch outside the log");
+    }
     if (i > 0 && (epochs[i].epoch <= epochs[i - 1].epoch || epochs[i].start <= epochs[i - 1].start)) {
       Violation("epochs out of order");
     }
