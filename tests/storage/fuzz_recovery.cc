@@ -6,8 +6,10 @@
 //             recovery's scan, index rebuild, tail truncation, finishing a truncation, reads).
 // Properties checked beyond "no crash, no sanitizer report":
 //   * if Open succeeds, every offset in [log start, high watermark) reads back as CRC-valid
-//     batches, an append succeeds, and after Close a second Open succeeds with the same state;
+//     batches (or reports damage), an append succeeds, and after Close a second Open succeeds
+//     with the same state (with damage: the same high watermark, and a prefix of the epochs);
 //   * if Open fails, the files are byte for byte unchanged.
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -116,11 +118,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   PartitionLog& l = **log;
   const Offset start = l.LogStartOffset();
   const Offset hwm = l.HighWatermark();
+  bool damaged = false;
   for (Offset at = start; at < hwm;) {
     auto r = l.Read(at, 1000);
     if (!r.ok()) {
       // Damage inside checkpointed data is reported, not hidden: fine. Anything else is not.
       if (!r.status().is(StorageErrc::kCorruptBatch)) Violation("read failed", r.status());
+      damaged = true;
       break;
     }
     BatchScanner sc(r->bytes, Validation::kCrc);
@@ -155,7 +159,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   log = PartitionLog::Open(&env, kDir, o);
   if (!log.ok()) Violation("reopen after a clean close failed", log.status());
   if ((*log)->HighWatermark() != hwm2) Violation("reopen changed the high watermark");
-  if ((*log)->LeaderEpochs() != epochs) Violation("reopen changed the leader epochs");
+  // Damage: the reopened log walks the segment, now sealed, from its start and stops at the damage,
+  // so the epochs of batches past it (found by the first recovery's CRC scan past a checkpoint)
+  // may be gone, as reads of them are; what is left is a prefix of what was.
+  const std::vector<EpochStart> reopened = (*log)->LeaderEpochs();
+  const bool prefix =
+      reopened.size() <= epochs.size() && std::equal(reopened.begin(), reopened.end(), epochs.begin());
+  if (damaged ? !prefix : reopened != epochs) {
+    for (const auto& [what, list] : {std::pair{"before", epochs}, std::pair{"after", reopened}}) {
+      std::fprintf(stderr, "epochs %s:", what);
+      for (const EpochStart& e : list)
+        std::fprintf(stderr, " %d@%lld", int{e.epoch}, static_cast<long long>(e.start.value()));
+      std::fprintf(stderr, "\n");
+    }
+    Violation("reopen changed the leader epochs");
+  }
   if (a.ok()) {
     auto r = (*log)->Read(a->base_offset, 100);
     if (!r.ok()) Violation("the record appended after recovery is unreadable", r.status());
