@@ -44,7 +44,7 @@ Core::~Core() {
   if (io_.joinable()) io_.join();
   // Close (or a failed Init) left nothing outstanding; what is left is dropped without callbacks.
   for (PState* ps : topics_.Partitions()) {
-    MutexLock lock(ps->mu);
+    BiasedLock lock(ps->mu);
     ps->lease.remote.reset();
     ps->read_segs.clear();
     ps->lease.ack_grant.reset();
@@ -101,7 +101,7 @@ Status Core::Close(std::chrono::milliseconds timeout) {
   if (io_.joinable() && io_.get_id() != std::this_thread::get_id()) io_.join();
   // Nothing is outstanding any more: let go of the broker now, even while futures live on.
   for (PState* ps : parts) {
-    MutexLock lock(ps->mu);
+    BiasedLock lock(ps->mu);
     MutexLock plock(data_.post_mu());
     ps->lease.remote.reset();
     ps->read_segs.clear();

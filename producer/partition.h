@@ -17,6 +17,7 @@
 #include "producer/ack_tracker.h"
 #include "producer/arena.h"
 #include "producer/batch.h"
+#include "rdmq/common/biased_mutex.h"
 #include "rdmq/common/mutex.h"
 #include "rdmq/common/status.h"
 #include "rdmq/common/types.h"
@@ -109,7 +110,7 @@ struct PState {
          std::chrono::nanoseconds delivery_timeout)
       : id(id_), topic(topic_), partition(partition_), mode(mode), tracker(mode, delivery_timeout) {}
 
-  Mutex mu;
+  BiasedMutex mu;     // the sending thread takes it per record: biased toward it (biased_mutex.h)
   const uint32_t id;  // index in the producer's partition table; also its ack blocks' and scratch word's
   TopicState* const topic;
   const PartitionId partition;

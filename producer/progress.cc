@@ -67,7 +67,7 @@ void Core::Prefault() {
       const std::byte* base = nullptr;
       uint64_t from = 0, to = 0;
       {
-        UniqueLock lock(ps->mu, std::defer_lock);
+        BiasedLock lock(ps->mu, std::defer_lock);
         if (!lock.TryLock()) break;
         Lease& l = ps->lease;
         if (ps->mode != PartitionMode::kExclusive || !l.open || !l.remote) break;
