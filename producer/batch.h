@@ -21,7 +21,7 @@
 namespace rdmq::producer {
 
 struct Batch : TrackedBatch {
-  std::shared_ptr<SendFuture::State> state;
+  StateRef state;
   std::vector<std::pair<uint32_t, SendCallback>> callbacks;  // record index, callback
   Chunk* chunk = nullptr;
   std::byte* buf = nullptr;

@@ -54,7 +54,8 @@ class ClusterProducer final : public Producer {
   SendFuture Send(const ProducerRecord& record) override {
     SendFuture f;
     Status s = Dispatch(record, nullptr, &f);
-    return s.ok() ? f : FailedFuture(std::move(s));
+    if (!s.ok()) return FailedFuture(std::move(s));
+    return f;  // moved (a conditional expression would copy it: a reference count up and down)
   }
   Status Send(const ProducerRecord& record, SendCallback callback) override {
     return Dispatch(record, &callback, nullptr);

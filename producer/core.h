@@ -105,7 +105,7 @@ struct Handoff {
     std::vector<std::byte> bytes;
     int32_t count = 0;
     int32_t base_sequence = -1;
-    std::shared_ptr<SendFuture::State> state;
+    StateRef state;
     std::vector<std::pair<uint32_t, SendCallback>> callbacks;
   };
   bool has_state = false;  // the old Core had written the partition: its sequence state goes along

@@ -21,7 +21,8 @@ class ProducerImpl final : public Producer {
   SendFuture Send(const ProducerRecord& record) override {
     SendFuture f;
     Status s = core_->Send(record, nullptr, &f);
-    return s.ok() ? f : FailedFuture(std::move(s));
+    if (!s.ok()) return FailedFuture(std::move(s));
+    return f;  // moved (a conditional expression would copy it: a reference count up and down)
   }
   Status Send(const ProducerRecord& record, SendCallback callback) override {
     return core_->Send(record, &callback, nullptr);

@@ -16,6 +16,8 @@ using protocol::WireError;
 
 namespace {
 
+constexpr uint32_t kLingerCheckEvery = 16;
+
 uint32_t Random() {
   thread_local std::mt19937 rng{std::random_device{}()};
   return rng();
@@ -97,15 +99,18 @@ Status Core::Send(const ProducerRecord& r, SendCallback* cb, SendFuture* fut) {
       b->state->records.push_back({in.timestamp, r.key ? static_cast<uint32_t>(r.key->size()) : 0u,
                                    r.value ? static_cast<uint32_t>(r.value->size()) : 0u});
       if (cb != nullptr && *cb) b->callbacks.emplace_back(index, std::move(*cb));
-      if (fut != nullptr) *fut = SendFuture(b->state, index);
+      if (fut != nullptr) *fut = b->state.Future(index);
       // Sealed when full (or the next record like this one would not fit); otherwise with linger
       // 0 at once when nothing is in flight (else records batch up until the ack of what is in
-      // flight arrives, seen by the next Send or by the I/O thread), or once linger.ms passed.
+      // flight arrives, seen by the next Send or by the I/O thread), or once linger.ms passed:
+      // looked at every kLingerCheckEvery records (a clock reading costs about 20 ns on the
+      // development VM, a tenth of a record's whole path), and by the I/O thread on every tick.
       const size_t size = b->builder->size();
       const bool full = size >= cfg_.batch_size || b->capacity - size < size - before;
-      if (full || (cfg_.linger.count() == 0
-                       ? ps.tracker.idle()
-                       : MonoNanos() - b->created_ns >= static_cast<uint64_t>(cfg_.linger.count()) * 1000)) {
+      if (full || (cfg_.linger.count() == 0 ? ps.tracker.idle()
+                                            : (index + 1) % kLingerCheckEvery == 0 &&
+                                                  MonoNanos() - b->created_ns >=
+                                                      static_cast<uint64_t>(cfg_.linger.count()) * 1000)) {
         Seal(ps);
       }
       break;
@@ -155,7 +160,7 @@ Status Core::NewBatch(PState& ps, size_t need) {
     ps.chunks.Start(c);
   }
   auto* b = new Batch();
-  b->state = std::make_shared<SendFuture::State>();
+  b->state = StateRef::Make();
   b->state->core = shared_from_this();
   b->state->topic = ps.topic->name;
   b->state->partition = ps.partition;

@@ -104,10 +104,17 @@ struct RecordMetadata {
   uint32_t serialized_value_size = 0;
 };
 
-// The result of one Send. Cheap to copy (shares its batch's state).
+// The result of one Send. Cheap to copy (shares its batch's state, counted by reference).
 class SendFuture {
  public:
   SendFuture() = default;
+  SendFuture(const SendFuture& other) noexcept;
+  SendFuture(SendFuture&& other) noexcept : state_(other.state_), index_(other.index_) {
+    other.state_ = nullptr;
+  }
+  SendFuture& operator=(const SendFuture& other) noexcept;
+  SendFuture& operator=(SendFuture&& other) noexcept;
+  ~SendFuture();
   // Blocks until the record is acknowledged or failed.
   Result<RecordMetadata> get() const;
   bool ready() const;
@@ -116,10 +123,11 @@ class SendFuture {
   bool valid() const { return state_ != nullptr; }
 
   struct State;  // implementation detail
-  SendFuture(std::shared_ptr<State> state, uint32_t index) : state_(std::move(state)), index_(index) {}
+  // Takes over one reference to `state` that the caller holds (implementation detail).
+  SendFuture(State* state, uint32_t index) noexcept : state_(state), index_(index) {}
 
  private:
-  std::shared_ptr<State> state_;
+  State* state_ = nullptr;
   uint32_t index_ = 0;
 };
 
