@@ -7,6 +7,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
 #include "rdmq/common/cpu.h"
 
 namespace rdmq {
@@ -57,10 +61,16 @@ bool BiasedMutex::LockSlow(bool wait) {
         slow_.unlock();
         return false;
       }
+      // The owner's critical sections are short (a record) but may hold an RPC (opening a
+      // lease): spin, then yield (the owner may have been preempted inside), then sleep, up to
+      // 1 ms at a time, rather than burn a core while it waits for a broker.
       if (spins < 64) {
         CpuRelax();
+      } else if (spins < 128) {
+        ::sched_yield();
       } else {
-        ::sched_yield();  // the owner may have been preempted inside
+        std::this_thread::sleep_for(
+            std::chrono::microseconds(std::min<uint32_t>(1000, 10u << std::min<uint32_t>(spins - 128, 7))));
       }
     }
     revoked_ = true;
