@@ -33,6 +33,7 @@ struct alignas(64) WorkerSlot {
   std::atomic<uint64_t> completed{0};  // producers: acks; consumers: records read
   std::atomic<uint64_t> errors{0};     // producers: failed acks
   std::atomic<uint64_t> last_ns{0};    // time of the last ack / record read
+  std::atomic<uint64_t> begin_ns{0};   // consumers: when they began reading
   std::atomic<int> state{kInit};
   uint64_t expected = 0;  // consumers: records sent to their partitions
   uint64_t missing = 0;
@@ -330,6 +331,11 @@ void RunConsumer(const Workload& w, System& system, Shared& sh, int index) {
   if (!EnterPhase(sh, slot, kPhaseRun)) return;
   const WorkerClock clock;
   Status failure;
+  // Fan-out: every consumer starts reading the whole log once it is all written.
+  while (w.fanout && !StopRequested(sh) && !sh.targets_ready.load(std::memory_order_acquire)) {
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  slot.begin_ns.store(MonoNanos(), std::memory_order_relaxed);
   while (!StopRequested(sh)) {
     if (sh.targets_ready.load(std::memory_order_acquire)) {
       bool all = true;
@@ -520,9 +526,17 @@ Status ValidateWorkload(const Workload& w) {
                std::to_string(w.producers) + ") must not exceed --partitions (" +
                std::to_string(w.partitions) + "); use --mode shared");
   }
-  if (w.consumers > w.partitions) {
+  if (w.fanout) {
+    if (w.consumers < 1) return bad("--fanout needs --consumers of 1 or more");
+    if (w.system != "rdmq" && w.system != "kafka") {
+      return bad("--fanout: system '" + w.system +
+                 "' gives each partition one reader; fan-out runs on rdmq and kafka");
+    }
+    if (w.duration.count() != 0)
+      return bad("--fanout reads what --count records wrote: give --count, not --duration");
+  } else if (w.consumers > w.partitions) {
     return bad("--consumers (" + std::to_string(w.consumers) + ") must not exceed --partitions (" +
-               std::to_string(w.partitions) + "): each partition is read by one consumer");
+               std::to_string(w.partitions) + "): each partition is read by one consumer (or use --fanout)");
   }
   return Status::Ok();
 }
@@ -545,7 +559,7 @@ std::vector<int> ProducerPartitions(const Workload& w, int index) {
 std::vector<int> ConsumerPartitions(const Workload& w, int index) {
   std::vector<int> parts;
   if (w.consumers <= 0) return parts;
-  for (int p = index; p < w.partitions; p += w.consumers) parts.push_back(p);
+  for (int p = w.fanout ? 0 : index; p < w.partitions; p += w.fanout ? 1 : w.consumers) parts.push_back(p);
   return parts;
 }
 
@@ -695,6 +709,7 @@ Result<Report> RunBenchmark(const Workload& w, System& system, const RunOptions&
   if (!failure.empty()) return Status(Errc::kUnavailable, failure);
 
   uint64_t last_ack_ns = sh->start_ns, last_consume_ns = sh->start_ns;
+  uint64_t consume_from_ns = w.fanout ? ~uint64_t{0} : sh->start_ns;
   for (int i = 0; i < w.producers; ++i) {
     const WorkerSlot& slot = sh->producers[i];
     report.sent += slot.sent.load();
@@ -715,9 +730,16 @@ Result<Report> RunBenchmark(const Workload& w, System& system, const RunOptions&
     report.missing += slot.expected > unique ? slot.expected - unique : 0;
     last_consume_ns = std::max(last_consume_ns, slot.last_ns.load());
     report.e2e_latency.Merge(slot.hist);
+    const uint64_t begin = slot.begin_ns.load();
+    const uint64_t last = slot.last_ns.load();
+    report.consumer_records_per_s.push_back(
+        begin != 0 && last > begin ? static_cast<double>(consumed) / (static_cast<double>(last - begin) / 1e9)
+                                   : 0);
+    if (begin != 0) consume_from_ns = std::min(consume_from_ns, begin);
   }
   report.produce_s = static_cast<double>(last_ack_ns - sh->start_ns) / 1e9;
-  report.consume_s = static_cast<double>(last_consume_ns - sh->start_ns) / 1e9;
+  if (consume_from_ns > last_consume_ns) consume_from_ns = last_consume_ns;
+  report.consume_s = static_cast<double>(last_consume_ns - consume_from_ns) / 1e9;
 
   // Client CPU: in thread mode this process (all client threads plus the sampler); in process
   // mode the sum of the worker processes.

@@ -110,6 +110,8 @@ int RunCommand(const std::vector<std::string>& args) {
   w.consumer_settings = a->GetAll("consumer-set");
   if (w.count == 0 && w.duration.count() == 0) w.count = 100000;
   if (Status s = ValidateWorkload(w); !s.ok()) return Usage(std::string(s.context()));
+  if (c.vs_mem && w.fanout)
+    return Usage("--vs-mem: mem gives each partition one reader, so it has no --fanout run");
   const std::string& json_path = c.json_path;
   const std::string& plot_path = c.plot_path;
 

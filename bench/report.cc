@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -88,6 +89,7 @@ json ReportJson(const Report& r) {
   j["workload"] = {{"name", WorkloadName(w)},
                    {"producers", w.producers},
                    {"consumers", w.consumers},
+                   {"fanout", w.fanout},
                    {"processes", w.processes},
                    {"message_size", w.message_size},
                    {"count_per_producer", w.count},
@@ -118,7 +120,8 @@ json ReportJson(const Report& r) {
                   {"mb_per_s", r.produce_mb_per_s()}};
   j["consume"] = {{"seconds", r.consume_s},
                   {"records_per_s", r.consume_records_per_s()},
-                  {"mb_per_s", r.consume_mb_per_s()}};
+                  {"mb_per_s", r.consume_mb_per_s()},
+                  {"per_consumer_records_per_s", r.consumer_records_per_s}};
   j["latency_ns"] = {{"ack", HistogramJson(r.ack_latency)},
                      {"e2e", HistogramJson(r.e2e_latency)},
                      {"sample_every", r.latency_sample_every}};
@@ -181,9 +184,17 @@ void PrintSummary(const Report& r, std::FILE* out) {
                static_cast<unsigned long long>(r.acked), r.produce_s,
                Human(r.produce_records_per_s()).c_str(), r.produce_mb_per_s());
   if (w.consumers > 0) {
-    std::fprintf(out, "consume    %llu records in %.3f s: %s records/s, %.1f MB/s\n",
+    std::fprintf(out, "consume    %llu records in %.3f s: %s records/s, %.1f MB/s%s\n",
                  static_cast<unsigned long long>(r.consumed), r.consume_s,
-                 Human(r.consume_records_per_s()).c_str(), r.consume_mb_per_s());
+                 Human(r.consume_records_per_s()).c_str(), r.consume_mb_per_s(),
+                 w.fanout ? " (all consumers together, from when they began)" : "");
+  }
+  if (r.consumer_records_per_s.size() > 1) {
+    std::vector<double> rates = r.consumer_records_per_s;
+    std::sort(rates.begin(), rates.end());
+    std::fprintf(out, "consumers  each: min %s, median %s, max %s records/s (%zu consumers)\n",
+                 Human(rates.front()).c_str(), Human(rates[rates.size() / 2]).c_str(),
+                 Human(rates.back()).c_str(), rates.size());
   }
   auto lat = [&](const char* name, const LogHistogram& h) {
     if (h.count() == 0) return;

@@ -48,11 +48,18 @@ ConfigDef<Workload> WorkloadDef() {
            Field(&Workload::producers));
   d.Define({.name = "consumers",
             .type = Type::kInt,
-            .doc = "Consumers (0: produce only); each reads its own partitions.",
+            .doc = "Consumers (0: produce only); each reads its own partitions (with fanout: all of them).",
             .component = bench,
             .min = 0,
             .max = kMaxWorkers},
            Field(&Workload::consumers));
+  d.Define({.name = "fanout",
+            .type = Type::kBool,
+            .doc = "Every consumer reads every partition from the start, all of them once the producers "
+                   "are done (one log fanned out to many readers; each consumer's own rate is reported). "
+                   "rdmq and kafka.",
+            .component = bench},
+           Field(&Workload::fanout));
   d.Define({.name = "procs",
             .type = Type::kBool,
             .doc = "A process per producer and consumer instead of a thread.",

@@ -161,6 +161,30 @@ TEST_CASE("workload validation names the option", "[bench][driver]") {
   bad([](Workload& x) { x.acks = 2; }, "--acks");
   bad([](Workload& x) { x.mode = "both"; }, "--mode");
   bad([](Workload& x) { x.consumers = 2; }, "--consumers");
+  bad([](Workload& x) { x.fanout = true; }, "--fanout");  // mem: one reader per partition
+  bad(
+      [](Workload& x) {
+        x.system = "rdmq";
+        x.fanout = true;
+        x.consumers = 0;
+      },
+      "--fanout");
+  bad(
+      [](Workload& x) {
+        x.system = "rdmq";
+        x.fanout = true;
+        x.count = 0;
+        x.duration = std::chrono::milliseconds(100);
+      },
+      "--fanout");
+  Workload fan = w;
+  fan.system = "kafka";
+  fan.fanout = true;
+  fan.consumers = 4;  // more consumers than partitions: each reads every one
+  REQUIRE_OK(ValidateWorkload(fan));
+  for (int c = 0; c < 4; ++c) CHECK(ConsumerPartitions(fan, c) == std::vector<int>{0});
+  fan.partitions = 3;
+  CHECK(ConsumerPartitions(fan, 2) == (std::vector<int>{0, 1, 2}));
   bad(
       [](Workload& x) {
         x.system = "rdmq";

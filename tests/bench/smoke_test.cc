@@ -36,12 +36,13 @@ bool HaveBinary() {
   return f.good();
 }
 
-void CheckCounts(const nlohmann::json& j, uint64_t records) {
+// `readers`: how many consumers read each record (fan-out), 1 otherwise.
+void CheckCounts(const nlohmann::json& j, uint64_t records, uint64_t readers = 1) {
   INFO(j.dump(2).substr(0, 3000));
   CHECK(j["ok"] == true);
   CHECK(j["counts"]["sent"] == records);
   CHECK(j["counts"]["acked"] == records);
-  CHECK(j["counts"]["consumed"] == records);
+  CHECK(j["counts"]["consumed"] == records * readers);
   CHECK(j["counts"]["missing"] == 0);
   CHECK(j["counts"]["duplicates"] == 0);
   // Latencies of every record, or of about 1 in sample_every (pseudo-random: allow 2x).
@@ -53,7 +54,7 @@ void CheckCounts(const nlohmann::json& j, uint64_t records) {
     CHECK(timed >= records / every / 2);
     CHECK(timed <= records / every * 2);
   }
-  CHECK(j["latency_ns"]["e2e"]["count"] == timed);
+  CHECK(j["latency_ns"]["e2e"]["count"] == timed * readers);
   CHECK(j["timeline"].size() > 0);
 }
 
@@ -110,7 +111,7 @@ bool HaveBroker() {
 // rdmq-bench against a broker it starts itself (data in dir/broker) with `args`: exits 0 and
 // every one of `records` went through. The result's JSON.
 nlohmann::json RunWithBroker(const rdmq::test::TempDir& dir, const std::string& system,
-                             const std::string& args, uint64_t records) {
+                             const std::string& args, uint64_t records, uint64_t readers = 1) {
   const std::string json = (dir / "r.json").string();
   std::string out;
   const int rc = Run(BenchBinary() + " --system " + system + " --start-broker --broker-dir " +
@@ -120,8 +121,24 @@ nlohmann::json RunWithBroker(const rdmq::test::TempDir& dir, const std::string& 
   REQUIRE(rc == 0);
   Result<nlohmann::json> j = ReadJson(json);
   REQUIRE_OK(j);
-  CheckCounts(*j, records);
+  CheckCounts(*j, records, readers);
   return *j;
+}
+
+TEST_CASE("rdmq-bench rdmq --fanout: every consumer reads the whole log, each with its own rate",
+          "[bench][smoke]") {
+  if (!HaveBinary() || !HaveBroker())
+    RDMQ_SKIP("rdmq-bench or rdmq-broker is not built beside " + BenchBinary());
+  rdmq::test::TempDir dir;
+  // Three consumers on two partitions: more consumers than partitions, which only fan-out allows.
+  const nlohmann::json j = RunWithBroker(
+      dir, "rdmq", "--procs -p 2 -c 3 --partitions 2 --fanout -n 10000 -s 100 --progress none", 20000, 3);
+  CHECK(j["workload"]["fanout"] == true);
+  const auto& rates = j["consume"]["per_consumer_records_per_s"];
+  REQUIRE(rates.size() == 3);
+  for (const auto& r : rates) CHECK(r.get<double>() > 0);
+  // The consumers began once everything was written: their reading took less than the whole run.
+  CHECK(j["consume"]["seconds"].get<double>() > 0);
 }
 
 TEST_CASE("rdmq-bench rdmq run against its own broker: threads, exclusive producers", "[bench][smoke]") {

@@ -110,7 +110,10 @@ struct Report {
   uint64_t corrupt = 0;     // payloads without a valid header
   // Times, seconds from the start signal.
   double produce_s = 0;
-  double consume_s = 0;
+  double consume_s = 0;  // with fanout, from when the consumers began reading
+  // Each consumer's own rate (records it read / the time from its first poll to its last
+  // record), in consumer order.
+  std::vector<double> consumer_records_per_s;
   double elapsed_s = 0;
   // Latencies in nanoseconds, of 1 record in latency_sample_every.
   LogHistogram ack_latency;

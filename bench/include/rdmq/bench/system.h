@@ -54,6 +54,10 @@ struct Workload {
   std::string topic = "bench";  // topic / stream name prefix
   int producers = 1;
   int consumers = 1;
+  // Every consumer reads every partition from the start, all of them once the producers are
+  // done: one log fanned out to many readers (rdmq and kafka; the others have one reader per
+  // partition).
+  bool fanout = false;
   bool processes = false;       // fork a process per producer/consumer instead of a thread
   uint32_t message_size = 100;  // payload bytes, >= kPayloadHeaderBytes
   uint64_t count = 0;           // records per producer (0: run for `duration`)
