@@ -18,6 +18,19 @@ namespace {
 
 long Membarrier(int cmd) { return ::syscall(__NR_membarrier, cmd, 0, 0); }
 
+// A full barrier on every CPU running a thread of this process. Should the kernel refuse it (an
+// address space it does not count as registered, e.g. a child forked from a registered process:
+// Linux 6.18 carries the registration across fork, this does not rely on it), register and try
+// again; the slow global barrier is the last resort.
+void BarrierOnEveryCpu() {
+  if (Membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) return;
+  if (Membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0 &&
+      Membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) {
+    return;
+  }
+  (void)Membarrier(MEMBARRIER_CMD_GLOBAL);
+}
+
 }  // namespace
 
 bool BiasedMutex::Supported() {
@@ -54,7 +67,7 @@ bool BiasedMutex::LockSlow(bool wait) {
   if (owner != 0 && owner != me) {
     revoking_.store(1, std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    (void)Membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED);  // registered: the owner got its bias so
+    BarrierOnEveryCpu();
     for (uint32_t spins = 0; owner_in_.load(std::memory_order_acquire) != 0; ++spins) {
       if (!wait) {
         revoking_.store(0, std::memory_order_release);

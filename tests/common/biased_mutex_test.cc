@@ -2,6 +2,9 @@
 // TryLock on both paths, and the bias moving to the thread that takes the lock most.
 #include "rdmq/common/biased_mutex.h"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <thread>
@@ -143,6 +146,45 @@ TEST_CASE("BiasedMutex: TryLock fails while the owner holds it on the fast path,
   CHECK(got);
   BiasedLock l(g.mu);
   CHECK(g.a == g.b);
+}
+
+TEST_CASE("BiasedMutex: a child forked after the parent registered membarrier still excludes", "[unit]") {
+  if (!BiasedMutex::Supported()) {
+    WARN("membarrier(2) is not available here: skipped");
+    return;
+  }
+  Guarded g;
+  for (uint32_t i = 0; i < BiasedMutex::kBiasAfter + 10; ++i) {
+    BiasedLock l(g.mu);
+    g.Bump();
+  }
+  REQUIRE(g.mu.BiasedToCaller());  // the parent registered membarrier (the child may or may not be)
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    // The forking thread's token is this thread's: it is still the owner, and a new thread must
+    // revoke it with a barrier the child registers for itself.
+    constexpr int kOwner = 200000, kOther = 2000;
+    std::thread other([&g] {
+      for (int i = 0; i < kOther; ++i) {
+        BiasedLock l(g.mu);
+        g.Bump();
+      }
+    });
+    for (int i = 0; i < kOwner; ++i) {
+      BiasedLock l(g.mu);
+      g.Bump();
+    }
+    other.join();
+    BiasedLock l(g.mu);
+    const bool ok = g.torn.load() == 0 && g.a == g.b &&
+                    g.a == static_cast<int64_t>(BiasedMutex::kBiasAfter) + 10 + kOwner + kOther;
+    _exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
 }
 
 }  // namespace
