@@ -93,48 +93,11 @@ void Conn::ArmRead() {
 
 void Conn::OnReadable() {
   if (tls_) return OnReadableTls();
-  alignas(cmsghdr) char cbuf[CMSG_SPACE(sizeof(int) * kMaxReadFds)];
   for (int round = 0; round < 64; ++round) {
-    if (in_.size() - in_end_ < kMinReadRoom) {
-      // Make room: move unconsumed bytes to the front, or grow.
-      if (in_begin_ > 0) {
-        std::memmove(in_.data(), in_.data() + in_begin_, in_end_ - in_begin_);
-        in_end_ -= in_begin_;
-        in_begin_ = 0;
-      }
-      if (in_.size() - in_end_ < kMinReadRoom) in_.resize(in_.size() * 2);
-    }
-    iovec iov{in_.data() + in_end_, in_.size() - in_end_};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = cbuf;
-    msg.msg_controllen = sizeof cbuf;
-    const ssize_t n = ::recvmsg(fd_, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-      Fail(Status::FromErrno(errno, "recvmsg from " + peer_).WithContext("connection lost"));
-      return;
-    }
-    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-        const size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-        for (size_t i = 0; i < count; ++i) {
-          int fd;
-          std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-          in_fds_.emplace_back(fd);
-        }
-      }
-    }
-    if (n == 0) {
-      Fail(Status(FabricErrc::kPeerGone, "peer " + peer_ + " closed the connection"));
-      return;
-    }
-    in_end_ += static_cast<size_t>(n);
+    const ReadStep step = direct_left_ > 0 ? ReadDirect() : ReadBuffered();
+    if (step == ReadStep::kFailed) return;
     ParseFrames();
-    if (finished_ || closed()) break;
-    if (static_cast<size_t>(n) < iov.iov_len) break;  // drained the socket
+    if (finished_ || closed() || step == ReadStep::kDrained) break;
   }
   {
     MutexLock l(mu_);
@@ -146,7 +109,62 @@ void Conn::OnReadable() {
   ArmRead();
 }
 
+Conn::ReadStep Conn::ReadBuffered() {
+  alignas(cmsghdr) char cbuf[CMSG_SPACE(sizeof(int) * kMaxReadFds)];
+  if (in_.size() - in_end_ < kMinReadRoom) {
+    // Make room: move unconsumed bytes to the front, or grow.
+    if (in_begin_ > 0) {
+      std::memmove(in_.data(), in_.data() + in_begin_, in_end_ - in_begin_);
+      in_end_ -= in_begin_;
+      in_begin_ = 0;
+    }
+    if (in_.size() - in_end_ < kMinReadRoom) in_.resize(in_.size() * 2);
+  }
+  size_t room = in_.size() - in_end_;
+  if (tail_reads_ > 0) {  // just after a payload received in place (conn_direct.cc)
+    room = std::min(room, kDirectTail);
+    --tail_reads_;
+  }
+  iovec iov{in_.data() + in_end_, room};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = cbuf;
+  msg.msg_controllen = sizeof cbuf;
+  const ssize_t n = ::recvmsg(fd_, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+  const int err = errno;
+  if (n > 0) TakeRights(msg);
+  if (n <= 0) return ReadFailed(n, err);
+  in_end_ += static_cast<size_t>(n);
+  return static_cast<size_t>(n) < room ? ReadStep::kDrained : ReadStep::kMore;
+}
+
+void Conn::TakeRights(msghdr& msg) {
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+      const size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+      for (size_t i = 0; i < count; ++i) {
+        int fd;
+        std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+        in_fds_.emplace_back(fd);
+      }
+    }
+  }
+}
+
+Conn::ReadStep Conn::ReadFailed(ssize_t n, int err) {
+  if (n == 0) {
+    Fail(Status(FabricErrc::kPeerGone, "peer " + peer_ + " closed the connection"));
+    return ReadStep::kFailed;
+  }
+  if (err == EINTR) return ReadStep::kMore;
+  if (err == EAGAIN || err == EWOULDBLOCK) return ReadStep::kDrained;
+  Fail(Status::FromErrno(err, "recvmsg from " + peer_).WithContext("connection lost"));
+  return ReadStep::kFailed;
+}
+
 void Conn::ParseFrames() {
+  if (in_end_ - in_begin_ < kFrameHeaderSize) return;
   {
     MutexLock l(mu_);
     dispatching_ = true;
@@ -165,6 +183,7 @@ void Conn::ParseFrames() {
       return;
     }
     if (in_end_ - in_begin_ < kFrameHeaderSize + len) {
+      if (tls_ == nullptr && nfds == 0 && TryBeginDirect(type, len)) break;
       if (in_.size() < kFrameHeaderSize + len + kMinReadRoom) {
         std::memmove(in_.data(), in_.data() + in_begin_, in_end_ - in_begin_);
         in_end_ -= in_begin_;

@@ -10,6 +10,12 @@
 // Conn::Send from the agent thread (inside a handler) only queues; the queue is flushed when the
 // handler returns, so that a burst of responses goes out in one write.
 //
+// In-place receipt (conn_direct.cc, plaintext connections only): a handler may take the payload
+// of a large frame straight into its destination (the tcp provider: a WRITE's bytes into the
+// target region, a READ's data into the initiator's buffer) instead of having it buffered and
+// copied. The frame's head is parsed first; then each read goes into the destination and at most
+// kDirectTail bytes past it, so that the frames after it are not read into the buffer whole.
+//
 // TLS (tcp only, tls.h; conn_tls.cc): a connection created with a TlsSession sends and receives
 // the same frames inside TLS records. Frames sent before the handshake finished wait for it (as
 // plaintext, under mu_); no frame is delivered before it finished. Sends encrypt under mu_ and
@@ -25,6 +31,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -47,6 +54,11 @@ inline constexpr size_t kMaxFramePayload = (size_t{64} << 20) + 4096;
 // Largest number of fds one frame may carry.
 inline constexpr size_t kMaxFrameFds = 8;
 
+// ReceiveDirect's way of placing bytes: fill(dst, n) receives at most the payload's next `n`
+// bytes at `dst` (nullptr: they are dropped) and returns how many it placed there, or -1 when
+// the connection failed.
+using DirectFill = std::function<ssize_t(std::byte* dst, size_t n)>;
+
 class ConnHandler {
  public:
   virtual ~ConnHandler() = default;
@@ -55,6 +67,24 @@ class ConnHandler {
                        std::vector<UniqueFd>& fds) = 0;
   // The connection ended (EOF, error, protocol violation or Close). Called once, last.
   virtual void OnClosed(const Status& why) = 0;
+
+  // ---- in-place receipt (optional)
+  // How many payload bytes of a frame of `type` the handler needs to see to place the rest (0:
+  // it never takes frames of that type in place).
+  virtual size_t DirectHead(uint8_t /*type*/) { return 0; }
+  // A frame of `type` without fds, of which the first `head` payload bytes arrived and `rest`
+  // more (at least Conn::kDirectMin) are coming: true to take them in place (ReceiveDirect until
+  // they are all placed, then EndDirect; OnFrame is not called for this frame), false to have
+  // the frame buffered and delivered to OnFrame as usual.
+  virtual bool BeginDirect(uint8_t /*type*/, std::span<const std::byte> /*head*/, size_t /*rest*/) {
+    return false;
+  }
+  // Places the next of the `left` bytes still to come: calls `fill` exactly once, with where they
+  // go (nullptr drops them) and `left`, while what owns that memory is held; returns what it
+  // returned.
+  virtual ssize_t ReceiveDirect(size_t left, const DirectFill& fill) { return fill(nullptr, left); }
+  // Every byte of the frame taken in place arrived.
+  virtual void EndDirect() {}
 };
 
 class Conn : public std::enable_shared_from_this<Conn> {
@@ -89,6 +119,13 @@ class Conn : public std::enable_shared_from_this<Conn> {
   // is closed or the peer has answered for them (the verbs rule for a posted WRITE's buffer).
   Status SendFramed(std::span<const iovec> parts, bool borrow = false) EXCLUDES(mu_);
   static constexpr size_t kBorrowMin = size_t{16} << 10;
+  // Payloads of at least this many bytes past their head may be received in place.
+  static constexpr size_t kDirectMin = size_t{16} << 10;
+  // Bytes read past a payload received in place (a tcp request's frame and header), and how many
+  // reads after one are capped at that, so that a following large frame is not read whole into
+  // the buffer before its head was seen.
+  static constexpr size_t kDirectTail = 64;
+  static constexpr int kDirectTailReads = 4;
   // Encodes a frame header into `out` (kFrameHeaderSize bytes).
   static void EncodeHeader(std::byte* out, uint32_t payload_len, uint8_t type, uint8_t nfds, uint16_t flags);
   // Shuts the socket down; the agent then closes it and calls OnClosed. Idempotent.
@@ -113,6 +150,19 @@ class Conn : public std::enable_shared_from_this<Conn> {
   Conn(Agent& agent, UniqueFd fd, std::string peer, std::unique_ptr<TlsSession> tls);
   void ArmRead() EXCLUDES(mu_);
   void OnReadable() EXCLUDES(mu_);
+  // One recvmsg of OnReadable (plaintext): into the buffer, or into the destination of a payload
+  // taken in place (conn_direct.cc).
+  enum class ReadStep { kMore, kDrained, kFailed };
+  ReadStep ReadBuffered() EXCLUDES(mu_);
+  ReadStep ReadDirect() EXCLUDES(mu_);
+  // Moves the fds a recvmsg brought to in_fds_.
+  void TakeRights(msghdr& msg);
+  // Fails the connection after recvmsg returned `n` (< 0 with errno `err`, or 0 at EOF); kMore
+  // for EINTR, kDrained for EAGAIN.
+  ReadStep ReadFailed(ssize_t n, int err) EXCLUDES(mu_);
+  // In ParseFrames, for the incomplete frame at in_begin_ (payload `len`, no fds): offers it to
+  // the handler for in-place receipt and places what is buffered of it; true if taken.
+  bool TryBeginDirect(uint8_t type, uint32_t len);
   void ArmWriteLocked() REQUIRES(mu_);
   void OnWritable() EXCLUDES(mu_);
   // Writes queued chunks until the socket would block. Returns false on a socket error (then the
@@ -181,6 +231,11 @@ class Conn : public std::enable_shared_from_this<Conn> {
   std::vector<std::byte> in_;
   size_t in_begin_ = 0, in_end_ = 0;
   std::deque<UniqueFd> in_fds_;
+  // In-place receipt: payload bytes of the current frame still to come; reads left capped at
+  // kDirectTail; where dropped bytes go.
+  size_t direct_left_ = 0;
+  int tail_reads_ = 0;
+  std::unique_ptr<std::byte[]> drain_;
   // TLS: ciphertext read from the socket and not yet consumed by the session.
   std::vector<std::byte> cipher_in_;
   size_t cipher_begin_ = 0, cipher_end_ = 0;

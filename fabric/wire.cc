@@ -113,9 +113,14 @@ void EncodeTcpRequest(std::byte* out, const TcpRequest& r) {
 
 Result<TcpRequest> DecodeTcpRequest(std::span<const std::byte> f) {
   if (f.size() < kTcpRequestHeader) return Bad("tcp request: " + std::to_string(f.size()) + " bytes");
+  return DecodeTcpRequest(f.first(kTcpRequestHeader), f.size() - kTcpRequestHeader);
+}
+
+Result<TcpRequest> DecodeTcpRequest(std::span<const std::byte> f, size_t payload) {
+  if (f.size() != kTcpRequestHeader)
+    return Bad("tcp request: header of " + std::to_string(f.size()) + " bytes");
   const auto r = Image<TcpRequest>(f);
   if (r.reserved0 != 0 || r.reserved1 != 0) return Bad("tcp request: reserved field not zero");
-  const size_t payload = f.size() - kTcpRequestHeader;
   switch (static_cast<Opcode>(r.opcode)) {
     case Opcode::kWrite:
     case Opcode::kWriteImm:
@@ -140,10 +145,15 @@ void EncodeTcpResponse(std::byte* out, const TcpResponse& r) { std::memcpy(out, 
 
 Result<TcpResponse> DecodeTcpResponse(std::span<const std::byte> f) {
   if (f.size() < kTcpResponseHeader) return Bad("tcp response: " + std::to_string(f.size()) + " bytes");
+  return DecodeTcpResponse(f.first(kTcpResponseHeader), f.size() - kTcpResponseHeader);
+}
+
+Result<TcpResponse> DecodeTcpResponse(std::span<const std::byte> f, size_t payload) {
+  if (f.size() != kTcpResponseHeader)
+    return Bad("tcp response: header of " + std::to_string(f.size()) + " bytes");
   const auto r = Image<TcpResponse>(f);
   if (r.errc > kMaxErrc) return Bad("tcp response: error code " + std::to_string(r.errc));
-  if (f.size() - kTcpResponseHeader != r.length)
-    return Bad("tcp response: payload does not match its length");
+  if (payload != r.length) return Bad("tcp response: payload does not match its length");
   if (r.errc != 0 && r.length != 0) return Bad("tcp response: error with data");
   return r;
 }

@@ -164,6 +164,9 @@ static_assert(offsetof(TcpRequest, opcode) == 0 && offsetof(TcpRequest, flags) =
 void EncodeTcpRequest(std::byte* out, const TcpRequest& r);  // kTcpRequestHeader bytes
 // Decodes the header and checks that the payload that follows matches `length`.
 Result<TcpRequest> DecodeTcpRequest(std::span<const std::byte> frame);
+// The same for a header alone (kTcpRequestHeader bytes) whose payload of `payload` bytes is
+// received elsewhere (in place, conn.h).
+Result<TcpRequest> DecodeTcpRequest(std::span<const std::byte> header, size_t payload);
 
 struct TcpResponse {
   uint64_t seq = 0;
@@ -177,5 +180,6 @@ static_assert(offsetof(TcpResponse, seq) == 0 && offsetof(TcpResponse, errc) == 
               offsetof(TcpResponse, length) == 12 && offsetof(TcpResponse, value) == 16);
 void EncodeTcpResponse(std::byte* out, const TcpResponse& r);
 Result<TcpResponse> DecodeTcpResponse(std::span<const std::byte> frame);
+Result<TcpResponse> DecodeTcpResponse(std::span<const std::byte> header, size_t payload);
 
 }  // namespace rdmq::fabric::internal::wire

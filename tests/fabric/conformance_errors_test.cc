@@ -131,6 +131,24 @@ TEST_CASE("conformance: bad input fails with a clear error completion and change
     c = Run(*p.eb, *p.b.scq, MakeRead(*local, 0, 16, remote.get(), 0, 6));
     CHECK(!c.status);
   }
+  SECTION("large payloads are checked before any byte moves") {
+    // Payloads this large are received in place on tcp: the checks still come first.
+    constexpr size_t kBig = 40000;
+    auto remote = ShareAndAttach(*p.ea, *p.eb, rw);
+    Completion c = Run(*p.eb, *p.b.scq, MakeWrite(*local, 0, kBig, remote.get(), kSize - kBig / 2, 1));
+    CHECK(IsError(c, FabricErrc::kOutOfBounds));
+    auto ro = target->Descriptor(kRemoteRead);
+    REQUIRE_OK(ro);
+    auto read_only = ShareAndAttach(*p.ea, *p.eb, *ro);
+    c = Run(*p.eb, *p.b.scq, MakeWrite(*local, 0, kBig, read_only.get(), 0, 2));
+    CHECK(IsError(c, FabricErrc::kAccessDenied));
+    c = Run(*p.eb, *p.b.scq, MakeRead(*local, 0, kBig, remote.get(), kSize - 100, 4));
+    CHECK(IsError(c, FabricErrc::kOutOfBounds));
+    // The endpoint still carries large operations afterwards.
+    c = Run(*p.eb, *p.b.scq, MakeRead(*local, 0, kBig, remote.get(), 0, 5));
+    CHECK(!c.status);
+    CHECK(std::all_of(local->data(), local->data() + kBig, [](std::byte x) { return x == std::byte{0x11}; }));
+  }
   SECTION("forged descriptor claiming a longer region") {
     RegionDescriptor d = rw;
     d.length = kSize * 4;

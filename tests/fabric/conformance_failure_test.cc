@@ -104,11 +104,11 @@ TEST_CASE("conformance: a peer that dies mid-operation gives clean errors, each 
   CHECK(WaitChild(pid, 10s) == 128 + SIGKILL);
 }
 
-TEST_CASE("conformance: an initiator killed mid-WRITE leaves the target whole or untouched") {
+TEST_CASE("conformance: an initiator killed mid-WRITE leaves a prefix of it placed and nothing else") {
   FABRIC_CONFORMANCE_PRELUDE();
   if (kProvider == Provider::kVerbs) {
-    // The RNIC may have placed part of a multi-packet WRITE before the requester died.
-    RDMQ_SKIP("verbs gives no all-or-nothing guarantee for a WRITE cut short by the requester's death");
+    // The RNIC may have placed any of the packets of a multi-packet WRITE before the requester died.
+    RDMQ_SKIP("verbs gives no guarantee on what a WRITE cut short by the requester's death placed");
   }
   Pair p;
   constexpr size_t kSize = 4u << 20;
@@ -125,11 +125,14 @@ TEST_CASE("conformance: an initiator killed mid-WRITE leaves the target whole or
   const uint64_t deadline = MonoNanos() + 10'000'000'000ULL;
   while (ep->connected() && MonoNanos() < deadline) std::this_thread::sleep_for(5ms);
   CHECK(!ep->connected());
-  const bool untouched =
-      std::all_of(target->data(), target->data() + kSize, [](std::byte x) { return x == std::byte{0}; });
-  const bool whole =
-      std::all_of(target->data(), target->data() + kSize, [](std::byte x) { return x == std::byte{171}; });
-  CHECK((untouched || whole));
+  // shm copies at post time, so all of it landed; tcp places bytes as they arrive (in place, in
+  // order), so a prefix of it did, and nothing past it.
+  const std::byte* b = target->data();
+  const size_t placed =
+      static_cast<size_t>(std::find_if(b, b + kSize, [](std::byte x) { return x != std::byte{171}; }) - b);
+  INFO(placed << " of " << kSize << " bytes placed");
+  CHECK(std::all_of(b + placed, b + kSize, [](std::byte x) { return x == std::byte{0}; }));
+  if (kProvider == Provider::kShm) CHECK(placed == kSize);
 }
 
 TEST_CASE("conformance: control messages, connection errors and timeouts") {

@@ -1,6 +1,7 @@
 // libFuzzer target: the fabric's internal decoders (fabric/wire.h): handshake, shm attach
 // request/reply, shm mailbox entries and tcp request/response frames. The first byte picks the
-// decoder; decoded values must re-encode to the same bytes where the format is canonical.
+// decoder; decoded values must re-encode to the same bytes where the format is canonical, and
+// the tcp header decoders (for payloads received in place) must agree with the frame decoders.
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -37,6 +38,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
       break;
     case 4:
+      if (in.size() >= wire::kTcpRequestHeader) {
+        const auto whole = wire::DecodeTcpRequest(in);
+        const auto head =
+            wire::DecodeTcpRequest(in.first(wire::kTcpRequestHeader), in.size() - wire::kTcpRequestHeader);
+        if (whole.ok() != head.ok()) std::abort();
+        if (whole.ok() && std::memcmp(&*whole, &*head, sizeof *head) != 0) std::abort();
+      }
       if (auto r = wire::DecodeTcpRequest(in); r.ok()) {
         if (in.size() != wire::kTcpRequestHeader +
                              ((r->opcode == 1 || r->opcode == 2 || r->opcode == 6) ? r->length : 0)) {
@@ -48,6 +56,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
       break;
     default:
+      if (in.size() >= wire::kTcpResponseHeader) {
+        const auto whole = wire::DecodeTcpResponse(in);
+        const auto head =
+            wire::DecodeTcpResponse(in.first(wire::kTcpResponseHeader), in.size() - wire::kTcpResponseHeader);
+        if (whole.ok() != head.ok()) std::abort();
+        if (whole.ok() && std::memcmp(&*whole, &*head, sizeof *head) != 0) std::abort();
+      }
       if (auto r = wire::DecodeTcpResponse(in); r.ok()) {
         if (in.size() != wire::kTcpResponseHeader + r->length) std::abort();
       }

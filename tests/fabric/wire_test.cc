@@ -136,3 +136,32 @@ TEST_CASE("wire: tcp request and response frames") {
   CHECK(wire::DecodeTcpResponse(rf).status().is(FabricErrc::kProtocol));  // error with data
   CHECK(wire::DecodeTcpResponse(std::span(rf).first(10)).status().is(FabricErrc::kProtocol));
 }
+
+TEST_CASE("wire: tcp headers decoded alone, for payloads received in place") {
+  wire::TcpRequest r;
+  r.opcode = static_cast<uint8_t>(Opcode::kWriteImm);
+  r.seq = 5;
+  r.key = 0x77;
+  r.length = 1u << 20;
+  r.imm = 9;
+  std::vector<std::byte> h(wire::kTcpRequestHeader);
+  wire::EncodeTcpRequest(h.data(), r);
+  auto back = wire::DecodeTcpRequest(h, r.length);
+  REQUIRE_OK(back);
+  CHECK(back->length == r.length);
+  CHECK(back->imm == 9);
+  // The payload still to come must be the one the header announces; a header is exactly one.
+  CHECK(wire::DecodeTcpRequest(h, r.length - 1).status().is(FabricErrc::kProtocol));
+  CHECK(wire::DecodeTcpRequest(std::span(h).first(40), r.length).status().is(FabricErrc::kProtocol));
+  h.push_back(std::byte{0});
+  CHECK(wire::DecodeTcpRequest(h, r.length).status().is(FabricErrc::kProtocol));
+
+  wire::TcpResponse resp{3, 0, 65536, 0};
+  std::vector<std::byte> rh(wire::kTcpResponseHeader);
+  wire::EncodeTcpResponse(rh.data(), resp);
+  REQUIRE_OK(wire::DecodeTcpResponse(rh, 65536));
+  CHECK(wire::DecodeTcpResponse(rh, 65535).status().is(FabricErrc::kProtocol));
+  resp.errc = static_cast<uint32_t>(FabricErrc::kOutOfBounds);
+  wire::EncodeTcpResponse(rh.data(), resp);
+  CHECK(wire::DecodeTcpResponse(rh, 65536).status().is(FabricErrc::kProtocol));  // error with data
+}

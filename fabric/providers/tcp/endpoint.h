@@ -2,13 +2,17 @@
 // frames: the handshake, control messages, and the data path, requests {WRITE, WRITE_IMM, READ,
 // FETCH_ADD, COMPARE_SWAP, SEND} from the initiator and one response per request from the
 // target, in order. The target's agent applies a request to registered memory only after
-// checking key, scope, rights, bounds and alignment, and only once the whole frame arrived (a
-// WRITE cut short by a dying peer changes nothing). The initiator's completions are produced when
-// responses arrive, so a completion means the remote effect happened. Application threads never
-// serve requests; they only post (a batch of work requests goes out in one socket write) and poll.
+// checking key, scope, rights, bounds and alignment. Large payloads are received in place
+// (conn.h): a WRITE's bytes go from the socket straight into the target region (the key checked
+// again, under the key table's lock, for every read), a READ's data straight into the
+// initiator's buffer; so, as on verbs, a WRITE cut short by a dying peer may be partly placed (a
+// prefix of it). The initiator's completions are produced when responses arrive, so a completion
+// means the remote effect happened. Application threads never serve requests; they only post (a
+// batch of work requests goes out in one socket write) and poll.
 //
 // Files: endpoint.cc (frames, closing, attach, grants), serve.cc (the target side: requests and
-// arrivals), post.cc (the initiator side: posting and responses).
+// arrivals), post.cc (the initiator side: posting and responses), direct.cc (payloads received
+// in place).
 #pragma once
 
 #include <sys/uio.h>
@@ -64,6 +68,12 @@ class TcpEpCore final : public EndpointCore {
   // ---- ConnHandler (agent thread)
   void OnFrame(uint8_t type, uint16_t flags, std::span<const std::byte> payload,
                std::vector<UniqueFd>& fds) override;
+  // In-place receipt (direct.cc): WRITE and WRITE_IMM payloads into the target region, READ
+  // response data into the initiator's buffer.
+  size_t DirectHead(uint8_t type) override;
+  bool BeginDirect(uint8_t type, std::span<const std::byte> head, size_t rest) override;
+  ssize_t ReceiveDirect(size_t left, const DirectFill& fill) override;
+  void EndDirect() override;
 
  private:
   // Turns liveness off and flushes outstanding operations and posted receives (kPeerGone).
@@ -86,6 +96,13 @@ class TcpEpCore final : public EndpointCore {
   // ---- initiator side (post.cc)
   // A response: completes the oldest outstanding operation.
   void Complete(std::span<const std::byte> frame) EXCLUDES(out_mu_);
+  // Completes the oldest outstanding operation with `resp`; a READ's data is at `data` (nullptr:
+  // it was received in place).
+  void Finish(const wire::TcpResponse& resp, const std::byte* data) EXCLUDES(out_mu_);
+
+  // ---- in-place receipt (direct.cc)
+  bool BeginDirectWrite(std::span<const std::byte> head, size_t rest);
+  bool BeginDirectRead(std::span<const std::byte> head, size_t rest) EXCLUDES(out_mu_);
 
   TcpCore& fab_;
   SoftCq* const send_cq_;
@@ -102,6 +119,19 @@ class TcpEpCore final : public EndpointCore {
   Mutex recv_mu_;
   std::deque<RecvRequest> posted_ GUARDED_BY(recv_mu_);
   std::deque<TcpArrival> arrivals_ GUARDED_BY(recv_mu_);
+
+  // The frame whose payload is being received in place (agent thread only): a WRITE or
+  // WRITE_IMM request (`req`, placed at req.offset + done; `errc` once the key failed a recheck),
+  // or a READ's response (`resp`, its data placed at `local` + done).
+  struct Direct {
+    enum Kind { kNone, kWrite, kRead } kind = kNone;
+    wire::TcpRequest req;
+    wire::TcpResponse resp;
+    std::byte* local = nullptr;
+    size_t done = 0;
+    FabricErrc errc = FabricErrc::kOk_;
+  };
+  Direct direct_;
 };
 
 }  // namespace rdmq::fabric::internal

@@ -54,21 +54,25 @@ Status TcpEpCore::Post(std::span<const WorkRequest> wrs) {
 void TcpEpCore::Complete(std::span<const std::byte> frame) {
   auto resp = wire::DecodeTcpResponse(frame);
   if (!resp.ok()) return ProtocolError(resp.status().ToString());
+  Finish(*resp, frame.data() + wire::kTcpResponseHeader);
+}
+
+void TcpEpCore::Finish(const wire::TcpResponse& resp, const std::byte* data) {
   MutexLock l(out_mu_);
-  if (outstanding_.empty() || outstanding_.front().seq != resp->seq) {
-    return ProtocolError("response " + std::to_string(resp->seq) + " does not match the oldest request");
+  if (outstanding_.empty() || outstanding_.front().seq != resp.seq) {
+    return ProtocolError("response " + std::to_string(resp.seq) + " does not match the oldest request");
   }
   const TcpOutstanding o = outstanding_.front();
   outstanding_.pop_front();
-  const auto e = static_cast<FabricErrc>(resp->errc);
+  const auto e = static_cast<FabricErrc>(resp.errc);
   uint32_t byte_len = 0;
   if (e == FabricErrc::kOk_) {
     if (o.opcode == Opcode::kRead) {
-      if (resp->length != o.length) return ProtocolError("READ response of the wrong length");
-      if (o.length) std::memcpy(o.local, frame.data() + wire::kTcpResponseHeader, o.length);
+      if (resp.length != o.length) return ProtocolError("READ response of the wrong length");
+      if (o.length && data != nullptr) std::memcpy(o.local, data, o.length);
       byte_len = o.length;
     } else if (IsAtomic(o.opcode)) {
-      if (o.local) std::memcpy(o.local, &resp->value, 8);
+      if (o.local) std::memcpy(o.local, &resp.value, 8);
       byte_len = 8;
     }
   }
