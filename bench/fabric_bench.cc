@@ -12,10 +12,13 @@
 // Latency: one 64-byte operation in flight, signalled; the completion queue is polled and, when
 // empty, waited on (CompletionQueue::Wait); p50 and p99 over many operations. Bandwidth: 64 KiB and 1 MiB
 // operations, a window of outstanding signalled operations, cycling over a 16 MiB target; the median of
-// --trials runs. Both ends run in this process (two fabrics, two connections), as the RPC layer's tests do.
+// --trials runs, and the CPU time this process spent per GB moved (every thread: both ends, their agents;
+// for its ratio, lower is better). Both ends run in this process (two fabrics, two connections), as the
+// RPC layer's tests do.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -75,6 +78,31 @@ struct Row {
   double fabric = 0, baseline = 0;  // baseline 0 = none
   std::string baseline_name;
 };
+
+// The CPU time of this process so far (user + system, every thread), in seconds.
+double ProcessCpuSeconds() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  const auto secs = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
+  };
+  return secs(u.ru_utime) + secs(u.ru_stime);
+}
+
+// A bandwidth measurement `f` (returning GB/s) and the CPU it took per GB moved: this process's
+// time, both ends of the connection and their agents, which a loaded machine's wake-up delays
+// change far less than the rate.
+struct Bandwidth {
+  double gb_s = 0, cpu_ms_per_gb = 0;
+};
+template <class F>
+Bandwidth MeasureBandwidth(F&& f) {
+  const double c0 = ProcessCpuSeconds();
+  const uint64_t t0 = MonoNanos();
+  const double gb_s = f();
+  const double wall = static_cast<double>(MonoNanos() - t0) / 1e9;
+  return {gb_s, (ProcessCpuSeconds() - c0) / (gb_s * wall) * 1e3};
+}
 
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -411,19 +439,29 @@ void RunProvider(Flavor flavor, const Options& o, std::vector<Row>& rows) {
     const size_t total = o.quick ? (64u << 20) : (p == Provider::kShm ? (2048u << 20) : (512u << 20));
     for (Opcode op : {Opcode::kWrite, Opcode::kRead}) {
       const bool read = op == Opcode::kRead;
-      std::vector<double> f, b;
+      std::vector<double> f, b, fcpu, bcpu;
+      const auto add = [](std::vector<double>& rate, std::vector<double>& cpu, Bandwidth m) {
+        rate.push_back(m.gb_s);
+        cpu.push_back(m.cpu_ms_per_gb);
+      };
       for (int t = 0; t < o.trials; ++t) {
-        f.push_back(s.Bandwidth(op, size, window, total));
-        if (p == Provider::kShm) b.push_back(s.MemcpyBandwidth(read, size, total));
-        if (raw) b.push_back(raw->Bandwidth(read, size, window, total));
-        if (plain) b.push_back(plain->Bandwidth(op, size, window, total));
+        add(f, fcpu, MeasureBandwidth([&] { return s.Bandwidth(op, size, window, total); }));
+        if (p == Provider::kShm)
+          add(b, bcpu, MeasureBandwidth([&] { return s.MemcpyBandwidth(read, size, total); }));
+        if (raw) add(b, bcpu, MeasureBandwidth([&] { return raw->Bandwidth(read, size, window, total); }));
+        if (plain) add(b, bcpu, MeasureBandwidth([&] { return plain->Bandwidth(op, size, window, total); }));
       }
       Row r{name, std::string(OpcodeName(op)), "bandwidth (GB/s)", size, Median(f), 0, ""};
+      Row c{name, std::string(OpcodeName(op)), "CPU ms per GB", size, Median(fcpu), 0, ""};
       if (!b.empty()) {
         r.baseline = Median(b);
-        r.baseline_name = p == Provider::kShm ? "memcpy" : plain ? plain_name : "raw loopback TCP";
+        c.baseline = Median(bcpu);
+        r.baseline_name = c.baseline_name = p == Provider::kShm ? "memcpy"
+                                            : plain             ? plain_name
+                                                                : "raw loopback TCP";
       }
       rows.push_back(r);
+      rows.push_back(c);
     }
   }
 }

@@ -1,8 +1,10 @@
 #include "rdmq/bench/limits.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -11,6 +13,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -173,13 +176,52 @@ Result<LogHistogram> MeasureTcpRoundTrip(size_t size, int rounds) {
   return h;
 }
 
-Result<Limits> MeasureLimits(bool quick) {
+Result<LogHistogram> MeasureMsync(const std::string& dir, size_t size, int rounds) {
+  const long page_size = sysconf(_SC_PAGESIZE);
+  const auto page = static_cast<size_t>(page_size > 0 ? page_size : 4096);
+  const size_t step = std::max<size_t>(size, 1);
+  const size_t file_size =
+      std::max<size_t>(size_t{1} << 20, (step * (static_cast<size_t>(rounds) + 1) + page - 1) / page * page);
+  std::string path = (std::filesystem::path(dir) / "rdmq-bench-msync-XXXXXX").string();
+  Fd fd(mkstemp(path.data()));
+  if (fd.get() < 0) return Status::FromErrno(errno, "create a file in " + dir + " for the msync limit");
+  unlink(path.c_str());
+  if (const int e = posix_fallocate(fd.get(), 0, static_cast<off_t>(file_size)); e != 0) {
+    return Status::FromErrno(e, "allocate " + std::to_string(file_size) + " bytes in " + dir);
+  }
+  if (fsync(fd.get()) != 0) return Status::FromErrno(errno, "fsync " + path);
+  void* m = mmap(nullptr, file_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
+  if (m == MAP_FAILED) return Status::FromErrno(errno, "mmap " + path);
+  auto* base = static_cast<char*>(m);
+  std::vector<char> record(step, 'm');
+  LogHistogram h;
+  Status failed;
+  size_t at = 0;
+  for (int i = -rounds / 10; i < rounds; ++i, at += step) {
+    if (at + step > file_size) at = 0;
+    const uint64_t t0 = MonoNanos();
+    std::memcpy(base + at, record.data(), step);
+    const size_t first = at / page * page;
+    if (msync(base + first, at + step - first, MS_SYNC) != 0) {
+      failed = Status::FromErrno(errno, "msync " + path);
+      break;
+    }
+    if (i >= 0) h.Record(MonoNanos() - t0);
+  }
+  munmap(m, file_size);
+  if (!failed.ok()) return failed;
+  return h;
+}
+
+Result<Limits> MeasureLimits(bool quick, const std::string& msync_dir) {
   Limits l;
   const auto t = std::chrono::milliseconds(quick ? 300 : 1500);
   l.memcpy_1mib_gb_s = MeasureMemcpy(1u << 20, t);
   l.memcpy_64mib_gb_s = MeasureMemcpy(64u << 20, t);
   RDMQ_ASSIGN_OR_RETURN(l.tcp_gb_s, MeasureTcpBandwidth(t));
   RDMQ_ASSIGN_OR_RETURN(l.tcp_rtt_100b, MeasureTcpRoundTrip(100, quick ? 5000 : 50000));
+  l.msync_dir = msync_dir.empty() ? std::filesystem::temp_directory_path().string() : msync_dir;
+  RDMQ_ASSIGN_OR_RETURN(l.msync_100b, MeasureMsync(l.msync_dir, 100, quick ? 200 : 2000));
   return l;
 }
 
@@ -187,7 +229,9 @@ nlohmann::json LimitsJson(const Limits& l) {
   return {{"memcpy_1mib_gb_s", l.memcpy_1mib_gb_s},
           {"memcpy_64mib_gb_s", l.memcpy_64mib_gb_s},
           {"tcp_loopback_gb_s", l.tcp_gb_s},
-          {"tcp_rtt_100b_ns", HistogramJson(l.tcp_rtt_100b)}};
+          {"tcp_rtt_100b_ns", HistogramJson(l.tcp_rtt_100b)},
+          {"msync_100b_ns", HistogramJson(l.msync_100b)},
+          {"msync_dir", l.msync_dir}};
 }
 
 void PrintLimits(const Limits& l, std::FILE* out) {
@@ -199,6 +243,11 @@ void PrintLimits(const Limits& l, std::FILE* out) {
                static_cast<double>(l.tcp_rtt_100b.Percentile(99)) / 1e3,
                static_cast<double>(l.tcp_rtt_100b.Percentile(99.9)) / 1e3,
                static_cast<unsigned long long>(l.tcp_rtt_100b.count()));
+  std::fprintf(out, "msync 100 B         p50 %.1f us, p99 %.1f us, p99.9 %.1f us (%llu commits in %s)\n",
+               static_cast<double>(l.msync_100b.Percentile(50)) / 1e3,
+               static_cast<double>(l.msync_100b.Percentile(99)) / 1e3,
+               static_cast<double>(l.msync_100b.Percentile(99.9)) / 1e3,
+               static_cast<unsigned long long>(l.msync_100b.count()), l.msync_dir.c_str());
 }
 
 }  // namespace rdmq::bench

@@ -3,7 +3,7 @@
 // limits and the comparison table.
 //
 //   rdmq-bench run    --system redis --size 1024 --count 200000 --json r.json --plot r.png
-//   rdmq-bench limits [--quick] [--json limits.json]
+//   rdmq-bench limits [--quick] [--dir DIR] [--json limits.json]
 //   rdmq-bench table  [--reference rdmq] [--markdown] r1.json r2.json ...
 //
 // `run` is the default when the first argument is an option. Exit status: 0 when the run
@@ -41,7 +41,7 @@ int Usage(const std::string& msg) {
 constexpr const char* kRunDescription =
     "Commands:\n"
     "  rdmq-bench [run] [options]       run one workload against one system\n"
-    "  rdmq-bench limits [--quick] [--json FILE]\n"
+    "  rdmq-bench limits [--quick] [--dir DIR] [--json FILE]\n"
     "                                   memcpy, loopback TCP bandwidth and round trip\n"
     "  rdmq-bench table [--reference SYSTEM] [--markdown] RESULT.json...\n"
     "                                   comparison table of earlier runs, with ratios\n"
@@ -171,18 +171,22 @@ int LimitsCommand(const std::vector<std::string>& args) {
   bool quick = false;
   std::string json_path;
   const config::CommandSpec spec{.path = "rdmq-bench limits",
-                                 .usage = "[--quick] [--json FILE]",
+                                 .usage = "[--quick] [--dir DIR] [--json FILE]",
                                  .summary =
                                      "The machine's physical limits: memcpy, loopback TCP bandwidth and "
-                                     "round trip.",
+                                     "round trip, and msync of a 100-byte write to a mapped file.",
                                  .options = {{"quick", 0, "", "shorter measurements"},
+                                             {"dir", 0, "DIR",
+                                              "where the msync limit's file goes: the file system of the "
+                                              "broker's data (default: the temporary directory, as "
+                                              "--start-broker uses)"},
                                              {"json", 0, "FILE", "write the figures as JSON to this file"}}};
   int exit = 0;
   const auto a = config::ParseCommandLine(spec, args, &exit);
   if (!a) return exit;
   quick = a->Has("quick");
   json_path = a->GetOr("json", "");
-  Result<Limits> l = MeasureLimits(quick);
+  Result<Limits> l = MeasureLimits(quick, a->GetOr("dir", ""));
   if (!l.ok()) {
     std::fprintf(stderr, "rdmq-bench limits: %s\n", l.status().ToString().c_str());
     return kExitFailed;

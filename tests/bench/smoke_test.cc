@@ -211,6 +211,13 @@ TEST_CASE("rdmq-bench limits and table", "[bench][smoke]") {
   CHECK((*l)["memcpy_64mib_gb_s"].get<double>() > 0);
   CHECK((*l)["tcp_loopback_gb_s"].get<double>() > 0);
   CHECK((*l)["tcp_rtt_100b_ns"]["count"].get<uint64_t>() > 0);
+  CHECK((*l)["msync_100b_ns"]["count"].get<uint64_t>() == 200);  // --quick: 200 commits, each timed
+  CHECK((*l)["msync_100b_ns"]["p50"].get<uint64_t>() > 0);
+  // The msync limit in a chosen directory, and a clear error for one that is not there.
+  REQUIRE(Run(BenchBinary() + " limits --quick --dir " + dir.path().string(), &out) == 0);
+  CHECK(out.find("commits in " + dir.path().string()) != std::string::npos);
+  CHECK(Run(BenchBinary() + " limits --quick --dir " + (dir / "missing").string(), &out) == 1);
+  CHECK(out.find("for the msync limit") != std::string::npos);
 
   const std::string a = (dir / "a.json").string(), b = (dir / "b.json").string();
   REQUIRE(Run(BenchBinary() + " --system mem -n 3000 --progress none --json " + a, &out) == 0);

@@ -1,7 +1,9 @@
 // Physical limits of this machine, measured in the same run as the brokers so that every broker
 // figure can be read against them: memcpy bandwidth (1 MiB buffers, which stay in cache, and
 // 64 MiB, which do not), loopback TCP bandwidth (one stream, 1 MiB writes) and loopback TCP
-// round-trip latency with 100-byte messages (TCP_NODELAY, one in flight).
+// round-trip latency with 100-byte messages (TCP_NODELAY, one in flight), and the latency of
+// making one small write to a mapped file durable (msync, as a durable topic's commit does), in
+// the directory a broker's data would be in.
 //
 // Threading: each function runs its own threads and joins them. Errors: socket failures with
 // the call and errno.
@@ -10,6 +12,7 @@
 #include <chrono>
 #include <cstddef>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "rdmq/bench/histogram.h"
 #include "rdmq/common/status.h"
@@ -21,6 +24,8 @@ struct Limits {
   double memcpy_64mib_gb_s = 0;
   double tcp_gb_s = 0;
   LogHistogram tcp_rtt_100b;  // nanoseconds
+  LogHistogram msync_100b;    // nanoseconds
+  std::string msync_dir;      // where msync_100b was measured
 };
 
 // Copies `bytes` between two buffers repeatedly for about `time`; GB/s (1e9 bytes/s) of the best
@@ -31,8 +36,14 @@ Result<double> MeasureTcpBandwidth(std::chrono::milliseconds time);
 // Ping-pong of `size`-byte messages over 127.0.0.1, `rounds` times (after a warm-up).
 Result<LogHistogram> MeasureTcpRoundTrip(size_t size, int rounds);
 
-// All of the above; `quick` shortens every measurement.
-Result<Limits> MeasureLimits(bool quick);
+// In a fresh file in `dir` (deleted after), mapped shared: `size` bytes written at the next
+// offset, then msync(MS_SYNC) of the page(s) they touched, `rounds` times, each timed; the bare
+// cost of a durable commit of that many bytes, without a broker.
+Result<LogHistogram> MeasureMsync(const std::string& dir, size_t size, int rounds);
+
+// All of the above (msync in `msync_dir`; empty: the temporary directory, where rdmq-bench
+// --start-broker puts its broker's data); `quick` shortens every measurement.
+Result<Limits> MeasureLimits(bool quick, const std::string& msync_dir = "");
 nlohmann::json LimitsJson(const Limits& l);
 void PrintLimits(const Limits& l, std::FILE* out);
 
