@@ -5,10 +5,12 @@
 //
 // Threading: Start runs the loop on its own thread; Stop (after the broker set `stopping`)
 // lets it drain what was delivered and joins it. The loop spins `spin_us` after the last
-// completion (yielding its core every 32 rounds), then sleeps in the receive queue (a completion
-// ends the sleep at once) in 10 ms slices, 50 ms once nothing arrived for a second; a slice that
-// ends with nothing to do sleeps again at once, without spinning. Counters: poller_wakeups
-// (sleeps that ended), poller_spins (spin phases begun, one per burst of completions).
+// completion (yielding its core every 32 rounds) unless most of the last eight gaps between
+// bursts of completions were longer than that (AdaptiveSpin: then the spin would only burn a
+// core), then sleeps in the receive queue (a completion ends the sleep at once) in 10 ms slices,
+// 50 ms once nothing arrived for a second; a slice that ends with nothing to do sleeps again at
+// once, without spinning. Counters: poller_wakeups (sleeps that ended), poller_spins (spin phases
+// begun, at most one per burst of completions).
 #pragma once
 
 #include <atomic>
