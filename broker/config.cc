@@ -332,8 +332,9 @@ const config::ConfigDef<BrokerConfig>& BrokerConfigDef() {
               Field(&BrokerConfig::retention_check_interval_ms));
     d->Define({.name = "data.spin.us",
                .type = Type::kDuration,
-               .doc = "The commit poller spins this long after the last commit before it sleeps (0: "
-                      "sleep at once); waking a sleeping poller can cost ~100 us on a VM.",
+               .doc = "The commit poller spins up to this long after the last commit before it sleeps "
+                      "(0: sleep at once), unless most of the last eight gaps between commits were "
+                      "longer (then it sleeps at once); waking a sleeping poller can cost ~100 us on a VM.",
                .component = broker,
                .min = 0,
                .max = 1'000'000,
