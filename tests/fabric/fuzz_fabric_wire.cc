@@ -11,6 +11,19 @@
 
 namespace wire = rdmq::fabric::internal::wire;
 
+namespace {
+// A tcp header decoded alone (its payload received in place) must be decoded as in its frame:
+// `decode(frame)` and `decode(header, payload length)` agree, on success and on failure.
+template <class Decode>
+void HeaderAgrees(std::span<const std::byte> frame, size_t header, Decode decode) {
+  if (frame.size() < header) return;
+  const auto whole = decode(frame);
+  const auto head = decode(frame.first(header), frame.size() - header);
+  if (whole.ok() != head.ok()) std::abort();
+  if (whole.ok() && std::memcmp(&*whole, &*head, sizeof *head) != 0) std::abort();
+}
+}  // namespace
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const std::span<const std::byte> in(reinterpret_cast<const std::byte*>(data) + 1, size - 1);
@@ -38,13 +51,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
       break;
     case 4:
-      if (in.size() >= wire::kTcpRequestHeader) {
-        const auto whole = wire::DecodeTcpRequest(in);
-        const auto head =
-            wire::DecodeTcpRequest(in.first(wire::kTcpRequestHeader), in.size() - wire::kTcpRequestHeader);
-        if (whole.ok() != head.ok()) std::abort();
-        if (whole.ok() && std::memcmp(&*whole, &*head, sizeof *head) != 0) std::abort();
-      }
+      HeaderAgrees(in, wire::kTcpRequestHeader, [](auto... x) { return wire::DecodeTcpRequest(x...); });
       if (auto r = wire::DecodeTcpRequest(in); r.ok()) {
         if (in.size() != wire::kTcpRequestHeader +
                              ((r->opcode == 1 || r->opcode == 2 || r->opcode == 6) ? r->length : 0)) {
@@ -56,13 +63,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
       break;
     default:
-      if (in.size() >= wire::kTcpResponseHeader) {
-        const auto whole = wire::DecodeTcpResponse(in);
-        const auto head =
-            wire::DecodeTcpResponse(in.first(wire::kTcpResponseHeader), in.size() - wire::kTcpResponseHeader);
-        if (whole.ok() != head.ok()) std::abort();
-        if (whole.ok() && std::memcmp(&*whole, &*head, sizeof *head) != 0) std::abort();
-      }
+      HeaderAgrees(in, wire::kTcpResponseHeader, [](auto... x) { return wire::DecodeTcpResponse(x...); });
       if (auto r = wire::DecodeTcpResponse(in); r.ok()) {
         if (in.size() != wire::kTcpResponseHeader + r->length) std::abort();
       }
