@@ -31,7 +31,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -56,8 +55,19 @@ inline constexpr size_t kMaxFrameFds = 8;
 
 // ReceiveDirect's way of placing bytes: fill(dst, n) receives at most the payload's next `n`
 // bytes at `dst` (nullptr: they are dropped) and returns how many it placed there, or -1 when
-// the connection failed.
-using DirectFill = std::function<ssize_t(std::byte* dst, size_t n)>;
+// the connection failed. A reference to the connection's callable, valid for the call it is
+// passed to (no allocation per read, as a std::function holding its captures could make).
+class DirectFill {
+ public:
+  template <class F>
+  explicit DirectFill(F& f) noexcept
+      : obj_(&f), call_([](void* o, std::byte* dst, size_t n) { return (*static_cast<F*>(o))(dst, n); }) {}
+  ssize_t operator()(std::byte* dst, size_t n) const { return call_(obj_, dst, n); }
+
+ private:
+  void* obj_;
+  ssize_t (*call_)(void*, std::byte*, size_t);
+};
 
 class ConnHandler {
  public:

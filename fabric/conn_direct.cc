@@ -23,16 +23,15 @@ bool Conn::TryBeginDirect(uint8_t type, uint32_t len) {
   const size_t head = handler_->DirectHead(type);
   if (head == 0 || len < head + kDirectMin || avail < head) return false;
   if (!handler_->BeginDirect(type, std::span(payload, head), len - head)) return false;
-  // What of the payload is buffered already is copied; the rest is read in place.
-  size_t copied = head;
-  while (copied < avail) {
-    const ssize_t k = handler_->ReceiveDirect(len - copied, [&](std::byte* dst, size_t n) -> ssize_t {
-      const size_t take = std::min(n, avail - copied);
-      if (dst != nullptr) std::memcpy(dst, payload + copied, take);
+  // What of the payload is buffered already is copied (in one call: the copy places all of it);
+  // the rest is read in place.
+  if (avail > head) {
+    auto copy = [&](std::byte* dst, size_t n) -> ssize_t {
+      const size_t take = std::min(n, avail - head);
+      if (dst != nullptr) std::memcpy(dst, payload + head, take);
       return static_cast<ssize_t>(take);
-    });
-    if (k <= 0) break;
-    copied += static_cast<size_t>(k);
+    };
+    (void)handler_->ReceiveDirect(len - head, DirectFill(copy));
   }
   direct_left_ = len - avail;
   in_begin_ = in_end_ = 0;  // everything buffered belonged to this frame
@@ -46,7 +45,7 @@ Conn::ReadStep Conn::ReadDirect() {
   ssize_t got = 0;
   int err = 0;
   bool called = false;
-  const DirectFill fill = [&](std::byte* dst, size_t n) -> ssize_t {
+  auto receive = [&](std::byte* dst, size_t n) -> ssize_t {
     called = true;
     if (dst == nullptr) {
       if (!drain_) drain_ = std::make_unique_for_overwrite<std::byte[]>(kDrainSize);
@@ -70,6 +69,7 @@ Conn::ReadStep Conn::ReadDirect() {
     tail = static_cast<size_t>(got) - placed;
     return static_cast<ssize_t>(placed);
   };
+  const DirectFill fill(receive);
   {
     std::lock_guard lk(handler_mu_);
     if (handler_) {
