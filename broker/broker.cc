@@ -421,6 +421,8 @@ Broker::Stats BrokerImpl::stats() const {
   s.duplicates = n_.duplicates.load();
   s.poller_wakeups = n_.poller_wakeups.load();
   s.poller_spins = n_.poller_spins.load();
+  s.commit_groups = n_.commit_groups.load();
+  s.commit_groups_split = n_.commit_groups_split.load();
   s.sessions = sessions_.size();
   s.partitions = topics_ ? topics_->partition_count() : 0;
   return s;

@@ -3,6 +3,13 @@
 // range's), commits each range to the log, writes the ack block and wakes readers; and polls
 // the shared send queue (unsignalled acks and notifications, failures logged).
 //
+// Group commit: the ranges one lease announced within one poll (up to kPollBatch completions)
+// lie one after another at the committed end, so they are committed as one range: one
+// validation pass, one log commit (one persist on a durable topic), one ack, one wake-up. The
+// ack block is cumulative, so the producer sees the same acks as for separate commits. When the
+// group is refused, its ranges are committed one by one, so that those before the refused one
+// are in and the lease ends at the refused one, as if each had come alone.
+//
 // Threading: Start runs the loop on its own thread; Stop (after the broker set `stopping`)
 // lets it drain what was delivered and joins it. The loop spins `spin_us` after the last
 // completion (yielding its core every 32 rounds) unless most of the last eight gaps between
@@ -16,6 +23,8 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <span>
 #include <thread>
 
 #include "counters.h"
@@ -53,10 +62,28 @@ class CommitPoller {
   }
 
  private:
+  static constexpr size_t kPollBatch = 64;
+  // A commit one receive completion announced.
+  struct Arrival {
+    std::shared_ptr<Lease> lease;
+    uint64_t bytes = 0;
+  };
+
   void Loop();
-  void OnReceive(const fabric::Completion& c);
-  // Commits the exclusive range the immediate announced; a refused one ends the lease.
-  void Commit(const std::shared_ptr<Lease>& l, Session& session, uint64_t byte_len);
+  // Reposts the receive; the lease whose commit it announced, or null (an error, an unknown lease).
+  std::shared_ptr<Lease> OnReceive(const fabric::Completion& c);
+  // Commits the arrivals, grouped by lease in arrival order; leaves them empty.
+  void CommitArrivals(std::span<Arrival> arrivals);
+  // Commits consecutive exclusive ranges of one lease (see Group commit); a refused one ends it.
+  void Commit(const std::shared_ptr<Lease>& l, std::span<const uint64_t> ranges);
+  // Validates and commits `byte_len` bytes at the committed end; on refusal nothing changed.
+  Status TryCommit(Partition& p, Lease& l, uint64_t byte_len) REQUIRES(p.mu);
+  // After a commit of `ranges` ranges: counters, the ack, the readers' wake-up.
+  void Committed(Partition& p, const std::shared_ptr<Lease>& l, uint64_t byte_len, size_t ranges, uint64_t t0)
+      REQUIRES(p.mu);
+  // Ends the lease whose range at the committed end was refused.
+  void Refuse(Partition& p, const std::shared_ptr<Lease>& l, uint64_t byte_len, const Status& s)
+      REQUIRES(p.mu);
 
   Deps d_;
   const uint64_t spin_ns_;

@@ -102,6 +102,12 @@ std::string BrokerImpl::Scrape(Phase phase) const {
     Counter(e, "rdmq_commits_total", "Ranges committed (data plane, Commit RPC and Kafka Produce).",
             n_.commits.load());
     Counter(e, "rdmq_commit_errors_total", "Commits refused.", n_.commit_errors.load());
+    e.Family("rdmq_commit_groups_total", Type::kCounter,
+             "Group commits: several ranges of one lease taken in one poll and committed as one range, "
+             "by outcome (committed; split: refused as a group, then committed range by range up to the "
+             "refused one).");
+    e.Sample({{"outcome", "committed"}}, static_cast<double>(n_.commit_groups.load()));
+    e.Sample({{"outcome", "split"}}, static_cast<double>(n_.commit_groups_split.load()));
     Counter(e, "rdmq_acks_total", "Ack blocks written to producers.", n_.acks.load());
     Counter(e, "rdmq_duplicate_batches_total", "Idempotent batches dropped as duplicates.",
             n_.duplicates.load());
@@ -153,7 +159,8 @@ std::string BrokerImpl::Scrape(Phase phase) const {
 
     e.Family("rdmq_commit_duration_seconds", Type::kHistogram,
              "Broker time per commit: validation, the log's commit (its persist on durable topics) and "
-             "the ack, by path (data: a one-sided producer's commit; rpc: a shared producer's Commit).");
+             "the ack, by path (data: a one-sided producer's commit, or a group of them; rpc: a shared "
+             "producer's Commit).");
     e.Histogram({{"path", "data"}}, n_.data_commit_ns.Snapshot(1e-9));
     e.Histogram({{"path", "rpc"}}, n_.rpc_commit_ns.Snapshot(1e-9));
     e.Family("rdmq_kafka_produce_duration_seconds", Type::kHistogram,

@@ -28,13 +28,7 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-// The value of the sample line that starts with `series` ("name{labels}"); -1 when absent.
-double SampleValue(const std::string& text, const std::string& series) {
-  const std::string key = "\n" + series + " ";
-  const size_t at = text.find(key);
-  if (at == std::string::npos) return -1;
-  return std::stod(text.substr(at + key.size()));
-}
+using rdmq::test::SampleValue;
 
 // promtool's verdict on a scrape: "" when it passes, else what it printed.
 std::string Promtool(const rdmq::test::TempDir& dir, const std::string& text) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "rdmq/client/connection.h"
@@ -89,6 +90,41 @@ class RawClient {
       std::this_thread::yield();
     }
     return wc.status ? Status(wc.status, "write") : Status::Ok();
+  }
+
+  // WRITEs each range at its data-area position, each with the lease's immediate, in one Post:
+  // they reach the broker back to back (its commit poller sees them in one poll unless it
+  // happens to poll between them). Returns the first failed completion's status.
+  Status WriteTogether(const std::vector<std::pair<uint64_t, std::string>>& ranges) {
+    std::vector<fabric::WorkRequest> wrs(ranges.size());
+    size_t local = 4096;
+    for (size_t i = 0; i < ranges.size(); ++i) {
+      const std::string& bytes = ranges[i].second;
+      REQUIRE(local + bytes.size() <= mem_->size());
+      std::memcpy(mem_->data() + local, bytes.data(), bytes.size());
+      fabric::WorkRequest& wr = wrs[i];
+      wr.opcode = fabric::Opcode::kWriteImm;
+      wr.tag = 9;
+      wr.local = {mem_->data() + local, bytes.size(), mem_.get()};
+      wr.remote = seg_.get();
+      wr.remote_offset = loc_.RemoteOffset(Position(ranges[i].first));
+      wr.imm = lease_.lease_index;
+      local += bytes.size();
+    }
+    RDMQ_RETURN_IF_ERROR(conn_->data()->Post(wrs));
+    Status first = Status::Ok();
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    for (size_t done = 0; done < wrs.size();) {
+      fabric::Completion wc;
+      if (conn_->send_cq()->Poll({&wc, 1}) == 0) {
+        if (std::chrono::steady_clock::now() > end) return Status(Errc::kTimeout, "write completions");
+        std::this_thread::yield();
+        continue;
+      }
+      ++done;
+      if (wc.status && first.ok()) first = Status(wc.status, "write");
+    }
+    return first;
   }
 
   // Waits for the next ack block the broker writes.

@@ -53,4 +53,13 @@ inline HttpAnswer HttpGet(const std::string& address, const std::string& path) {
   return a;
 }
 
+// The value of the Prometheus sample line in `text` that starts with `series`
+// ("name{labels}"); -1 when absent.
+inline double SampleValue(const std::string& text, const std::string& series) {
+  const std::string key = "\n" + series + " ";
+  const size_t at = text.find(key);
+  if (at == std::string::npos) return -1;
+  return std::stod(text.substr(at + key.size()));
+}
+
 }  // namespace rdmq::test

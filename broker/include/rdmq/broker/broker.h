@@ -44,6 +44,10 @@ class Broker {
     // begun (only after completions: an idle broker has none).
     uint64_t poller_wakeups = 0;
     uint64_t poller_spins = 0;
+    // Group commit: several ranges of one lease taken in one poll and committed as one, and
+    // such groups that were refused and then committed range by range (up to the refused one).
+    uint64_t commit_groups = 0;
+    uint64_t commit_groups_split = 0;
     uint64_t sessions = 0;    // clients connected now
     uint64_t partitions = 0;  // partitions open now
   };
