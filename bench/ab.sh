@@ -4,16 +4,19 @@
 # that both see the same machine load; then one table gives each build's median and best, and
 # the ratio new/old, per workload. Used to show that a change did not make rdmq slower.
 #
-#   bench/ab.sh OLD_BIN_DIR NEW_BIN_DIR [--rounds R] [--scale F] [--out DIR] [--markdown]
+#   bench/ab.sh OLD_BIN_DIR NEW_BIN_DIR [--rounds R] [--scale F] [--durability D] [--out DIR]
+#               [--markdown]
 #
 #   OLD_BIN_DIR, NEW_BIN_DIR  folders holding rdmq-bench and rdmq-broker (e.g. a copy of an
 #                             earlier build/release/bin, and build/release/bin)
 #   --rounds R    turns per build and workload (default 5)
 #   --scale F     multiplies the record counts (default 1: 3 M records of 100 B, 1 M of 1 KiB)
+#   --durability D  the topic's durability: visibility (default) or durable (msync per commit;
+#                 the brokers' data lie in TMPDIR, which must then be a disk, not a tmpfs)
 #   --out DIR     where the JSON results go (default build/ab/<date-time>)
 #   --markdown    print the table as markdown (for docs/benchmarks.md)
 #
-# Workloads (shm fabric, one partition, one producer process, visibility durability):
+# Workloads (shm fabric, one partition, one producer process, --durability):
 #   throughput, as the peer comparison's throughput runs (16384 records in flight, 1 MiB batches,
 #   1 ms linger): 100 B produce-only, 100 B with one consumer process, 1 KiB produce-only, 1 KiB
 #   with one consumer process; the figure compared is the produce rate (records/s, higher is
@@ -24,15 +27,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-usage() { sed -n '2,23p' "$0"; }
+usage() { sed -n '2,26p' "$0"; }
 (($# >= 2)) || { usage; exit 2; }
 old=$(cd "$1" && pwd) new=$(cd "$2" && pwd)
 shift 2
-rounds=5 scale=1 out="" markdown=0
+rounds=5 scale=1 out="" markdown=0 durability=visibility
 while (($#)); do
   case $1 in
     --rounds) rounds=$2; shift ;;
     --scale) scale=$2; shift ;;
+    --durability) durability=$2; shift ;;
     --out) out=$2; shift ;;
     --markdown) markdown=1 ;;
     -h|--help) usage; exit 0 ;;
@@ -54,9 +58,13 @@ throughput="-w 16384 --batch-size 1048576 --linger-ms 1"
 args=("$throughput -s 100 -c 0 -n $(count 3000000)" "$throughput -s 100 -c 1 -n $(count 3000000)"
       "$throughput -s 1024 -c 0 -n $(count 1000000)" "$throughput -s 1024 -c 1 -n $(count 1000000)"
       "-w 1 --rate 10000 -s 100 -c 1 -n $(count 30000)")
-common="--system rdmq --start-broker --procs --durability visibility --progress none"
+[[ $durability == visibility || $durability == durable ]] || {
+  echo "ab.sh: --durability takes visibility or durable, not '$durability'" >&2
+  exit 2
+}
+common="--system rdmq --start-broker --procs --durability $durability --progress none"
 
-echo "ab.sh: old=$old new=$new rounds=$rounds out=$out" >&2
+echo "ab.sh: old=$old new=$new rounds=$rounds durability=$durability out=$out" >&2
 for ((r = 1; r <= rounds; r++)); do
   for i in "${!names[@]}"; do
     # Alternate which build goes first, so neither always runs on a warmer machine.
