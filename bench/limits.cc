@@ -213,6 +213,12 @@ Result<LogHistogram> MeasureMsync(const std::string& dir, size_t size, int round
   return h;
 }
 
+Result<double> MeasureMsyncBandwidth(const std::string& dir, int rounds) {
+  constexpr size_t kChunk = size_t{1} << 20;
+  RDMQ_ASSIGN_OR_RETURN(const LogHistogram h, MeasureMsync(dir, kChunk, rounds));
+  return h.mean() > 0 ? static_cast<double>(kChunk) / h.mean() : 0.0;  // bytes per ns = GB/s
+}
+
 Result<Limits> MeasureLimits(bool quick, const std::string& msync_dir) {
   Limits l;
   const auto t = std::chrono::milliseconds(quick ? 300 : 1500);
@@ -222,6 +228,7 @@ Result<Limits> MeasureLimits(bool quick, const std::string& msync_dir) {
   RDMQ_ASSIGN_OR_RETURN(l.tcp_rtt_100b, MeasureTcpRoundTrip(100, quick ? 5000 : 50000));
   l.msync_dir = msync_dir.empty() ? std::filesystem::temp_directory_path().string() : msync_dir;
   RDMQ_ASSIGN_OR_RETURN(l.msync_100b, MeasureMsync(l.msync_dir, 100, quick ? 200 : 2000));
+  RDMQ_ASSIGN_OR_RETURN(l.msync_1mib_gb_s, MeasureMsyncBandwidth(l.msync_dir, quick ? 16 : 128));
   return l;
 }
 
@@ -231,6 +238,7 @@ nlohmann::json LimitsJson(const Limits& l) {
           {"tcp_loopback_gb_s", l.tcp_gb_s},
           {"tcp_rtt_100b_ns", HistogramJson(l.tcp_rtt_100b)},
           {"msync_100b_ns", HistogramJson(l.msync_100b)},
+          {"msync_1mib_gb_s", l.msync_1mib_gb_s},
           {"msync_dir", l.msync_dir}};
 }
 
@@ -248,6 +256,7 @@ void PrintLimits(const Limits& l, std::FILE* out) {
                static_cast<double>(l.msync_100b.Percentile(99)) / 1e3,
                static_cast<double>(l.msync_100b.Percentile(99.9)) / 1e3,
                static_cast<unsigned long long>(l.msync_100b.count()), l.msync_dir.c_str());
+  std::fprintf(out, "msync 1 MiB writes  %6.2f GB/s (each 1 MiB written, then msync)\n", l.msync_1mib_gb_s);
 }
 
 }  // namespace rdmq::bench

@@ -174,10 +174,11 @@ int LimitsCommand(const std::vector<std::string>& args) {
                                  .usage = "[--quick] [--dir DIR] [--json FILE]",
                                  .summary =
                                      "The machine's physical limits: memcpy, loopback TCP bandwidth and "
-                                     "round trip, and msync of a 100-byte write to a mapped file.",
+                                     "round trip, msync of a 100-byte write to a mapped file, and the "
+                                     "bandwidth of 1 MiB writes each made durable with msync.",
                                  .options = {{"quick", 0, "", "shorter measurements"},
                                              {"dir", 0, "DIR",
-                                              "where the msync limit's file goes: the file system of the "
+                                              "where the msync limits' files go: the file system of the "
                                               "broker's data (default: the temporary directory, as "
                                               "--start-broker uses)"},
                                              {"json", 0, "FILE", "write the figures as JSON to this file"}}};

@@ -213,6 +213,7 @@ TEST_CASE("rdmq-bench limits and table", "[bench][smoke]") {
   CHECK((*l)["tcp_rtt_100b_ns"]["count"].get<uint64_t>() > 0);
   CHECK((*l)["msync_100b_ns"]["count"].get<uint64_t>() == 200);  // --quick: 200 commits, each timed
   CHECK((*l)["msync_100b_ns"]["p50"].get<uint64_t>() > 0);
+  CHECK((*l)["msync_1mib_gb_s"].get<double>() > 0);
   // The msync limit in a chosen directory, and a clear error for one that is not there.
   REQUIRE(Run(BenchBinary() + " limits --quick --dir " + dir.path().string(), &out) == 0);
   CHECK(out.find("commits in " + dir.path().string()) != std::string::npos);

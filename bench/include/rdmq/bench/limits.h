@@ -2,8 +2,10 @@
 // figure can be read against them: memcpy bandwidth (1 MiB buffers, which stay in cache, and
 // 64 MiB, which do not), loopback TCP bandwidth (one stream, 1 MiB writes) and loopback TCP
 // round-trip latency with 100-byte messages (TCP_NODELAY, one in flight), and the latency of
-// making one small write to a mapped file durable (msync, as a durable topic's commit does), in
-// the directory a broker's data would be in.
+// making one small write to a mapped file durable (msync, as a durable topic's commit does) and
+// the bandwidth of making 1 MiB writes durable (what a durable topic's log can take when its
+// producers send 1 MiB batches, as the benchmarks' throughput runs do), in the directory a
+// broker's data would be in.
 //
 // Threading: each function runs its own threads and joins them. Errors: socket failures with
 // the call and errno.
@@ -23,9 +25,10 @@ struct Limits {
   double memcpy_1mib_gb_s = 0;
   double memcpy_64mib_gb_s = 0;
   double tcp_gb_s = 0;
-  LogHistogram tcp_rtt_100b;  // nanoseconds
-  LogHistogram msync_100b;    // nanoseconds
-  std::string msync_dir;      // where msync_100b was measured
+  LogHistogram tcp_rtt_100b;   // nanoseconds
+  LogHistogram msync_100b;     // nanoseconds
+  double msync_1mib_gb_s = 0;  // 1 MiB written and msynced at a time, one after another
+  std::string msync_dir;       // where the msync limits were measured
 };
 
 // Copies `bytes` between two buffers repeatedly for about `time`; GB/s (1e9 bytes/s) of the best
@@ -40,6 +43,8 @@ Result<LogHistogram> MeasureTcpRoundTrip(size_t size, int rounds);
 // offset, then msync(MS_SYNC) of the page(s) they touched, `rounds` times, each timed; the bare
 // cost of a durable commit of that many bytes, without a broker.
 Result<LogHistogram> MeasureMsync(const std::string& dir, size_t size, int rounds);
+// GB/s of MeasureMsync with 1 MiB writes, `rounds` of them: durable bytes over the time taken.
+Result<double> MeasureMsyncBandwidth(const std::string& dir, int rounds);
 
 // All of the above (msync in `msync_dir`; empty: the temporary directory, where rdmq-bench
 // --start-broker puts its broker's data); `quick` shortens every measurement.
