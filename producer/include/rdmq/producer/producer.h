@@ -92,7 +92,7 @@ struct ProducerRecord {  // every field has a default: designated initializers m
   std::optional<std::string_view> key = {};    // nullopt = null key
   std::optional<std::string_view> value = {};  // nullopt = null value (a tombstone)
   std::span<const Header> headers = {};
-  int64_t timestamp_ms = -1;  // -1: now
+  int64_t timestamp_ms = -1;  // -1: now (the coarse wall clock: up to one kernel tick, 1-4 ms, behind)
 };
 
 struct RecordMetadata {
