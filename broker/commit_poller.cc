@@ -74,20 +74,26 @@ void CommitPoller::Commit(const std::shared_ptr<Lease>& l, std::span<const uint6
   if (ranges.size() > 1) {
     uint64_t total = 0;
     for (uint64_t len : ranges) total += len;
-    if (TryCommit(p, *l, total).ok()) {
+    uint64_t duplicates = 0;
+    if (TryCommit(p, *l, total, &duplicates).ok()) {
+      Counters::Add(d_.counters->duplicates, duplicates);
       Counters::Add(d_.counters->commit_groups);
       return Committed(p, l, total, ranges.size(), t0);
     }
-    // One of them is refused: commit those before it, as if each had come alone.
+    // One of them is refused: commit those before it, as if each had come alone (and count
+    // duplicates then, once).
     Counters::Add(d_.counters->commit_groups_split);
   }
   for (uint64_t len : ranges) {
-    if (Status s = TryCommit(p, *l, len); !s.ok()) return Refuse(p, l, len, s);
+    uint64_t duplicates = 0;
+    const Status s = TryCommit(p, *l, len, &duplicates);
+    Counters::Add(d_.counters->duplicates, duplicates);
+    if (!s.ok()) return Refuse(p, l, len, s);
     Committed(p, l, len, 1, t0);
   }
 }
 
-Status CommitPoller::TryCommit(Partition& p, Lease& l, uint64_t byte_len) {
+Status CommitPoller::TryCommit(Partition& p, Lease& l, uint64_t byte_len, uint64_t* duplicates) {
   if (p.deleted()) return TopicDeleted(p.topic_name());
   if (l.replica()) return ReplicaCommitOnly(l);
   // acks=all: refused before it is committed while too few replicas are in sync (the producer
@@ -98,6 +104,7 @@ Status CommitPoller::TryCommit(Partition& p, Lease& l, uint64_t byte_len) {
   const CommitValidator v = p.Validator();
   RDMQ_RETURN_IF_ERROR(v.CheckImmediate(who, l.segment_base, a, byte_len));
   const BatchCheck check = v.CheckBatches(who, {a.data + a.committed.value(), byte_len});
+  *duplicates = check.duplicates;
   RDMQ_RETURN_IF_ERROR(check.status);
   storage::CommitRequest req;
   req.mode = storage::CommitMode::kExclusive;
@@ -106,8 +113,6 @@ Status CommitPoller::TryCommit(Partition& p, Lease& l, uint64_t byte_len) {
   req.length = byte_len;
   auto out = p.log().Commit(req);
   if (!out.ok()) return out.status();
-  // Counted once the range is in: a refused group is checked again range by range.
-  if (check.duplicates != 0) Counters::Add(d_.counters->duplicates, check.duplicates);
   if (l.producer_id.value() >= 0) p.producers().Set(l.producer_id, check.next);
   p.Advance(out->committed, out->high_watermark);
   return Status::Ok();

@@ -77,7 +77,8 @@ class CommitPoller {
   // Commits consecutive exclusive ranges of one lease (see Group commit); a refused one ends it.
   void Commit(const std::shared_ptr<Lease>& l, std::span<const uint64_t> ranges);
   // Validates and commits `byte_len` bytes at the committed end; on refusal nothing changed.
-  Status TryCommit(Partition& p, Lease& l, uint64_t byte_len) REQUIRES(p.mu);
+  // `duplicates`: the duplicate batches the check found (refused or not), for the caller to count.
+  Status TryCommit(Partition& p, Lease& l, uint64_t byte_len, uint64_t* duplicates) REQUIRES(p.mu);
   // After a commit of `ranges` ranges: counters, the ack, the readers' wake-up.
   void Committed(Partition& p, const std::shared_ptr<Lease>& l, uint64_t byte_len, size_t ranges, uint64_t t0)
       REQUIRES(p.mu);

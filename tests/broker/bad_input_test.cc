@@ -402,6 +402,7 @@ E2E_BOTH(CorruptAndDuplicate, "corrupt batches are refused, duplicate sequences 
   REQUIRE_OK(ack);
   CHECK(ack->error == static_cast<uint16_t>(WireError::kDuplicateSequence));
   CHECK(Committed(broker, "t", 0) == before);
+  CHECK(SampleValue(HttpGet(broker.http(), "/metrics").body, "rdmq_duplicate_batches_total") == 1);
   // The new lease tells the producer where it stands.
   lease = raw.Open("t", 0, protocol::ProduceMode::kExclusive, pid->producer_id, pid->producer_epoch);
   REQUIRE_OK(lease);
