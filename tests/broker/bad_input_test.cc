@@ -498,8 +498,9 @@ E2E_BOTH(GroupWithRefusedRange, "a refused range among ranges that arrive togeth
     REQUIRE_OK(lease);
     REQUIRE(lease->write_position == Position(0));
     // The last write may find the window already revoked: its completion's status is not checked.
-    (void)raw.WriteTogether(
-        {{0, g1}, {g1.size(), g2}, {g1.size() + g2.size(), bad}, {g1.size() + g2.size() + bad.size(), g4}});
+    (void)raw.Write(
+        {{0, g1}, {g1.size(), g2}, {g1.size() + g2.size(), bad}, {g1.size() + g2.size() + bad.size(), g4}},
+        true);
     uint16_t error = 0;
     for (int i = 0; i < 8 && error == 0; ++i) {
       auto ack = raw.NextAck();

@@ -10,7 +10,6 @@
 #include <string>
 #include <string_view>
 #include <thread>
-#include <utility>
 #include <vector>
 
 #include "rdmq/client/connection.h"
@@ -70,44 +69,32 @@ class RawClient {
   // The ack block's descriptor, for a lease request.
   std::string ack_descriptor() const { return ack_grant_->descriptor().Encode(); }
 
+  // A range to WRITE: data-area position `pos` of the leased segment.
+  struct Range {
+    uint64_t pos = 0;
+    std::string_view bytes;
+  };
+
   // Copies `bytes` to local memory and WRITEs them at data-area position `pos` of the leased
   // segment (with the lease's immediate when `imm`). Returns the completion's status.
-  Status Write(uint64_t pos, std::string_view bytes, bool imm) { return Write(Position(pos), bytes, imm); }
-  Status Write(Position pos, std::string_view bytes, bool imm) {
-    std::memcpy(mem_->data() + 4096, bytes.data(), bytes.size());
-    fabric::WorkRequest wr;
-    wr.opcode = imm ? fabric::Opcode::kWriteImm : fabric::Opcode::kWrite;
-    wr.tag = 7;
-    wr.local = {mem_->data() + 4096, bytes.size(), mem_.get()};
-    wr.remote = seg_.get();
-    wr.remote_offset = loc_.RemoteOffset(pos);
-    wr.imm = lease_.lease_index;
-    RDMQ_RETURN_IF_ERROR(conn_->data()->Post({&wr, 1}));
-    fabric::Completion wc;
-    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (conn_->send_cq()->Poll({&wc, 1}) == 0) {
-      if (std::chrono::steady_clock::now() > end) return Status(Errc::kTimeout, "write completion");
-      std::this_thread::yield();
-    }
-    return wc.status ? Status(wc.status, "write") : Status::Ok();
-  }
-
-  // WRITEs each range at its data-area position, each with the lease's immediate, in one Post:
-  // they reach the broker back to back (its commit poller sees them in one poll unless it
-  // happens to poll between them). Returns the first failed completion's status.
-  Status WriteTogether(const std::vector<std::pair<uint64_t, std::string>>& ranges) {
+  Status Write(uint64_t pos, std::string_view bytes, bool imm) { return Write({{pos, bytes}}, imm); }
+  Status Write(Position pos, std::string_view bytes, bool imm) { return Write(pos.value(), bytes, imm); }
+  // WRITEs each range (each with the lease's immediate when `imm`) in one Post: they reach the
+  // broker back to back (its commit poller sees them in one poll unless it happens to poll
+  // between them). Returns the first failed completion's status.
+  Status Write(const std::vector<Range>& ranges, bool imm) {
     std::vector<fabric::WorkRequest> wrs(ranges.size());
     size_t local = 4096;
     for (size_t i = 0; i < ranges.size(); ++i) {
-      const std::string& bytes = ranges[i].second;
+      const std::string_view bytes = ranges[i].bytes;
       REQUIRE(local + bytes.size() <= mem_->size());
       std::memcpy(mem_->data() + local, bytes.data(), bytes.size());
       fabric::WorkRequest& wr = wrs[i];
-      wr.opcode = fabric::Opcode::kWriteImm;
-      wr.tag = 9;
+      wr.opcode = imm ? fabric::Opcode::kWriteImm : fabric::Opcode::kWrite;
+      wr.tag = 7;
       wr.local = {mem_->data() + local, bytes.size(), mem_.get()};
       wr.remote = seg_.get();
-      wr.remote_offset = loc_.RemoteOffset(Position(ranges[i].first));
+      wr.remote_offset = loc_.RemoteOffset(Position(ranges[i].pos));
       wr.imm = lease_.lease_index;
       local += bytes.size();
     }
@@ -117,7 +104,7 @@ class RawClient {
     for (size_t done = 0; done < wrs.size();) {
       fabric::Completion wc;
       if (conn_->send_cq()->Poll({&wc, 1}) == 0) {
-        if (std::chrono::steady_clock::now() > end) return Status(Errc::kTimeout, "write completions");
+        if (std::chrono::steady_clock::now() > end) return Status(Errc::kTimeout, "write completion");
         std::this_thread::yield();
         continue;
       }
