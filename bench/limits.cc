@@ -2,10 +2,14 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +18,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -219,6 +224,72 @@ Result<double> MeasureMsyncBandwidth(const std::string& dir, int rounds) {
   return h.mean() > 0 ? static_cast<double>(kChunk) / h.mean() : 0.0;  // bytes per ns = GB/s
 }
 
+Result<FreshPages> MeasureFreshPages(const std::string& dir, uint64_t bytes) {
+  constexpr size_t kChunk = size_t{1} << 20;
+  bytes = std::max<uint64_t>(bytes / kChunk * kChunk, kChunk);
+  std::string path = (std::filesystem::path(dir) / "rdmq-bench-fresh-XXXXXX").string();
+  Fd fd(mkstemp(path.data()));
+  if (fd.get() < 0) return Status::FromErrno(errno, "create a file in " + dir + " for the fresh-page limit");
+  unlink(path.c_str());
+  if (const int e = posix_fallocate(fd.get(), 0, static_cast<off_t>(bytes)); e != 0) {
+    return Status::FromErrno(e, "allocate " + std::to_string(bytes) + " bytes in " + dir);
+  }
+  void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
+  if (m == MAP_FAILED) return Status::FromErrno(errno, "mmap " + path);
+  auto* base = static_cast<char*>(m);
+  const std::vector<char> chunk(kChunk, 'f');
+  FreshPages f;
+  f.bytes = bytes;
+  const uint64_t start = MonoNanos();
+  uint64_t worst = 0;
+  for (uint64_t at = 0; at < bytes; at += kChunk) {
+    const uint64_t t0 = MonoNanos();
+    std::memcpy(base + at, chunk.data(), kChunk);
+    worst = std::max(worst, MonoNanos() - t0);
+  }
+  const uint64_t took = std::max<uint64_t>(MonoNanos() - start, 1);
+  munmap(m, bytes);
+  f.gb_s = static_cast<double>(bytes) / static_cast<double>(took);  // bytes per ns = GB/s
+  f.worst_ms = static_cast<double>(worst) / 1e6;
+  return f;
+}
+
+std::string FileSystemName(const std::string& dir) {
+  struct statfs st {};
+  if (statfs(dir.c_str(), &st) != 0) return "unknown";
+  switch (static_cast<unsigned long>(st.f_type)) {
+    case EXT4_SUPER_MAGIC:
+      return "ext2/3/4";
+    case TMPFS_MAGIC:
+      return "tmpfs";
+    case XFS_SUPER_MAGIC:
+      return "xfs";
+    case BTRFS_SUPER_MAGIC:
+      return "btrfs";
+    case OVERLAYFS_SUPER_MAGIC:
+      return "overlayfs";
+    default: {
+      char hex[32];
+      std::snprintf(hex, sizeof hex, "0x%lx", static_cast<unsigned long>(st.f_type));
+      return hex;
+    }
+  }
+}
+
+int64_t ReadAheadKb(const std::string& dir) {
+  struct stat st {};
+  if (stat(dir.c_str(), &st) != 0) return -1;
+  const std::string dev =
+      "/sys/dev/block/" + std::to_string(major(st.st_dev)) + ":" + std::to_string(minor(st.st_dev));
+  // A partition has no queue of its own: its disk's is one level up.
+  for (const char* q : {"/queue/read_ahead_kb", "/../queue/read_ahead_kb"}) {
+    std::ifstream in(dev + q);
+    int64_t kb = -1;
+    if (in >> kb) return kb;
+  }
+  return -1;
+}
+
 Result<Limits> MeasureLimits(bool quick, const std::string& msync_dir) {
   Limits l;
   const auto t = std::chrono::milliseconds(quick ? 300 : 1500);
@@ -229,6 +300,9 @@ Result<Limits> MeasureLimits(bool quick, const std::string& msync_dir) {
   l.msync_dir = msync_dir.empty() ? std::filesystem::temp_directory_path().string() : msync_dir;
   RDMQ_ASSIGN_OR_RETURN(l.msync_100b, MeasureMsync(l.msync_dir, 100, quick ? 200 : 2000));
   RDMQ_ASSIGN_OR_RETURN(l.msync_1mib_gb_s, MeasureMsyncBandwidth(l.msync_dir, quick ? 16 : 128));
+  l.msync_dir_fs = FileSystemName(l.msync_dir);
+  l.read_ahead_kb = ReadAheadKb(l.msync_dir);
+  RDMQ_ASSIGN_OR_RETURN(l.fresh, MeasureFreshPages(l.msync_dir, uint64_t{quick ? 16u : 256u} << 20));
   return l;
 }
 
@@ -239,7 +313,12 @@ nlohmann::json LimitsJson(const Limits& l) {
           {"tcp_rtt_100b_ns", HistogramJson(l.tcp_rtt_100b)},
           {"msync_100b_ns", HistogramJson(l.msync_100b)},
           {"msync_1mib_gb_s", l.msync_1mib_gb_s},
-          {"msync_dir", l.msync_dir}};
+          {"msync_dir", l.msync_dir},
+          {"msync_dir_fs", l.msync_dir_fs},
+          {"read_ahead_kb", l.read_ahead_kb},
+          {"fresh_pages_gb_s", l.fresh.gb_s},
+          {"fresh_pages_worst_1mib_ms", l.fresh.worst_ms},
+          {"fresh_pages_bytes", l.fresh.bytes}};
 }
 
 void PrintLimits(const Limits& l, std::FILE* out) {
@@ -257,6 +336,17 @@ void PrintLimits(const Limits& l, std::FILE* out) {
                static_cast<double>(l.msync_100b.Percentile(99.9)) / 1e3,
                static_cast<unsigned long long>(l.msync_100b.count()), l.msync_dir.c_str());
   std::fprintf(out, "msync 1 MiB writes  %6.2f GB/s (each 1 MiB written, then msync)\n", l.msync_1mib_gb_s);
+  std::fprintf(out,
+               "fresh pages         %6.2f GB/s, slowest 1 MiB write %.2f ms (first writes into a fresh %llu "
+               "MiB file)\n",
+               l.fresh.gb_s, l.fresh.worst_ms, static_cast<unsigned long long>(l.fresh.bytes >> 20));
+  if (l.read_ahead_kb >= 0) {
+    std::fprintf(out, "data directory      %s (%s, device read-ahead %lld KiB)\n", l.msync_dir.c_str(),
+                 l.msync_dir_fs.c_str(), static_cast<long long>(l.read_ahead_kb));
+  } else {
+    std::fprintf(out, "data directory      %s (%s, no block device)\n", l.msync_dir.c_str(),
+                 l.msync_dir_fs.c_str());
+  }
 }
 
 }  // namespace rdmq::bench

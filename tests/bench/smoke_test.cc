@@ -1,5 +1,7 @@
 // Smoke tests of the rdmq-bench binary: short runs that must complete with the right counts.
 // They assert nothing about speed.
+#include <linux/magic.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -214,9 +216,21 @@ TEST_CASE("rdmq-bench limits and table", "[bench][smoke]") {
   CHECK((*l)["msync_100b_ns"]["count"].get<uint64_t>() == 200);  // --quick: 200 commits, each timed
   CHECK((*l)["msync_100b_ns"]["p50"].get<uint64_t>() > 0);
   CHECK((*l)["msync_1mib_gb_s"].get<double>() > 0);
+  CHECK((*l)["fresh_pages_bytes"].get<uint64_t>() == uint64_t{16} << 20);  // --quick: a 16 MiB file
+  CHECK((*l)["fresh_pages_gb_s"].get<double>() > 0);
+  CHECK((*l)["fresh_pages_worst_1mib_ms"].get<double>() > 0);
+  CHECK(!(*l)["msync_dir_fs"].get<std::string>().empty());
+  CHECK((*l)["read_ahead_kb"].get<int64_t>() >= -1);
   // The msync limit in a chosen directory, and a clear error for one that is not there.
   REQUIRE(Run(BenchBinary() + " limits --quick --dir " + dir.path().string(), &out) == 0);
   CHECK(out.find("commits in " + dir.path().string()) != std::string::npos);
+  CHECK(out.find("data directory      " + dir.path().string() + " (") != std::string::npos);
+  // A tmpfs directory is named as one, with no block device to read ahead from.
+  struct statfs shm {};
+  if (statfs("/dev/shm", &shm) == 0 && static_cast<unsigned long>(shm.f_type) == TMPFS_MAGIC) {
+    REQUIRE(Run(BenchBinary() + " limits --quick --dir /dev/shm", &out) == 0);
+    CHECK(out.find("/dev/shm (tmpfs, no block device)") != std::string::npos);
+  }
   CHECK(Run(BenchBinary() + " limits --quick --dir " + (dir / "missing").string(), &out) == 1);
   CHECK(out.find("for the msync limit") != std::string::npos);
 
