@@ -30,6 +30,8 @@ namespace rdmq::storage {
 namespace internal {
 
 inline constexpr const char* kSlotName = "partition.slot";
+// The next segment's file made ahead (PrepareSpare); a `.seg.tmp` name, so Open deletes it.
+inline constexpr const char* kSpareName = "spare.seg.tmp";
 
 inline std::string Num(uint64_t v) { return std::to_string(v); }
 inline std::string Num(int64_t v) { return std::to_string(v); }
@@ -150,6 +152,13 @@ class PartitionLog::Impl {
   int32_t stamp_epoch_ GUARDED_BY(mu_) = -1;  // SetLeaderEpoch
   Status failed_ GUARDED_BY(mu_);             // the first failed persist; writes are refused after it
   bool closed_ GUARDED_BY(mu_) = false;
+  // The next segment's file, made ahead by PrepareSpare (null: none), and whether a PrepareSpare
+  // is making one now (outside the lock).
+  std::unique_ptr<MappedFile> spare_ GUARDED_BY(mu_);
+  bool spare_busy_ GUARDED_BY(mu_) = false;
+  std::string SparePath() const { return dir_ + "/" + internal::kSpareName; }
+  // Deletes the spare, if any (a failure is logged: Open deletes it anyway).
+  void DropSpare() REQUIRES(mu_);
   // What the current call completed and dropped (CommitOutcome/ExpireOutcome point into them).
   std::vector<CompletedRange> completed_ GUARDED_BY(mu_);
   std::vector<CompletedRange> dropped_ GUARDED_BY(mu_);

@@ -362,6 +362,7 @@ Status PartitionLog::Close() {
   if (m.failed_.ok() && !m.active_->sealed) {
     result = m.active_->WriteCheckpoint();
   }
+  m.DropSpare();
   m.closed_ = true;
   m.Publish();
   m.active_.reset();

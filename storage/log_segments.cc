@@ -1,7 +1,15 @@
 // PartitionLog: the segment chain (creating and rolling segments), the partition slot,
 // checkpoints, retention and the descriptions handed to fabrics. See log_impl.h.
+#include <sys/mman.h>
+
+#include <thread>
+
 #include "log_impl.h"
 #include "rdmq/common/clock.h"
+
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
 
 namespace rdmq::storage {
 
@@ -15,6 +23,18 @@ std::string ParentDir(const std::string& path) {
   const auto slash = path.find_last_of('/');
   if (slash == std::string::npos) return ".";
   return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// Reads a fresh file's pages into the page cache (zeroed, clean: nothing to write back), 1 MiB
+// at a time with a yield between, so that no thread of the data path waits long behind it.
+// Kernels before 5.14 (no MADV_POPULATE_READ) and DAX files (no page cache) skip it.
+void WarmPages(const MappedFile& f) {
+  if (f.is_pmem()) return;
+  constexpr size_t kStep = size_t{1} << 20;
+  for (size_t at = 0; at < f.size(); at += kStep) {
+    if (::madvise(f.data() + at, std::min(kStep, f.size() - at), MADV_POPULATE_READ) != 0) return;
+    std::this_thread::yield();
+  }
 }
 
 }  // namespace
@@ -34,7 +54,8 @@ Status PartitionLog::Impl::CheckSpace(Offset base) const {
                   dir_ + "/" + name + ": a segment of " + Num(opt_.segment_bytes) +
                       " bytes is larger than the device (" + Num(space->capacity_bytes) + " bytes)");
   }
-  if (opt_.segment_bytes > space->free_bytes) {
+  const bool have_spare = spare_ != nullptr && spare_->size() == opt_.segment_bytes;
+  if (!have_spare && opt_.segment_bytes > space->free_bytes) {
     return Status(StorageErrc::kNoSpace, dir_ + "/" + name + ": a segment needs " + Num(opt_.segment_bytes) +
                                              " bytes, the device has " + Num(space->free_bytes) + " free");
   }
@@ -53,7 +74,8 @@ Result<std::shared_ptr<Segment>> PartitionLog::Impl::CreateSegment(Offset base) 
   h.base_offset = base;
   h.capacity = opt_.segment_bytes - format::kSegmentHeaderSize;
   h.created = WallMillis();
-  RDMQ_ASSIGN_OR_RETURN(auto seg, Segment::Create(env_, dir_, h, opt_.persist, opt_.index_interval_bytes));
+  RDMQ_ASSIGN_OR_RETURN(auto seg, Segment::Create(env_, dir_, h, opt_.persist, opt_.index_interval_bytes,
+                                                  std::move(spare_), SparePath()));
   if (opt_.persist == PersistMode::kPmem && !seg->file().is_pmem()) {
     const std::string path = seg->path();
     seg.reset();
@@ -163,6 +185,50 @@ Status PartitionLog::Roll() {
   m.ClearOutcome();
   RDMQ_RETURN_IF_ERROR(m.CheckWritable());
   return m.RollLocked();
+}
+
+void PartitionLog::Impl::DropSpare() {
+  if (spare_ == nullptr) return;
+  spare_.reset();
+  if (Status s = env_->DeleteFile(SparePath()); !s.ok()) {
+    RDMQ_LOG(kWarn, "storage", "could not remove a spare segment").kv("path", SparePath()).kv("error", s);
+  }
+}
+
+Result<bool> PartitionLog::PrepareSpare() {
+  Impl& m = *impl_;
+  uint64_t size = 0;
+  {
+    MutexLock lock(m.mu_);
+    if (!m.CheckWritable().ok() || m.spare_ != nullptr || m.spare_busy_) return false;
+    size = m.opt_.segment_bytes;
+    auto space = m.env_->Space(m.dir_);
+    if (!space.ok() || space->free_bytes < 2 * size) return false;
+    m.spare_busy_ = true;
+  }
+  // Allocated and warmed without the lock: this is the work a roll would otherwise do while
+  // commits wait, and the first writes into the new segment after it.
+  const std::string path = m.SparePath();
+  if (m.env_->FileExists(path)) (void)m.env_->DeleteFile(path);
+  Result<std::unique_ptr<MappedFile>> file = m.env_->CreateMappedGradually(path, size, size_t{1} << 20);
+  if (file.ok()) WarmPages(**file);
+  MutexLock lock(m.mu_);
+  m.spare_busy_ = false;
+  if (!file.ok()) return file.status();
+  if (m.closed_ || m.spare_ != nullptr || m.opt_.segment_bytes != size) {
+    // Closed, or the segment size changed meanwhile: of no use.
+    file->reset();
+    (void)m.env_->DeleteFile(path);
+    return false;
+  }
+  m.spare_ = std::move(*file);
+  return true;
+}
+
+bool PartitionLog::HasSpare() const {
+  const Impl& m = *impl_;
+  MutexLock lock(m.mu_);
+  return m.spare_ != nullptr;
 }
 
 Result<RetentionOutcome> PartitionLog::ApplyRetention(TimestampMs now) {

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <filesystem>
+#include <thread>
 
 #include "rdmq/storage/env.h"
 
@@ -175,6 +176,11 @@ class PmemEnv final : public Env {
   }
 
   Result<std::unique_ptr<MappedFile>> CreateMapped(const std::string& path, size_t size) override {
+    return CreateMappedGradually(path, size, size);
+  }
+
+  Result<std::unique_ptr<MappedFile>> CreateMappedGradually(const std::string& path, size_t size,
+                                                            size_t step) override {
     if (size == 0) return Status(StorageErrc::kInvalidOptions, "create " + path + ": size 0");
     const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) return Status::FromErrno(errno, "create " + path);
@@ -183,9 +189,14 @@ class PmemEnv final : public Env {
       ::unlink(path.c_str());
       return s;
     };
-    // posix_fallocate returns the error number instead of setting errno.
-    if (const int err = ::posix_fallocate(fd, 0, static_cast<off_t>(size)); err != 0) {
-      return fail(Status::FromErrno(err, "allocate " + std::to_string(size) + " bytes for " + path));
+    step = step == 0 ? size : step;
+    for (size_t at = 0; at < size; at += step) {
+      if (at != 0) std::this_thread::yield();
+      const size_t len = std::min(step, size - at);
+      // posix_fallocate returns the error number instead of setting errno.
+      if (const int err = ::posix_fallocate(fd, static_cast<off_t>(at), static_cast<off_t>(len)); err != 0) {
+        return fail(Status::FromErrno(err, "allocate " + std::to_string(size) + " bytes for " + path));
+      }
     }
     if (::fsync(fd) != 0) return fail(Status::FromErrno(errno, "fsync " + path));
     auto m = MapReadWrite(path, closer.release(), size);

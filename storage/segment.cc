@@ -46,12 +46,24 @@ Segment::Segment(std::string dir, const format::SegmentHeader& header, std::uniq
 
 Result<std::unique_ptr<Segment>> Segment::Create(Env* env, const std::string& dir,
                                                  const format::SegmentHeader& header, PersistMode mode,
-                                                 uint32_t index_interval) {
+                                                 uint32_t index_interval, std::unique_ptr<MappedFile> spare,
+                                                 const std::string& spare_path) {
   const std::string name = format::SegmentFileName(header.base_offset);
   const std::string path = dir + "/" + name;
-  const std::string tmp = path + ".tmp";
-  if (env->FileExists(tmp)) RDMQ_RETURN_IF_ERROR(env->DeleteFile(tmp));
-  RDMQ_ASSIGN_OR_RETURN(auto file, env->CreateMapped(tmp, format::kSegmentHeaderSize + header.capacity));
+  const size_t size = format::kSegmentHeaderSize + header.capacity;
+  std::string tmp = path + ".tmp";
+  std::unique_ptr<MappedFile> file;
+  if (spare != nullptr && spare->size() == size) {
+    file = std::move(spare);
+    tmp = spare_path;
+  } else {
+    if (spare != nullptr) {  // another size: of no use
+      spare.reset();
+      (void)env->DeleteFile(spare_path);
+    }
+    if (env->FileExists(tmp)) RDMQ_RETURN_IF_ERROR(env->DeleteFile(tmp));
+    RDMQ_ASSIGN_OR_RETURN(file, env->CreateMapped(tmp, size));
+  }
   auto fail = [&](const Status& s, const std::string& name_now) -> Status {
     Status d = env->DeleteFile(name_now);
     if (!d.ok()) {

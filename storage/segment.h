@@ -49,10 +49,14 @@ class Segment {
           PersistMode mode, uint32_t index_interval);
 
   // Creates `<dir>/<base>.seg` via a temporary name: allocate, write and persist the header, fsync,
-  // rename, sync the directory. Nothing is left behind on failure.
+  // rename, sync the directory. Nothing is left behind on failure. With a `spare` (a zeroed file of
+  // the segment's size made ahead at `spare_path`, a name recovery deletes), that file is used
+  // instead of allocating one: the header goes into it and it is renamed.
   static Result<std::unique_ptr<Segment>> Create(Env* env, const std::string& dir,
                                                  const format::SegmentHeader& header, PersistMode mode,
-                                                 uint32_t index_interval);
+                                                 uint32_t index_interval,
+                                                 std::unique_ptr<MappedFile> spare = nullptr,
+                                                 const std::string& spare_path = "");
 
   const std::string& path() const { return path_; }
   const std::string& name() const { return name_; }

@@ -309,6 +309,18 @@ class PartitionLog {
   // segment is empty). Shared ranges not yet complete are dropped (their commits then fail with
   // kSegmentSealed).
   Status Roll();
+  // Makes the file of the next segment ahead of the roll that needs it (docs/storage-format.md,
+  // "The spare segment"): a zeroed, allocated file of the next segment's size named
+  // `spare.seg.tmp` (a name Open deletes), its pages read into the page cache in 1 MiB steps,
+  // yielding between them. The next roll then only writes a header into it and renames it, and
+  // the new segment's first writes find their pages made, instead of paying for allocating and
+  // zeroing them on the data path. Returns false, doing nothing, unless the log is writable, no
+  // spare exists yet and the device has room for two more segments (when to ask is the caller's
+  // policy). The allocation runs without the log's lock (commits go on meanwhile). For a
+  // background thread; calls on one log must not overlap (an overlapping call returns false).
+  Result<bool> PrepareSpare();
+  // Whether a spare segment is ready for the next roll.
+  bool HasSpare() const;
   // Deletes whole sealed segments beyond the retention limits (never the active one).
   Result<RetentionOutcome> ApplyRetention(TimestampMs now);
   // Writes a checkpoint of the active segment now.
