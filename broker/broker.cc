@@ -224,7 +224,9 @@ Status BrokerImpl::Init() {
     EndSession(client_id, "RPC connection closed");
   });
 
+  if (cfg_.segment_preallocate) preparer_ = std::make_unique<SegmentPreparer>(n_);
   CommitPoller::Deps cd;
+  cd.preparer = preparer_.get();
   cd.recv_cq = data_recv_cq_.get();
   cd.send_cq = data_send_cq_.get();
   cd.sessions = &sessions_;
@@ -235,9 +237,10 @@ Status BrokerImpl::Init() {
   committer_ = std::make_unique<CommitPoller>(std::move(cd), cfg_.data_spin_us, stopping_);
   housekeeper_ = std::make_unique<Housekeeper>(
       Housekeeper::Intervals{cfg_.lease_ms, cfg_.checkpoint_interval_ms, cfg_.retention_check_interval_ms},
-      *topics_, *leases_, *publisher_, n_, stopping_);
+      *topics_, *leases_, *publisher_, n_, preparer_.get(), stopping_);
   acceptor_ =
       std::make_unique<DataAcceptor>(*data_fabric_, *data_send_cq_, *data_recv_cq_, kRecvDepth, sessions_);
+  if (preparer_) preparer_->Start();
   committer_->Start();
   housekeeper_->Start();
   groups_->Start();
@@ -373,6 +376,7 @@ Status BrokerImpl::Shutdown() {
   if (housekeeper_) housekeeper_->Stop();
   if (groups_) groups_->Stop();
   if (committer_) committer_->Join();
+  if (preparer_) preparer_->Stop();  // before the logs close (a spare it made is deleted there)
   // 3. End every client's leases, then checkpoint and close every log.
   if (leases_) {
     for (uint64_t id : sessions_.ClientIds()) EndSession(id, "broker shutting down");
@@ -423,6 +427,8 @@ Broker::Stats BrokerImpl::stats() const {
   s.poller_spins = n_.poller_spins.load();
   s.commit_groups = n_.commit_groups.load();
   s.commit_groups_split = n_.commit_groups_split.load();
+  s.spare_segments = n_.spare_segments.load();
+  s.spare_segments_failed = n_.spare_segments_failed.load();
   s.sessions = sessions_.size();
   s.partitions = topics_ ? topics_->partition_count() : 0;
   return s;

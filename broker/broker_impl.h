@@ -53,6 +53,7 @@
 #include "rdmq/rpc/server.h"
 #include "replica_handlers.h"
 #include "rpc_login.h"
+#include "segment_preparer.h"
 #include "session.h"
 #include "topic_table.h"
 #include "user_handlers.h"
@@ -139,6 +140,7 @@ class BrokerImpl final : public Broker {
   std::unique_ptr<DataAcceptor> acceptor_;
   std::unique_ptr<CommitPoller> committer_;
   std::unique_ptr<Housekeeper> housekeeper_;
+  std::unique_ptr<SegmentPreparer> preparer_;  // null with log.segment.preallocate=false
   std::unique_ptr<LocalAppender> appender_;
   std::unique_ptr<KafkaFrontDoor> kafka_handler_;
 

@@ -31,6 +31,7 @@
 #include "lease_manager.h"
 #include "publisher.h"
 #include "rdmq/fabric/fabric.h"
+#include "segment_preparer.h"
 #include "session.h"
 
 namespace rdmq::broker::internal {
@@ -44,6 +45,7 @@ class CommitPoller {
     LeaseManager* leases = nullptr;
     Publisher* publisher = nullptr;
     Counters* counters = nullptr;
+    SegmentPreparer* preparer = nullptr;  // null: next segments are made at their roll
     // A client's data endpoint is gone (its session ends).
     std::function<void(uint64_t client_id, const char* why)> end_session;
   };

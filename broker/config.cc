@@ -330,6 +330,15 @@ const config::ConfigDef<BrokerConfig>& BrokerConfigDef() {
                .min = 10,
                .max = 3'600'000},
               Field(&BrokerConfig::retention_check_interval_ms));
+    d->Define({.name = "log.segment.preallocate",
+               .type = Type::kBool,
+               .doc = "Make each written partition's next segment ahead of its roll (once a quarter of the "
+                      "active one is committed; at its first commit after a roll): a "
+                      "background thread allocates the file and reads its pages into the page cache, so "
+                      "that the roll and the new segment's first writes do not (it takes a segment's "
+                      "size of disk ahead; off: the roll allocates, the first writes fault the pages).",
+               .component = broker},
+              Field(&BrokerConfig::segment_preallocate));
     d->Define({.name = "data.spin.us",
                .type = Type::kDuration,
                .doc = "The commit poller spins up to this long after the last commit before it sleeps "

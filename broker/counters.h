@@ -15,16 +15,18 @@ struct Counters {
   std::atomic<uint64_t> acks{0};           // ack blocks written
   std::atomic<uint64_t> leases_granted{0};
   std::atomic<uint64_t> leases_expired{0};
-  std::atomic<uint64_t> leases_idle{0};          // released by lease.idle.ms
-  std::atomic<uint64_t> notifications{0};        // Watch notifications sent
-  std::atomic<uint64_t> duplicates{0};           // idempotent batches found to be duplicates
-  std::atomic<uint64_t> poller_wakeups{0};       // the commit poller's sleeps that ended (wake or timeout)
-  std::atomic<uint64_t> poller_spins{0};         // spin phases the commit poller began (after completions)
-  std::atomic<uint64_t> commit_groups{0};        // one lease's ranges from one poll committed as one
-  std::atomic<uint64_t> commit_groups_split{0};  // such groups refused, then committed range by range
-  std::atomic<uint64_t> data_receives{0};        // receive completions on the data plane (commits)
-  std::atomic<uint64_t> data_sends{0};           // send completions (acks, notifications, signalled)
-  std::atomic<uint64_t> data_errors{0};          // data-plane completions with an error
+  std::atomic<uint64_t> leases_idle{0};            // released by lease.idle.ms
+  std::atomic<uint64_t> notifications{0};          // Watch notifications sent
+  std::atomic<uint64_t> duplicates{0};             // idempotent batches found to be duplicates
+  std::atomic<uint64_t> poller_wakeups{0};         // the commit poller's sleeps that ended (wake or timeout)
+  std::atomic<uint64_t> poller_spins{0};           // spin phases the commit poller began (after completions)
+  std::atomic<uint64_t> commit_groups{0};          // one lease's ranges from one poll committed as one
+  std::atomic<uint64_t> commit_groups_split{0};    // such groups refused, then committed range by range
+  std::atomic<uint64_t> spare_segments{0};         // next segments made ahead of their roll
+  std::atomic<uint64_t> spare_segments_failed{0};  // attempts that failed (the roll made the segment)
+  std::atomic<uint64_t> data_receives{0};          // receive completions on the data plane (commits)
+  std::atomic<uint64_t> data_sends{0};             // send completions (acks, notifications, signalled)
+  std::atomic<uint64_t> data_errors{0};            // data-plane completions with an error
 
   // Latencies, observed once per commit or request (never per record), in nanoseconds.
   metrics::Histogram data_commit_ns{metrics::LatencyBoundsNs()};    // commit received → ack posted

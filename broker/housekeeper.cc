@@ -12,8 +12,14 @@ namespace rdmq::broker::internal {
 using protocol::WireError;
 
 Housekeeper::Housekeeper(Intervals iv, TopicTable& topics, LeaseManager& leases, Publisher& publisher,
-                         Counters& counters, const std::atomic<bool>& stopping)
-    : iv_(iv), topics_(topics), leases_(leases), publisher_(publisher), n_(counters), stopping_(stopping) {}
+                         Counters& counters, SegmentPreparer* preparer, const std::atomic<bool>& stopping)
+    : iv_(iv),
+      topics_(topics),
+      leases_(leases),
+      publisher_(publisher),
+      n_(counters),
+      preparer_(preparer),
+      stopping_(stopping) {}
 
 void Housekeeper::Start() {
   last_checkpoint_ns_ = last_retention_ns_ = MonoNanos();
@@ -46,7 +52,9 @@ void Housekeeper::Tick(uint64_t now) {
   for (const auto& pp : topics_.AllPartitions()) {
     Partition& p = *pp;
     MutexLock lock(p.mu);
-    if (!p.deleted()) Tend(p, now, checkpoint, retention);
+    if (p.deleted()) continue;
+    Tend(p, now, checkpoint, retention);
+    if (preparer_ != nullptr) preparer_->MaybeWant(pp);
   }
 }
 

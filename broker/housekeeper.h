@@ -2,7 +2,8 @@
 // final ack, the window revoked), fills expired shared reservations and settles what that
 // completes, drops retired registrations past their grace period, checkpoints partitions with
 // new commits every log.checkpoint.interval.ms, applies retention every
-// log.retention.check.interval.ms, and drops deleted partitions' registrations.
+// log.retention.check.interval.ms, drops deleted partitions' registrations, and asks for the next
+// segment of partitions whose active segment is half full (SegmentPreparer).
 //
 // Threading: Tick runs on the housekeeping thread (Start) only; Stop wakes and joins it.
 #pragma once
@@ -15,6 +16,7 @@
 #include "lease_manager.h"
 #include "publisher.h"
 #include "rdmq/common/mutex.h"
+#include "segment_preparer.h"
 #include "topic_table.h"
 
 namespace rdmq::broker::internal {
@@ -26,8 +28,10 @@ class Housekeeper {
     uint32_t checkpoint_ms = 0;
     uint32_t retention_check_ms = 0;
   };
+  // `preparer` (may be null) is asked for the next segment of partitions whose active one is half
+  // full: the commit poller asks for exclusive producers' partitions, this catches the rest.
   Housekeeper(Intervals iv, TopicTable& topics, LeaseManager& leases, Publisher& publisher,
-              Counters& counters, const std::atomic<bool>& stopping);
+              Counters& counters, SegmentPreparer* preparer, const std::atomic<bool>& stopping);
   ~Housekeeper() { Stop(); }
   Housekeeper(const Housekeeper&) = delete;
   Housekeeper& operator=(const Housekeeper&) = delete;
@@ -48,6 +52,7 @@ class Housekeeper {
   LeaseManager& leases_;
   Publisher& publisher_;
   Counters& n_;
+  SegmentPreparer* const preparer_;
   const std::atomic<bool>& stopping_;
   uint64_t last_checkpoint_ns_ = 0;  // the housekeeping thread's
   uint64_t last_retention_ns_ = 0;

@@ -108,6 +108,11 @@ std::string BrokerImpl::Scrape(Phase phase) const {
              "refused one).");
     e.Sample({{"outcome", "committed"}}, static_cast<double>(n_.commit_groups.load()));
     e.Sample({{"outcome", "split"}}, static_cast<double>(n_.commit_groups_split.load()));
+    e.Family("rdmq_spare_segments_total", Type::kCounter,
+             "Next segments made ahead of their roll (log.segment.preallocate), by outcome (made; failed: "
+             "the roll made the segment itself).");
+    e.Sample({{"outcome", "made"}}, static_cast<double>(n_.spare_segments.load()));
+    e.Sample({{"outcome", "failed"}}, static_cast<double>(n_.spare_segments_failed.load()));
     Counter(e, "rdmq_acks_total", "Ack blocks written to producers.", n_.acks.load());
     Counter(e, "rdmq_duplicate_batches_total", "Idempotent batches dropped as duplicates.",
             n_.duplicates.load());

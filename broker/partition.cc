@@ -115,6 +115,7 @@ Result<std::shared_ptr<Partition>> Partition::Open(const metadata::TopicInfo& to
 
 void Partition::RefreshActive() {
   const storage::SegmentInfo a = log_->ActiveSegment();
+  if (active_.data != nullptr && a.base_offset != active_.base) rolled_ = true;
   active_.base = a.base_offset;
   active_.data = a.data();
   active_.capacity = a.capacity;
@@ -203,6 +204,18 @@ Status Partition::CheckAcksAll() {
     return Status(WireError::kNotEnoughReplicas, where_ + ": " + std::string(s.context()));
   }
   return Status::Ok();
+}
+
+bool Partition::WantsSpare() {
+  if (deleted_ || spare_asked_for_ == active_.base.value()) return false;
+  // A partition that rolled since it opened is written at volume: its next segment is made as soon
+  // as the new one takes commits (a part of a segment's time may not be enough to make it on a
+  // busy machine). One that never rolled gets it once a quarter full, so that idle partitions
+  // hold none.
+  if (!(rolled_ && active_.committed.value() > 0) && active_.committed.value() < active_.capacity / 4)
+    return false;
+  spare_asked_for_ = active_.base.value();
+  return true;
 }
 
 void Partition::Advance(Position committed, Offset log_end) {

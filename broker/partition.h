@@ -150,6 +150,13 @@ class Partition : public std::enable_shared_from_this<Partition> {
   // business. kInvalidOptions from the log (nothing changed), kUnknownTopic when deleted.
   Status Reconfigure(const metadata::TopicConfig& config) REQUIRES(mu);
   storage::PartitionLog& log() REQUIRES(mu) { return *log_; }
+  // The log, for work that runs without the partition's lock (the log is thread-safe): the handle
+  // keeps it alive should the partition be deleted meanwhile. Null once deleted.
+  std::shared_ptr<storage::PartitionLog> SharedLog() REQUIRES(mu) { return deleted_ ? nullptr : log_; }
+  // True the first time it is asked while the active segment's successor should be made ahead
+  // (SegmentPreparer): once a quarter of it is committed, or, when the partition rolled since it opened
+  // (it is written at volume), once it holds a commit. False again until the next segment.
+  bool WantsSpare() REQUIRES(mu);
   const ActiveSegment& active() const REQUIRES(mu) { return active_; }
   // After a commit of the active segment: the new committed end and log end offset.
   void Advance(Position committed, Offset log_end) REQUIRES(mu);
@@ -296,7 +303,9 @@ class Partition : public std::enable_shared_from_this<Partition> {
   uint64_t bytes_in_ GUARDED_BY(mu) = 0;
 
   metadata::TopicConfig config_ GUARDED_BY(mu);
-  std::unique_ptr<storage::PartitionLog> log_ GUARDED_BY(mu);
+  std::shared_ptr<storage::PartitionLog> log_ GUARDED_BY(mu);
+  int64_t spare_asked_for_ GUARDED_BY(mu) = -1;           // the active segment whose successor was asked for
+  bool rolled_ GUARDED_BY(mu) = false;                    // the active segment changed since the log opened
   std::map<Offset, SegmentReg> segments_ GUARDED_BY(mu);  // by base offset
   // Segments retention deleted, kept registered (and mapped) for a grace period: a consumer
   // that read the slot just before the deletion may still READ them (on verbs a READ with a

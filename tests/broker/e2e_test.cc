@@ -17,6 +17,7 @@
 #include "rdmq/producer/partitioner.h"
 #include "rdmq/producer/producer.h"
 #include "rdmq/protocol/messages.h"
+#include "support/http_get.h"
 
 namespace rdmq::test {
 namespace {
@@ -665,6 +666,68 @@ E2E_BOTH(IdempotenceAcrossRestart, "an idempotent producer's last sequence survi
   CHECK(lease->last_sequence == 299);
   CHECK(lease->next_offset == Offset(300));
   CHECK(again.Stop() == 0);
+}
+
+E2E_BOTH(SpareSegments,
+         "a written partition's next segment is made ahead of its roll and nothing is lost across the rolls",
+         "[e2e]") {
+  for (const bool preallocate : {true, false}) {
+    INFO("log.segment.preallocate=" << preallocate);
+    TempDir dir;
+    START_BROKER(
+        broker, dir, fabric,
+        std::vector<std::string>{std::string("log.segment.preallocate=") + (preallocate ? "true" : "false")});
+    auto admin = Admin(broker);
+    REQUIRE_OK(admin->CreateTopic("s", {{"segment.bytes", "1048576"}, {"max.message.bytes", "262144"}}));
+    auto p = Producer::Create(PConfig(broker));
+    REQUIRE_OK(p);
+    // About 4 MiB of records: four rolls of 1 MiB segments.
+    const int n = 4000;
+    auto value = [](int i) {
+      std::string v = "v-" + std::to_string(i) + "-";
+      v.resize(1000, static_cast<char>('a' + i % 26));
+      return v;
+    };
+    std::vector<producer::SendFuture> futs;
+    for (int i = 0; i < n; ++i) futs.push_back((*p)->Send(MakeRecord("s", 0, std::nullopt, value(i))));
+    REQUIRE_OK((*p)->Flush(30s));
+    for (int i = 0; i < n; ++i) {
+      auto md = futs[static_cast<size_t>(i)].get();
+      REQUIRE_OK(md);
+      CHECK(md->offset == i);
+    }
+    auto c = Consumer::Create(CConfig(broker));
+    REQUIRE_OK(c);
+    REQUIRE_OK((*c)->Assign({{"s", 0}}));
+    auto got = Drain(**c, n, 30s);
+    REQUIRE(got[0].size() == static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) {
+      CHECK(got[0][static_cast<size_t>(i)].first == i);
+      CHECK(got[0][static_cast<size_t>(i)].second == value(i));
+    }
+    auto spares = [&](const char* outcome) {
+      return SampleValue(HttpGet(broker.http(), "/metrics").body,
+                         std::string("rdmq_spare_segments_total{outcome=\"") + outcome + "\"}");
+    };
+    if (preallocate) {
+      // Made by the broker's preparer thread: give it the time a loaded machine may need.
+      const auto end = std::chrono::steady_clock::now() + 20s;
+      while (spares("made") < 1 && std::chrono::steady_clock::now() < end) std::this_thread::sleep_for(20ms);
+      CHECK(spares("made") >= 1);
+    } else {
+      CHECK(spares("made") == 0);
+    }
+    CHECK(spares("failed") == 0);
+    REQUIRE_OK((*p)->Close(10s));
+    CHECK(broker.Stop() == 0);
+    // The rolls happened, and closing the logs deleted any spare not used yet.
+    int segments = 0;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(dir / "data")) {
+      CHECK(e.path().filename() != "spare.seg.tmp");
+      if (e.path().extension() == ".seg") ++segments;
+    }
+    CHECK(segments >= 4);
+  }
 }
 
 }  // namespace

@@ -48,6 +48,9 @@ class Broker {
     // such groups that were refused and then committed range by range (up to the refused one).
     uint64_t commit_groups = 0;
     uint64_t commit_groups_split = 0;
+    // Next segments made ahead of their roll (log.segment.preallocate), and attempts that failed.
+    uint64_t spare_segments = 0;
+    uint64_t spare_segments_failed = 0;
     uint64_t sessions = 0;    // clients connected now
     uint64_t partitions = 0;  // partitions open now
   };

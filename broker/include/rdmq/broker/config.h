@@ -95,6 +95,7 @@ struct BrokerConfig {
   uint32_t rpc_workers = 2;                      // "rpc.workers": RPC handler worker threads
   uint32_t checkpoint_interval_ms = 1000;        // "log.checkpoint.interval.ms"
   uint32_t retention_check_interval_ms = 5000;   // "log.retention.check.interval.ms"
+  bool segment_preallocate = true;               // "log.segment.preallocate": next segments made ahead
   uint32_t data_spin_us = 1000;  // "data.spin.us": commit poller spins this long before parking
   uint32_t group_heartbeat_interval_ms = 3000;       // "group.heartbeat.interval.ms"
   uint32_t group_min_session_timeout_ms = 1000;      // "group.min.session.timeout.ms"
