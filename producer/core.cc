@@ -42,6 +42,8 @@ Core::~Core() {
   closing_.store(true);
   io_cv_.NotifyAll();
   if (io_.joinable()) io_.join();
+  have_retired_.store(true);
+  DropRetiredRemotes();
   // Close (or a failed Init) left nothing outstanding; what is left is dropped without callbacks.
   for (PState* ps : topics_.Partitions()) {
     BiasedLock lock(ps->mu);

@@ -237,6 +237,11 @@ class Core : public std::enable_shared_from_this<Core> {
   void IoLoop();
   void Tick(uint64_t now);
   void Prefault();  // I/O thread: prefaults exclusive windows ahead of the writes (shm)
+  // The window on a segment rolled away from is unmapped by the I/O thread, not by the sending
+  // thread that rolled: unmapping a written 64 MiB shm window takes 3-7 ms (its page tables torn
+  // down), which every record behind the roll would wait out.
+  void RetireRemote(std::unique_ptr<fabric::RemoteRegion> r) EXCLUDES(retired_mu_);
+  void DropRetiredRemotes() EXCLUDES(retired_mu_);
 
   ProducerConfig cfg_;
   std::unique_ptr<client::Connection> conn_;
@@ -271,6 +276,10 @@ class Core : public std::enable_shared_from_this<Core> {
   Status last_dial_error_;
   FailureLog failures_;
   std::atomic<bool> closed_{false};
+  Mutex retired_mu_;
+  std::vector<std::unique_ptr<fabric::RemoteRegion>> retired_remotes_ GUARDED_BY(retired_mu_);
+  std::atomic<bool> have_retired_{false};
+
   std::thread io_;
   Mutex io_mu_;
   CondVar io_cv_;

@@ -23,12 +23,31 @@ Status Core::AttachSegment(PState& ps, protocol::SegmentLocation seg) {
   if (!desc.ok()) return desc.status().WithContext("segment descriptor from the broker");
   {
     MutexLock lock(data_.post_mu());
-    ps.lease.remote.reset();
+    if (ps.lease.remote) RetireRemote(std::move(ps.lease.remote));
     RDMQ_RETURN_IF_ERROR(data_.Usable());
     RDMQ_ASSIGN_OR_RETURN(ps.lease.remote, data_.endpoint().Attach(*desc));
   }
   ps.lease.seg = std::move(seg);
   return Status::Ok();
+}
+
+void Core::RetireRemote(std::unique_ptr<fabric::RemoteRegion> r) {
+  {
+    MutexLock lock(retired_mu_);
+    retired_remotes_.push_back(std::move(r));
+  }
+  have_retired_.store(true, std::memory_order_release);
+  io_cv_.NotifyAll();
+}
+
+void Core::DropRetiredRemotes() {
+  if (!have_retired_.exchange(false, std::memory_order_acq_rel)) return;
+  std::vector<std::unique_ptr<fabric::RemoteRegion>> gone;
+  {
+    MutexLock lock(retired_mu_);
+    gone.swap(retired_remotes_);
+  }
+  gone.clear();  // unmapped here, outside every lock
 }
 
 Status Core::BumpEpoch(PState& ps) {

@@ -108,6 +108,7 @@ void Core::IoLoop() {
       Tick(now);
       last_tick = now;
     }
+    DropRetiredRemotes();
     Prefault();
     if (app_active_.exchange(false, std::memory_order_relaxed))
       last_app_progress_ns_.store(now, std::memory_order_relaxed);
