@@ -126,7 +126,7 @@ void CommitPoller::Committed(Partition& p, const std::shared_ptr<Lease>& l, uint
   d_.leases->Active(*l);
   d_.leases->AckCommitted(p, l);
   d_.publisher->Publish(p);
-  if (d_.preparer != nullptr) d_.preparer->MaybeWant(l->partition);
+  if (d_.preparer != nullptr) d_.preparer->MaybeWant(p);
   d_.counters->data_commit_ns.Observe(MonoNanos() - t0);
 }
 

@@ -54,7 +54,7 @@ void Housekeeper::Tick(uint64_t now) {
     MutexLock lock(p.mu);
     if (p.deleted()) continue;
     Tend(p, now, checkpoint, retention);
-    if (preparer_ != nullptr) preparer_->MaybeWant(pp);
+    if (preparer_ != nullptr) preparer_->MaybeWant(p);
   }
 }
 

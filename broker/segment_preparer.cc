@@ -17,12 +17,12 @@ void SegmentPreparer::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-void SegmentPreparer::MaybeWant(const std::shared_ptr<Partition>& p) {
-  if (!p->WantsSpare()) return;
+void SegmentPreparer::MaybeWant(Partition& p) {
+  if (!p.WantsSpare()) return;
   {
     MutexLock lock(mu_);
     if (stop_) return;
-    queue_.push_back(p);
+    queue_.push_back(p.weak_from_this());
   }
   cv_.NotifyAll();
 }

@@ -3,10 +3,10 @@
 // cache. Without it the roll allocates the file while commits wait (18-26 ms for 64 MiB on
 // tmpfs), and the new segment's first writes fault in fresh pages on the producer's sending
 // thread (docs/benchmarks.md, "Where the ack tail comes from"). The commit poller and the
-// housekeeper ask for a partition once its active segment is half full; asking again for the
-// same segment is a no-op, and the work runs without the partition's lock.
+// housekeeper offer a partition after its commits; Partition::WantsSpare decides (once per
+// active segment), and the work runs without the partition's lock.
 //
-// Threading: Want from any thread; the work on the preparer's own thread (Start); Stop joins it.
+// Threading: MaybeWant from any thread; the work on the preparer's own thread (Start); Stop joins it.
 #pragma once
 
 #include <atomic>
@@ -30,8 +30,8 @@ class SegmentPreparer {
 
   void Start();
   void Stop();
-  // Asks for `p`'s next segment if its active one is half full and was not asked for yet.
-  void MaybeWant(const std::shared_ptr<Partition>& p) REQUIRES(p->mu);
+  // Asks for `p`'s next segment if Partition::WantsSpare says so (once per active segment).
+  void MaybeWant(Partition& p) REQUIRES(p.mu);
 
  private:
   void Loop();
