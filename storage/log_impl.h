@@ -13,6 +13,7 @@
 // The options are guarded as well: Reconfigure replaces them while the log is open.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -156,6 +157,8 @@ class PartitionLog::Impl {
   // is making one now (outside the lock).
   std::unique_ptr<MappedFile> spare_ GUARDED_BY(mu_);
   bool spare_busy_ GUARDED_BY(mu_) = false;
+  CondVar spare_done_;                    // notified when spare_busy_ turns false
+  std::atomic<bool> spare_abort_{false};  // set by Close: a PrepareSpare under way stops warming
   std::string SparePath() const { return dir_ + "/" + internal::kSpareName; }
   // Deletes the spare, if any (a failure is logged: Open deletes it anyway).
   void DropSpare() REQUIRES(mu_);

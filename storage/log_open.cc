@@ -358,6 +358,11 @@ Status PartitionLog::Close() {
   Impl& m = *impl_;
   MutexLock lock(m.mu_);
   if (m.closed_) return Status::Ok();
+  // A spare being made is waited for (its warming stops early), so that nothing creates files
+  // in the directory after Close: the caller may remove it.
+  m.spare_abort_.store(true, std::memory_order_relaxed);
+  while (m.spare_busy_) m.spare_done_.Wait(m.mu_);
+  if (m.closed_) return Status::Ok();  // closed by another call meanwhile
   Status result;
   if (m.failed_.ok() && !m.active_->sealed) {
     result = m.active_->WriteCheckpoint();

@@ -28,10 +28,10 @@ std::string ParentDir(const std::string& path) {
 // Reads a fresh file's pages into the page cache (zeroed, clean: nothing to write back), 1 MiB
 // at a time with a yield between, so that no thread of the data path waits long behind it.
 // Kernels before 5.14 (no MADV_POPULATE_READ) and DAX files (no page cache) skip it.
-void WarmPages(const MappedFile& f) {
+void WarmPages(const MappedFile& f, const std::atomic<bool>& abort) {
   if (f.is_pmem()) return;
   constexpr size_t kStep = size_t{1} << 20;
-  for (size_t at = 0; at < f.size(); at += kStep) {
+  for (size_t at = 0; at < f.size() && !abort.load(std::memory_order_relaxed); at += kStep) {
     if (::madvise(f.data() + at, std::min(kStep, f.size() - at), MADV_POPULATE_READ) != 0) return;
     std::this_thread::yield();
   }
@@ -211,12 +211,14 @@ Result<bool> PartitionLog::PrepareSpare() {
   const std::string path = m.SparePath();
   if (m.env_->FileExists(path)) (void)m.env_->DeleteFile(path);
   Result<std::unique_ptr<MappedFile>> file = m.env_->CreateMappedGradually(path, size, size_t{1} << 20);
-  if (file.ok()) WarmPages(**file);
+  if (file.ok()) WarmPages(**file, m.spare_abort_);
   MutexLock lock(m.mu_);
   m.spare_busy_ = false;
+  m.spare_done_.NotifyAll();
   if (!file.ok()) return file.status();
-  if (m.closed_ || m.spare_ != nullptr || m.opt_.segment_bytes != size) {
-    // Closed, or the segment size changed meanwhile: of no use.
+  if (m.closed_ || m.spare_abort_.load(std::memory_order_relaxed) || m.spare_ != nullptr ||
+      m.opt_.segment_bytes != size) {
+    // Closing, or the segment size changed meanwhile: of no use.
     file->reset();
     (void)m.env_->DeleteFile(path);
     return false;

@@ -1,5 +1,8 @@
 // PartitionLog::PrepareSpare: the next segment's file made ahead of the roll, used by it, never
 // left behind (Close deletes it, Open deletes a stray one), refused without room for it.
+#include <future>
+#include <thread>
+
 #include "rdmq/storage/format.h"
 #include "rdmq/storage/log.h"
 #include "storage_test_util.h"
@@ -27,6 +30,19 @@ std::unique_ptr<PartitionLog> OpenOk(Env* env, const LogOptions& o) {
   REQUIRE_OK(log.status());
   return std::move(*log);
 }
+
+// A MemEnv whose gradual allocation (the spare's) waits until the test lets it go on.
+class GatedEnv : public MemEnv {
+ public:
+  std::promise<void> entered, go;
+  Result<std::unique_ptr<MappedFile>> CreateMappedGradually(const std::string& path, size_t size,
+                                                            size_t step) override {
+    auto file = MemEnv::CreateMappedGradually(path, size, step);
+    entered.set_value();
+    go.get_future().wait();
+    return file;
+  }
+};
 
 std::string Value(int64_t offset) { return "value-" + std::to_string(offset); }
 
@@ -130,4 +146,24 @@ TEST_CASE("no spare without room for two more segments, and the roll still works
   REQUIRE_OK(log->Roll());
   Append(*log, 3);
   CheckValues(*log, 6);
+}
+
+TEST_CASE("Close waits for a spare being made and leaves no file behind", "[log][spare]") {
+  GatedEnv env;
+  auto log = OpenOk(&env, Small());
+  Append(*log, 3);
+  auto made = std::async(std::launch::async, [&] { return log->PrepareSpare(); });
+  env.entered.get_future().wait();  // the spare's file exists, its call is under way
+  CHECK(env.FileExists(kSpare));
+  auto closed = std::async(std::launch::async, [&] { return log->Close(); });
+  // Close must not finish while the spare is being made: it waits for the call.
+  CHECK(closed.wait_for(std::chrono::milliseconds(50)) == std::future_status::timeout);
+  env.go.set_value();
+  REQUIRE_OK(closed.get());
+  auto r = made.get();
+  REQUIRE_OK(r.status());
+  CHECK(!*r);  // of no use to a closing log
+  CHECK(!env.FileExists(kSpare));
+  log = OpenOk(&env, Small());
+  CheckValues(*log, 3);
 }

@@ -317,7 +317,8 @@ class PartitionLog {
   // zeroing them on the data path. Returns false, doing nothing, unless the log is writable, no
   // spare exists yet and the device has room for two more segments (when to ask is the caller's
   // policy). The allocation runs without the log's lock (commits go on meanwhile). For a
-  // background thread; calls on one log must not overlap (an overlapping call returns false).
+  // background thread; an overlapping call returns false. Close waits for a call under way (its
+  // warming stops early) and deletes what it made.
   Result<bool> PrepareSpare();
   // Whether a spare segment is ready for the next roll.
   bool HasSpare() const;
