@@ -2,8 +2,8 @@
 // final ack, the window revoked), fills expired shared reservations and settles what that
 // completes, drops retired registrations past their grace period, checkpoints partitions with
 // new commits every log.checkpoint.interval.ms, applies retention every
-// log.retention.check.interval.ms, drops deleted partitions' registrations, and asks for the next
-// segment of partitions whose active segment is half full (SegmentPreparer).
+// log.retention.check.interval.ms, drops deleted partitions' registrations, and offers each partition
+// to the SegmentPreparer (which makes its next segment ahead when Partition::WantsSpare says so).
 //
 // Threading: Tick runs on the housekeeping thread (Start) only; Stop wakes and joins it.
 #pragma once
@@ -28,8 +28,8 @@ class Housekeeper {
     uint32_t checkpoint_ms = 0;
     uint32_t retention_check_ms = 0;
   };
-  // `preparer` (may be null) is asked for the next segment of partitions whose active one is half
-  // full: the commit poller asks for exclusive producers' partitions, this catches the rest.
+  // `preparer` (may be null) is offered every partition each tick: the commit poller offers
+  // exclusive producers' partitions after their commits, this catches the rest.
   Housekeeper(Intervals iv, TopicTable& topics, LeaseManager& leases, Publisher& publisher,
               Counters& counters, SegmentPreparer* preparer, const std::atomic<bool>& stopping);
   ~Housekeeper() { Stop(); }
