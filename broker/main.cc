@@ -1,5 +1,6 @@
 // rdmq-broker: the daemon. `rdmq-broker --help` lists every option and config key.
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <cstdio>
 #include <string>
@@ -41,6 +42,20 @@ rdmq::config::CommandSpec Spec() {
                   rdmq::config::WrapText(rdmq::config::kSyntax, 2)};
 }
 
+// Every partition keeps two to four files open (docs/operations.md, "Open files"), so a soft
+// limit of 1,024 would stop a broker at a few hundred partitions: like most servers, the daemon
+// raises its soft limit to the hard one.
+void RaiseOpenFileLimit() {
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max) return;
+  const rlim_t before = rl.rlim_cur;
+  rl.rlim_cur = rl.rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, &rl) != 0) return;
+  RDMQ_LOG(kInfo, "broker", "open-file limit raised to the hard limit")
+      .kv("from", static_cast<uint64_t>(before))
+      .kv("to", rl.rlim_max == RLIM_INFINITY ? std::string("unlimited") : std::to_string(rl.rlim_max));
+}
+
 int Fail(const std::string& what) {
   std::fprintf(stderr, "rdmq-broker: %s\n", what.c_str());
   return 2;
@@ -76,6 +91,8 @@ int main(int argc, char** argv) {
   rdmq::log::Level level;
   if (rdmq::log::ParseLevel(config.log_level, &level)) rdmq::log::SetLevel(level);
   rdmq::log::SetFormat(config.log_format == "json" ? rdmq::log::Format::kJson : rdmq::log::Format::kText);
+
+  RaiseOpenFileLimit();
 
   // Every thread the broker starts inherits this mask; the main thread takes the signals.
   sigset_t set;

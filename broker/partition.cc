@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -38,6 +39,21 @@ storage::LogOptions LogOptionsFor(TopicId topic, const metadata::TopicConfig& c,
   o.checkpoint_interval_ms = po.checkpoint_interval_ms;
   o.replicated = c.replication_factor > 1;
   return o;
+}
+
+// Out of file descriptors (EMFILE, ENFILE): say what the limit is and what a partition takes, so
+// that an operator knows the fix is the limit, not the disk.
+Status WithFileLimitHint(Status s) {
+  if (s.code() != std::errc::too_many_files_open && s.code() != std::errc::too_many_files_open_in_system)
+    return s;
+  rlimit rl{};
+  std::string limit = "unknown";
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+    limit = rl.rlim_cur == RLIM_INFINITY ? "unlimited" : std::to_string(rl.rlim_cur);
+  }
+  return s.WithContext("the broker's open-file limit (" + limit +
+                       ") is reached: a partition keeps its slot and each of its segments open, twice "
+                       "on the shm fabric; raise it (ulimit -n, systemd LimitNOFILE)");
 }
 
 }  // namespace
@@ -86,19 +102,37 @@ Result<std::shared_ptr<Partition>> Partition::Open(const metadata::TopicInfo& to
   std::shared_ptr<Partition> p(new Partition(topic, index, options));
   storage::LogOptions lo = LogOptionsFor(topic.id, topic.config, index, options);
   lo.initial_offset = initial_offset;
+  // A partition this call creates holds nothing yet: if it cannot be opened and served, its
+  // directory goes again, so that a topic whose creation is rolled back leaves no files behind
+  // (and the same name can be created later).
+  std::error_code ec;
+  const bool fresh = !std::filesystem::exists(p->dir_, ec) && !ec;
   auto log = storage::PartitionLog::Open(storage::DefaultEnv(), p->dir_, lo);
-  if (!log.ok()) return log.status().WithContext("partition " + p->where_ + " in " + p->dir_);
+  if (!log.ok()) {
+    if (fresh) std::filesystem::remove_all(p->dir_, ec);
+    return WithFileLimitHint(log.status()).WithContext("partition " + p->where_ + " in " + p->dir_);
+  }
   MutexLock lock(p->mu);
   p->log_ = std::move(*log);
   p->slot_ = p->log_->Slot();
   p->opened_high_watermark_ = p->log_->HighWatermark();
+  const auto failed = [&p, fresh](Status s) REQUIRES(p->mu) {
+    if (fresh) {
+      p->segments_.clear();
+      p->slot_region_.reset();
+      p->log_.reset();
+      std::error_code gone;
+      std::filesystem::remove_all(p->dir_, gone);
+    }
+    return WithFileLimitHint(std::move(s));
+  };
   auto slot_region = p->fabric_->Register(p->slot_.memory, p->slot_.size, p->slot_.fd, p->slot_.file_offset,
                                           fabric::kRemoteRead);
   if (!slot_region.ok())
-    return slot_region.status().WithContext("register the partition slot of " + p->where_);
+    return failed(slot_region.status()).WithContext("register the partition slot of " + p->where_);
   p->slot_region_ = std::move(*slot_region);
   p->slot_descriptor_ = p->slot_region_->Descriptor().Encode();
-  RDMQ_RETURN_IF_ERROR(p->SyncSegments());
+  if (Status s = p->SyncSegments(); !s.ok()) return failed(s);
   p->RebuildProducers();
   const auto& rs = p->log_->recovery();
   RDMQ_LOG(kInfo, "broker", rs.created ? "partition created" : "partition recovered")
