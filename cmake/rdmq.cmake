@@ -24,6 +24,12 @@ if(RDMQ_SANITIZE)
   endif()
   add_compile_options(-fsanitize=${RDMQ_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
   add_link_options(-fsanitize=${RDMQ_SANITIZE})
+  if(RDMQ_SANITIZE MATCHES "undefined")
+    # Tests that must run a process out of file descriptors skip under UBSan: its vptr check
+    # probes memory through a pipe, and without a free descriptor it reports a false
+    # "invalid vptr" on the first virtual call it has not cached.
+    add_compile_definitions(RDMQ_UBSAN=1)
+  endif()
 endif()
 
 if(RDMQ_FUZZ)

@@ -60,6 +60,11 @@ size_t PartitionDirs(const rdmq::test::TempDir& dir, const std::string& topic) {
 
 TEST_CASE("a topic the open-file limit cannot hold is refused whole, with the limit named",
           "[broker][bad-input]") {
+#ifdef RDMQ_UBSAN
+  RDMQ_SKIP(
+      "UBSan's vptr check needs a free file descriptor (it probes memory through a pipe), so a "
+      "process out of them gets false 'invalid vptr' reports; the release stage runs this test");
+#endif
   const std::string fabric = GENERATE("shm", "tcp");
   INFO(fabric);
   rdmq::test::TempDir dir("rdmq-fdlimit");
