@@ -52,8 +52,23 @@ Status WithFileLimitHint(Status s) {
     limit = rl.rlim_cur == RLIM_INFINITY ? "unlimited" : std::to_string(rl.rlim_cur);
   }
   return s.WithContext("the broker's open-file limit (" + limit +
-                       ") is reached: a partition keeps its slot and each of its segments open, twice "
-                       "on the shm fabric; raise it (ulimit -n, systemd LimitNOFILE)");
+                       ") is reached: on the shm fabric a partition keeps its slot and each of its "
+                       "segments open; raise it (ulimit -n, systemd LimitNOFILE)");
+}
+
+// Registers a mapping of the log's. The shm provider passes regions to clients as descriptors,
+// and a log on files keeps none (storage/env.h): one is opened for the call (the fabric keeps
+// its own duplicate) and closed again. tcp and verbs register the memory alone.
+Result<std::unique_ptr<fabric::Region>> RegisterMapping(fabric::Fabric& f, void* addr, size_t size, int fd,
+                                                        storage::FileId id, const std::string& path,
+                                                        uint64_t file_offset, uint32_t access) {
+  if (fd >= 0 || f.provider() != fabric::Provider::kShm)
+    return f.Register(addr, size, fd, file_offset, access);
+  const bool writable = (access & (fabric::kRemoteWrite | fabric::kRemoteAtomic)) != 0;
+  RDMQ_ASSIGN_OR_RETURN(const int opened, storage::OpenMappedFileFd(fd, id, path, writable));
+  auto region = f.Register(addr, size, opened, file_offset, access);
+  ::close(opened);
+  return region;
 }
 
 }  // namespace
@@ -126,8 +141,9 @@ Result<std::shared_ptr<Partition>> Partition::Open(const metadata::TopicInfo& to
     }
     return WithFileLimitHint(std::move(s));
   };
-  auto slot_region = p->fabric_->Register(p->slot_.memory, p->slot_.size, p->slot_.fd, p->slot_.file_offset,
-                                          fabric::kRemoteRead);
+  auto slot_region =
+      RegisterMapping(*p->fabric_, p->slot_.memory, p->slot_.size, p->slot_.fd, p->slot_.file_id,
+                      p->slot_.path, p->slot_.file_offset, fabric::kRemoteRead);
   if (!slot_region.ok())
     return failed(slot_region.status()).WithContext("register the partition slot of " + p->where_);
   p->slot_region_ = std::move(*slot_region);
@@ -284,7 +300,8 @@ Status Partition::SyncSegments() {
       RDMQ_ASSIGN_OR_RETURN(reg.alias, WritableAlias::Map(s.path, s.mapping_size));
       addr = reg.alias->data();
     }
-    auto region = fabric_->Register(addr, s.mapping_size, s.fd, s.file_offset, access);
+    auto region =
+        RegisterMapping(*fabric_, addr, s.mapping_size, s.fd, s.file_id, s.path, s.file_offset, access);
     if (!region.ok()) return region.status().WithContext("register segment " + s.path);
     reg.region = std::move(*region);
     auto rd = reg.region->Descriptor(fabric::kRemoteRead);

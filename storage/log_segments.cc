@@ -169,6 +169,7 @@ SegmentInfo PartitionLog::Impl::Info(const std::shared_ptr<Segment>& s) const {
   i.mapping = s->file_bytes();
   i.mapping_size = s->file().size();
   i.fd = s->file().fd();
+  i.file_id = s->file().id();
   i.file_offset = s->file().file_offset();
   i.capacity = s->capacity();
   i.sealed = s->sealed;
@@ -297,6 +298,7 @@ SlotInfo PartitionLog::Slot() const {
   i.memory = impl_->slot_file_->data();
   i.size = impl_->slot_file_->size();
   i.fd = impl_->slot_file_->fd();
+  i.file_id = impl_->slot_file_->id();
   i.file_offset = 0;
   i.pin = impl_->slot_file_;
   return i;

@@ -58,12 +58,17 @@ std::string PmemError() {
   return m && *m ? std::string(" (libpmem: ") + m + ")" : std::string();
 }
 
+FileId IdOf(const struct stat& st) {
+  return FileId{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
+}
+
 class PmemMappedFile final : public MappedFile {
  public:
   // `via_pmem`: the mapping came from pmem_map_file (unmap with pmem_unmap).
-  PmemMappedFile(std::string path, int fd, std::byte* data, size_t size, bool writable, bool is_pmem,
+  // No descriptor is kept (env.h): `id` names the file for OpenMappedFileFd.
+  PmemMappedFile(std::string path, FileId id, std::byte* data, size_t size, bool writable, bool is_pmem,
                  bool via_pmem)
-      : MappedFile(std::move(path), fd, data, size, writable, is_pmem), via_pmem_(via_pmem) {}
+      : MappedFile(std::move(path), -1, data, size, writable, is_pmem, id), via_pmem_(via_pmem) {}
   ~PmemMappedFile() override {
     if (data_ != nullptr) {
       if (via_pmem_) {
@@ -72,7 +77,6 @@ class PmemMappedFile final : public MappedFile {
         ::munmap(data_, size_);
       }
     }
-    if (fd_ >= 0) ::close(fd_);
   }
 
   Status Flush(const void* addr, size_t len) override {
@@ -199,7 +203,7 @@ class PmemEnv final : public Env {
       }
     }
     if (::fsync(fd) != 0) return fail(Status::FromErrno(errno, "fsync " + path));
-    auto m = MapReadWrite(path, closer.release(), size);
+    auto m = MapReadWrite(path, fd, size);
     if (!m.ok()) ::unlink(path.c_str());
     return m;
   }
@@ -213,21 +217,21 @@ class PmemEnv final : public Env {
     if (::fstat(fd, &st) != 0) return Status::FromErrno(errno, "stat " + path);
     if (!S_ISREG(st.st_mode)) return Status(Errc::kInvalidArgument, path + " is not a regular file");
     const auto size = static_cast<size_t>(st.st_size);
-    if (size == 0) {
-      return std::unique_ptr<MappedFile>(
-          new PmemMappedFile(path, closer.release(), nullptr, 0, rw, false, false));
-    }
-    if (rw) return MapReadWrite(path, closer.release(), size);
+    const FileId id = IdOf(st);
+    if (size == 0)
+      return std::unique_ptr<MappedFile>(new PmemMappedFile(path, id, nullptr, 0, rw, false, false));
+    if (rw) return MapReadWrite(path, fd, size);
     void* p = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED) return Status::FromErrno(errno, "map read-only " + path);
     return std::unique_ptr<MappedFile>(
-        new PmemMappedFile(path, closer.release(), static_cast<std::byte*>(p), size, false, false, false));
+        new PmemMappedFile(path, id, static_cast<std::byte*>(p), size, false, false, false));
   }
 
  private:
-  // Maps `path` read-write with pmem_map_file; takes ownership of `fd` (kept for the fabric).
+  // Maps `path`, open read-write as `fd` (which the caller closes), with pmem_map_file.
   static Result<std::unique_ptr<MappedFile>> MapReadWrite(const std::string& path, int fd, size_t size) {
-    FdCloser closer(fd);
+    struct stat st;
+    if (::fstat(fd, &st) != 0) return Status::FromErrno(errno, "stat " + path);
     size_t mapped = 0;
     int is_pmem = 0;
     void* p = pmem_map_file(path.c_str(), 0, 0, 0, &mapped, &is_pmem);
@@ -236,14 +240,32 @@ class PmemEnv final : public Env {
       pmem_unmap(p, mapped);
       return Status(Errc::kIoError, "map " + path + ": file changed size while being mapped");
     }
-    return std::unique_ptr<MappedFile>(new PmemMappedFile(path, closer.release(), static_cast<std::byte*>(p),
-                                                          mapped, true, is_pmem != 0, true));
+    return std::unique_ptr<MappedFile>(
+        new PmemMappedFile(path, IdOf(st), static_cast<std::byte*>(p), mapped, true, is_pmem != 0, true));
   }
 };
 
 }  // namespace
 
 std::unique_ptr<Env> NewPmemEnv() { return std::make_unique<PmemEnv>(); }
+
+Result<int> OpenMappedFileFd(int fd, FileId id, const std::string& path, bool writable) {
+  if (fd >= 0) {
+    const int dup = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (dup < 0) return Status::FromErrno(errno, "duplicate the descriptor of " + path);
+    return dup;
+  }
+  const int opened = ::open(path.c_str(), (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+  if (opened < 0) return Status::FromErrno(errno, "open " + path + " (to pass it to peers)");
+  FdCloser closer(opened);
+  struct stat st;
+  if (::fstat(opened, &st) != 0) return Status::FromErrno(errno, "stat " + path);
+  if (IdOf(st) != id) {
+    return Status(Errc::kFailedPrecondition,
+                  path + " is no longer the file that was mapped (it was replaced)");
+  }
+  return closer.release();
+}
 
 Env* DefaultEnv() {
   static PmemEnv env;

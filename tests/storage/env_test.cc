@@ -1,6 +1,7 @@
 // Storage environments: PmemEnv on real files, MemEnv, and FaultInjectionEnv's durability model.
 #include "rdmq/storage/env.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -25,7 +26,6 @@ void CheckBasicEnv(Env* env, const std::string& dir) {
   auto& a = *created;
   CHECK(a->size() == 10000);
   CHECK(a->writable());
-  CHECK(a->fd() >= 0);
   for (size_t i = 0; i < a->size(); ++i) REQUIRE(a->data()[i] == std::byte{0});
   std::memcpy(a->data() + 100, "hello", 5);
   REQUIRE_OK(a->Persist(a->data() + 100, 5));
@@ -39,15 +39,20 @@ void CheckBasicEnv(Env* env, const std::string& dir) {
   REQUIRE_OK(size.status());
   CHECK(*size == 10000);
 
-  // A read-only view sees the bytes, through its own descriptor.
+  // A read-only view sees the bytes; a descriptor opened for either mapping reads them too
+  // (MemEnv's views keep one, PmemEnv's keep none: the path is opened and checked).
   auto ro = env->OpenMapped(dir + "/sub/a", Env::Access::kReadOnly);
   REQUIRE_OK(ro.status());
   CHECK_FALSE((*ro)->writable());
   CHECK(std::memcmp((*ro)->data() + 100, "hello", 5) == 0);
-  CHECK((*ro)->fd() != a->fd());
-  char buf[5];
-  REQUIRE(::pread((*ro)->fd(), buf, 5, 100) == 5);
-  CHECK(std::memcmp(buf, "hello", 5) == 0);
+  for (const MappedFile* m : {a.get(), ro->get()}) {
+    auto fd = OpenMappedFileFd(m->fd(), m->id(), dir + "/sub/a", m->writable());
+    REQUIRE_OK(fd.status());
+    char buf[5];
+    CHECK(::pread(*fd, buf, 5, 100) == 5);
+    CHECK(std::memcmp(buf, "hello", 5) == 0);
+    ::close(*fd);
+  }
 
   REQUIRE_OK(env->CreateMapped(dir + "/sub/b", 4096).status());
   auto names = env->ListDir(dir + "/sub");
@@ -83,6 +88,40 @@ TEST_CASE("PmemEnv creates, maps, persists, lists, renames and deletes real file
   auto m = DefaultEnv()->OpenMapped(dir.str() + "/sub/a", Env::Access::kReadWrite);
   REQUIRE_OK(m.status());
   CHECK_FALSE((*m)->is_pmem());
+}
+
+TEST_CASE("PmemEnv mappings keep no descriptor; one opened for a replaced file is refused", "[env]") {
+  test::TempDir dir("rdmq-env");
+  Env* env = DefaultEnv();
+  const std::string path = dir.str() + "/a";
+  auto a = env->CreateMapped(path, 8192);
+  REQUIRE_OK(a.status());
+  CHECK((*a)->fd() == -1);
+  auto ro = env->OpenMapped(path, Env::Access::kReadOnly);
+  REQUIRE_OK(ro.status());
+  CHECK((*ro)->fd() == -1);
+  CHECK((*ro)->id() == (*a)->id());
+
+  // The descriptor's access follows what was asked for.
+  auto rfd = OpenMappedFileFd(-1, (*a)->id(), path, false);
+  REQUIRE_OK(rfd.status());
+  CHECK((::fcntl(*rfd, F_GETFL) & O_ACCMODE) == O_RDONLY);
+  CHECK(::write(*rfd, "x", 1) == -1);
+  ::close(*rfd);
+
+  // Another file under the name: refused, and the mapping still holds the old bytes.
+  std::memcpy((*a)->data(), "old", 3);
+  auto other = env->CreateMapped(dir.str() + "/b", 8192);
+  REQUIRE_OK(other.status());
+  CHECK((*other)->id() != (*a)->id());
+  REQUIRE_OK(env->RenameFile(dir.str() + "/b", path));
+  auto replaced = OpenMappedFileFd(-1, (*a)->id(), path, true);
+  CHECK(replaced.status().is(Errc::kFailedPrecondition));
+  CHECK(std::memcmp((*a)->data(), "old", 3) == 0);
+
+  // No file under the name: not found.
+  REQUIRE_OK(env->DeleteFile(path));
+  CHECK(OpenMappedFileFd(-1, (*a)->id(), path, true).status().is(Errc::kNotFound));
 }
 
 TEST_CASE("PmemEnv reports a full disk as kNoSpace and leaves no file behind", "[env]") {

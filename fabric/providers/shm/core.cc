@@ -9,6 +9,7 @@
 namespace rdmq::fabric::internal {
 
 Result<int> RegionFds::ReadOnly() {
+  if (rw_is_read_only) return rw.get();
   MutexLock l(mu);
   if (!ro.valid()) {
     RDMQ_ASSIGN_OR_RETURN(ro, ReopenReadOnly(rw.get()));

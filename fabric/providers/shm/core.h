@@ -29,6 +29,7 @@ inline constexpr size_t kKeyPageBytes = kKeyPageSlots * sizeof(uint64_t);
 // it.
 struct RegionFds {
   UniqueFd rw;
+  bool rw_is_read_only = false;  // `rw` was opened read-only: it is the read-only fd too
   // A read-only reopen of `rw`, made on first use (for keys without write or atomic rights).
   Result<int> ReadOnly() EXCLUDES(mu);
 

@@ -45,6 +45,8 @@ class ShmFabric final : public ProviderFabric<ShmCore, ShmCq, ShmEpCore> {
     auto fds = std::make_shared<RegionFds>();
     fds->rw.Reset(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
     if (!fds->rw.valid()) return Status::FromErrno(errno, "dup the region fd");
+    const int flags = ::fcntl(fds->rw.get(), F_GETFL);
+    fds->rw_is_read_only = flags >= 0 && (flags & O_ACCMODE) == O_RDONLY;  // no reopen needed
     struct stat st;
     if (::fstat(fds->rw.get(), &st) != 0) return Status::FromErrno(errno, "fstat the region fd");
     if (file_offset + size > static_cast<uint64_t>(st.st_size)) {

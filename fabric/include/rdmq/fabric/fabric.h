@@ -315,7 +315,8 @@ class Fabric {
   virtual Result<std::unique_ptr<Region>> Allocate(size_t size, uint32_t access) = 0;
   // Registers existing memory: `addr` must map [file_offset, file_offset+size) of `fd` with
   // MAP_SHARED (shm requires the fd; tcp/verbs use only the address range). The fabric dups the
-  // fd; the caller keeps the mapping alive while the Region lives.
+  // fd (shm: one opened read-only also serves read-only keys, with no second descriptor); the
+  // caller keeps the mapping alive while the Region lives.
   virtual Result<std::unique_ptr<Region>> Register(void* addr, size_t size, int fd, uint64_t file_offset,
                                                    uint32_t access) = 0;
 

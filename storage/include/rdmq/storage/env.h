@@ -6,7 +6,8 @@
 //   * PmemEnv (NewPmemEnv(), DefaultEnv()): real files mapped with libpmem's pmem_map_file. Each
 //     writable mapping decides once whether it is persistent memory (pmem_is_pmem, i.e. a DAX
 //     mapping): then Persist = pmem_persist (cache-line flush + fence), otherwise pmem_msync.
-//     The mapping also keeps its own file descriptor so a fabric can pass it to peers.
+//     A mapping keeps no file descriptor (a partition would otherwise hold one per segment
+//     for nothing): a fabric that passes files to peers opens one with OpenMappedFileFd.
 //   * MemEnv: files are memfds held by the Env, so views have real file descriptors and read-only
 //     views are enforced by the MMU; nothing touches the disk; Persist does nothing. An optional
 //     capacity makes it a small "device" for full-disk tests.
@@ -14,7 +15,8 @@
 //     and simulates power loss. See below for the durability model.
 //
 // Ownership and lifetime: an Env outlives every MappedFile it returned and every log opened on it.
-// A MappedFile unmaps (and closes its descriptor) on destruction; pointers into it die with it.
+// A MappedFile unmaps (and closes its descriptor, if it has one) on destruction; pointers into it
+// die with it.
 // Threading: Env methods are thread-safe. A MappedFile's accessors are immutable; Flush, Drain
 // and Persist may be called from any thread.
 // Errors: OS failures come back as errno-based Status with the path in the context (ENOSPC and
@@ -50,6 +52,13 @@ std::string_view PersistModeName(PersistMode m) noexcept;
 // "pmem", "msync", "none".
 Result<PersistMode> ParsePersistMode(std::string_view name);
 
+// Which file a mapping was made from (st_dev, st_ino), to tell it from one that replaced it.
+struct FileId {
+  uint64_t dev = 0;
+  uint64_t ino = 0;
+  friend bool operator==(const FileId&, const FileId&) = default;
+};
+
 // A whole file mapped MAP_SHARED at file offset 0.
 class MappedFile {
  public:
@@ -59,8 +68,11 @@ class MappedFile {
 
   std::byte* data() const noexcept { return data_; }
   size_t size() const noexcept { return size_; }
-  // The descriptor the mapping was made from (owned by this object), or -1.
+  // The descriptor the mapping was made from (owned by this object), or -1 where the Env keeps
+  // none (PmemEnv: a file mapping needs no descriptor once made).
   int fd() const noexcept { return fd_; }
+  // The file the mapping was made from (zero where fd() names it: MemEnv).
+  FileId id() const noexcept { return id_; }
   // File offset of data()[0]; whole files are mapped, so always 0.
   uint64_t file_offset() const noexcept { return 0; }
   bool writable() const noexcept { return writable_; }
@@ -78,11 +90,19 @@ class MappedFile {
 
  protected:
   MappedFile() = default;
-  MappedFile(std::string path, int fd, std::byte* data, size_t size, bool writable, bool is_pmem)
-      : data_(data), size_(size), fd_(fd), writable_(writable), is_pmem_(is_pmem), path_(std::move(path)) {}
+  MappedFile(std::string path, int fd, std::byte* data, size_t size, bool writable, bool is_pmem,
+             FileId id = {})
+      : data_(data),
+        size_(size),
+        fd_(fd),
+        id_(id),
+        writable_(writable),
+        is_pmem_(is_pmem),
+        path_(std::move(path)) {}
   std::byte* data_ = nullptr;
   size_t size_ = 0;
   int fd_ = -1;
+  FileId id_;
   bool writable_ = false;
   bool is_pmem_ = false;
   std::string path_;
@@ -127,6 +147,12 @@ class Env {
   // through them. A zero-length file gives a mapping with data() == nullptr.
   virtual Result<std::unique_ptr<MappedFile>> OpenMapped(const std::string& path, Access access) = 0;
 };
+
+// A new descriptor (the caller closes it) for the file a mapping was made from, for a fabric
+// that passes files to peers: a duplicate of `fd` when the mapping has one, else `path` opened
+// anew (read-write or read-only as `writable` says) and checked to be the file `id` names
+// (Errc::kNotFound when it was deleted, kFailedPrecondition when another file took its name).
+Result<int> OpenMappedFileFd(int fd, FileId id, const std::string& path, bool writable);
 
 // The process-wide PmemEnv.
 Env* DefaultEnv();

@@ -100,7 +100,9 @@ struct SegmentInfo {
   std::string path;
   std::byte* mapping = nullptr;  // the whole file, MAP_SHARED
   size_t mapping_size = 0;
-  int fd = -1;                                        // descriptor of the mapped file (owned by the log)
+  int fd = -1;                                        // descriptor of the mapped file (owned by the log), or
+                                                      // -1: open one with OpenMappedFileFd (env.h)
+  FileId file_id;                                     // the mapped file, for OpenMappedFileFd
   uint64_t file_offset = 0;                           // file offset of mapping[0]
   uint64_t data_offset = format::kSegmentHeaderSize;  // file offset of position 0
   uint64_t capacity = 0;                              // bytes of the data area
@@ -117,7 +119,8 @@ struct SlotInfo {
   std::string path;
   std::byte* memory = nullptr;  // kSlotFileSize bytes; the slot is the first kSlotSize
   size_t size = 0;
-  int fd = -1;
+  int fd = -1;  // as in SegmentInfo
+  FileId file_id;
   uint64_t file_offset = 0;
   std::shared_ptr<const void> pin;
 };
