@@ -90,7 +90,7 @@ TEST_CASE("PmemEnv creates, maps, persists, lists, renames and deletes real file
   CHECK_FALSE((*m)->is_pmem());
 }
 
-TEST_CASE("PmemEnv mappings keep no descriptor; one opened for a replaced file is refused", "[env]") {
+TEST_CASE("PmemEnv mappings keep no descriptor, and one opened for a replaced file is refused", "[env]") {
   test::TempDir dir("rdmq-env");
   Env* env = DefaultEnv();
   const std::string path = dir.str() + "/a";
