@@ -4,7 +4,8 @@
 # if any stage failed, and a summary table is printed at the end.
 #
 # Stages:
-#   lint     clang-format check, the 800-line file limit, clang-tidy (.clang-tidy) over the sources
+#   lint     clang-format check, the 800-line file limit, test names CTest can carry (no ';'),
+#            clang-tidy (.clang-tidy) over the sources
 #   release  build (g++ -O3; test code -O0) and run every CTest test (unit, crash, stress, e2e, fuzz replays)
 #   asan     build with clang: ASan+UBSan, -Wthread-safety (lock annotations), libFuzzer coverage;
 #            run the suite at RDMQ_TEST_SCALE=0.25 (fewer trials)
@@ -41,6 +42,7 @@ stage_lint() {
   local rc=0
   RDMQ_JOBS=$jobs tests/lint/format.sh || rc=1
   tests/lint/size.sh || rc=1
+  tests/lint/test_names.py || rc=1
   # clang-tidy reads the compile database, which configuring writes (nothing is built here).
   if cmake --preset release >/dev/null; then
     RDMQ_JOBS=$jobs tests/lint/tidy.sh || rc=1
