@@ -311,7 +311,36 @@ TEST_CASE("conformance: Register makes a file mapping (at an offset) a region li
     REQUIRE(map != MAP_FAILED);
     CHECK(p.a.fabric->Register(map, 8192, fd, 0, kAll).status().is(FabricErrc::kOutOfBounds));
     ::munmap(map, 8192);
-    ::close(fd);
+    // A read-only fd serves read-only regions, and is refused for write or atomic rights up
+    // front (a peer could never map it writable); a write-only fd cannot be mapped at all.
+    const std::string ro_path = (p.dir / "read-only").string();
+    const int rw = ::open(ro_path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    REQUIRE(rw >= 0);
+    REQUIRE(::ftruncate(rw, 4096) == 0);
+    REQUIRE(::pwrite(rw, "sealed", 6, 0) == 6);
+    const int ro = ::open(ro_path.c_str(), O_RDONLY | O_CLOEXEC);
+    const int wo = ::open(ro_path.c_str(), O_WRONLY | O_CLOEXEC);
+    REQUIRE(ro >= 0);
+    REQUIRE(wo >= 0);
+    void* ro_map = ::mmap(nullptr, 4096, PROT_READ, MAP_SHARED, ro, 0);
+    REQUIRE(ro_map != MAP_FAILED);
+    for (const uint32_t access : {kRemoteRead | kRemoteWrite, kRemoteRead | kRemoteAtomic}) {
+      auto refused = p.a.fabric->Register(ro_map, 4096, ro, 0, access);
+      CHECK(refused.status().is(FabricErrc::kRegistration));
+      CHECK(refused.status().ToString().find("read-only") != std::string::npos);
+    }
+    CHECK(p.a.fabric->Register(ro_map, 4096, wo, 0, kRemoteRead).status().is(FabricErrc::kRegistration));
+    {
+      auto region = p.a.fabric->Register(ro_map, 4096, ro, 0, kRemoteRead);
+      REQUIRE_OK(region);
+      auto remote = ShareAndAttach(*p.ea, *p.eb, (*region)->Descriptor());
+      auto local = Alloc(*p.b.fabric, 4096, kLocalWrite);
+      Completion c = Run(*p.eb, *p.b.scq, MakeRead(*local, 0, 6, remote.get(), 0, 4));
+      REQUIRE(!c.status);
+      CHECK(std::memcmp(local->data(), "sealed", 6) == 0);
+    }
+    ::munmap(ro_map, 4096);
+    for (const int f : {fd, rw, ro, wo}) ::close(f);
     ::munmap(anon, 4096);
   }
 }

@@ -46,7 +46,17 @@ class ShmFabric final : public ProviderFabric<ShmCore, ShmCq, ShmEpCore> {
     fds->rw.Reset(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
     if (!fds->rw.valid()) return Status::FromErrno(errno, "dup the region fd");
     const int flags = ::fcntl(fds->rw.get(), F_GETFL);
-    fds->rw_is_read_only = flags >= 0 && (flags & O_ACCMODE) == O_RDONLY;  // no reopen needed
+    if (flags < 0) return Status::FromErrno(errno, "read the region fd's flags");
+    if ((flags & O_ACCMODE) == O_WRONLY) {
+      return Status(FabricErrc::kRegistration,
+                    "Register: the fd is write-only; peers must be able to map it for reading");
+    }
+    fds->rw_is_read_only = (flags & O_ACCMODE) == O_RDONLY;  // no reopen needed for read-only keys
+    if (fds->rw_is_read_only && (access & (kRemoteWrite | kRemoteAtomic)) != 0) {
+      // Refused here, not when a peer attaches the region and finds it cannot map it writable.
+      return Status(FabricErrc::kRegistration,
+                    "Register: the fd is read-only but the region grants remote write or atomic access");
+    }
     struct stat st;
     if (::fstat(fds->rw.get(), &st) != 0) return Status::FromErrno(errno, "fstat the region fd");
     if (file_offset + size > static_cast<uint64_t>(st.st_size)) {
