@@ -154,17 +154,10 @@ Result<protocol::TopicResponse> AdminHandlers::CreateTopic(const protocol::Creat
   if (!info.ok()) return MetadataToWire(info.status());
   Topic topic;
   topic.info = *info;
-  for (int32_t i = 0; i < info->config.partitions; ++i) {
-    auto p = topics_.OpenPartition(*info, PartitionId(i));
-    if (!p.ok()) {
-      RDMQ_LOG(kError, "broker", "creating a topic failed; rolling back")
-          .kv("topic", req.name)
-          .kv("error", p.status());
-      for (auto& opened : topic.partitions) topics_.Close(*opened, true);
-      (void)meta_.DeleteTopic(req.name);
-      return Status(WireError::kStorageError, p.status().ToString());
-    }
-    topic.partitions.push_back(std::move(*p));
+  if (Status s = topics_.OpenPartitions(*info, 0, info->config.partitions, &topic.partitions); !s.ok()) {
+    RDMQ_LOG(kError, "broker", "creating a topic failed; rolling back").kv("topic", req.name).kv("error", s);
+    (void)meta_.DeleteTopic(req.name);
+    return Status(WireError::kStorageError, s.ToString());
   }
   topics_.Insert(std::move(topic));
   groups_.TopicsChanged();
@@ -282,8 +275,22 @@ Result<protocol::TopicResponse> AdminHandlers::AlterTopic(const protocol::AlterT
   std::optional<Topic> topic = topics_.Get(req.name);
   if (!topic) return UnknownTopic(req.name);
   RDMQ_ASSIGN_OR_RETURN(metadata::TopicConfig cfg, ApplyConfigs(topic->info.config, req.configs));
+  // New partitions are opened before the metadata says they exist: one that cannot be made
+  // (a full disk, a file in the way) leaves the topic as it was, on disk and in the metadata, so
+  // that a restart does not meet partitions it cannot open.
+  metadata::TopicInfo next = topic->info;
+  next.config = cfg;
+  std::vector<std::shared_ptr<Partition>> added;
+  if (Status s = topics_.OpenPartitions(next, static_cast<int32_t>(topic->partitions.size()), cfg.partitions,
+                                        &added);
+      !s.ok()) {
+    return Status(WireError::kStorageError, s.ToString());
+  }
   auto info = meta_.AlterTopic(req.name, cfg);
-  if (!info.ok()) return MetadataToWire(info.status());
+  if (!info.ok()) {
+    for (auto& p : added) topics_.Close(*p, true);
+    return MetadataToWire(info.status());
+  }
   // The open partitions take the new config now (what applies when: Partition::Reconfigure);
   // new partitions open with it.
   Status reconfigured;
@@ -297,12 +304,6 @@ Result<protocol::TopicResponse> AdminHandlers::AlterTopic(const protocol::AlterT
           .kv("error", s);
       if (reconfigured.ok()) reconfigured = Status(WireError::kStorageError, p.where() + ": " + s.ToString());
     }
-  }
-  std::vector<std::shared_ptr<Partition>> added;
-  for (auto i = static_cast<int32_t>(topic->partitions.size()); i < info->config.partitions; ++i) {
-    auto p = topics_.OpenPartition(*info, PartitionId(i));
-    if (!p.ok()) return Status(WireError::kStorageError, p.status().ToString());
-    added.push_back(std::move(*p));
   }
   topics_.Extend(*info, std::move(added));
   groups_.TopicsChanged();

@@ -90,11 +90,8 @@ Status BrokerImpl::Recover(size_t* partitions) {
   for (const auto& t : meta_->ListTopics()) {
     Topic topic;
     topic.info = t;
-    for (int32_t i = 0; i < t.config.partitions; ++i) {
-      RDMQ_ASSIGN_OR_RETURN(auto p, topics_->OpenPartition(t, PartitionId(i)));
-      topic.partitions.push_back(std::move(p));
-      ++*partitions;
-    }
+    RDMQ_RETURN_IF_ERROR(topics_->OpenPartitions(t, 0, t.config.partitions, &topic.partitions));
+    *partitions += topic.partitions.size();
     topics_->Insert(std::move(topic));
   }
   return Status::Ok();
@@ -164,7 +161,8 @@ Status BrokerImpl::Init() {
   po.data_dir = cfg_.data_dir;
   po.lease_ms = cfg_.lease_ms;
   po.checkpoint_interval_ms = cfg_.checkpoint_interval_ms;
-  topics_ = std::make_unique<TopicTable>(std::move(po), *leases_, *publisher_, stopping_);
+  topics_ =
+      std::make_unique<TopicTable>(std::move(po), cfg_.log_open_threads, *leases_, *publisher_, stopping_);
 
   size_t partitions = 0;
   if (cfg_.Clustered()) {

@@ -316,6 +316,15 @@ const config::ConfigDef<BrokerConfig>& BrokerConfigDef() {
                .min = 1,
                .max = 256},
               Field(&BrokerConfig::rpc_workers));
+    d->Define({.name = "log.open.threads",
+               .type = Type::kInt,
+               .doc = "Threads that open (create or recover) partitions side by side: at startup, and when "
+                      "a topic is created or gains partitions. Opening waits on fsync and on reading each "
+                      "active segment, not on the CPU, so more threads than cores pay. 1: one at a time.",
+               .component = broker,
+               .min = 1,
+               .max = 256},
+              Field(&BrokerConfig::log_open_threads));
     d->Define({.name = "log.checkpoint.interval.ms",
                .type = Type::kDuration,
                .doc = "How often every partition with new commits is checkpointed.",

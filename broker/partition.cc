@@ -99,6 +99,10 @@ Status TopicDeleted(const std::string& topic) {
   return Status(WireError::kUnknownTopic, "topic '" + topic + "' was deleted");
 }
 
+std::string Partition::DirFor(const PartitionOptions& options, const std::string& topic, PartitionId index) {
+  return options.data_dir + "/topics/" + topic + "-" + std::to_string(index.value());
+}
+
 Partition::Partition(const metadata::TopicInfo& topic, PartitionId index, const PartitionOptions& options)
     : topic_name_(topic.name),
       topic_id_(topic.id),
@@ -106,7 +110,7 @@ Partition::Partition(const metadata::TopicInfo& topic, PartitionId index, const 
       index_(index),
       replicated_(topic.config.replication_factor > 1),
       where_(topic.name + "-" + std::to_string(index.value())),
-      dir_(options.data_dir + "/topics/" + where_),
+      dir_(DirFor(options, topic.name, index)),
       fabric_(options.fabric),
       config_(topic.config) {}
 

@@ -116,6 +116,8 @@ class Partition : public std::enable_shared_from_this<Partition> {
   static Result<std::shared_ptr<Partition>> Open(const metadata::TopicInfo& topic, PartitionId index,
                                                  const PartitionOptions& options,
                                                  Offset initial_offset = Offset(0));
+  // <data_dir>/topics/<topic>-<index>: where partition `index` of `topic` keeps its log.
+  static std::string DirFor(const PartitionOptions& options, const std::string& topic, PartitionId index);
   Partition(const Partition&) = delete;
   Partition& operator=(const Partition&) = delete;
   ~Partition();

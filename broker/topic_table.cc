@@ -1,12 +1,114 @@
 #include "topic_table.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <system_error>
+#include <thread>
 
 #include "rdmq/common/clock.h"
+#include "rdmq/common/log.h"
 
 namespace rdmq::broker::internal {
 
 using protocol::WireError;
+
+namespace {
+
+// Descriptors opened on /dev/null, to be given back when they are needed.
+class FdReserve {
+ public:
+  explicit FdReserve(int n) {
+    for (int i = 0; i < n; ++i) fds_.push_back(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  }
+  ~FdReserve() { Release(); }
+  FdReserve(const FdReserve&) = delete;
+  FdReserve& operator=(const FdReserve&) = delete;
+  void Release() {
+    for (const int fd : fds_) {
+      if (fd >= 0) ::close(fd);
+    }
+    fds_.clear();
+  }
+
+ private:
+  std::vector<int> fds_;
+};
+
+}  // namespace
+
+Status TopicTable::OpenPartitions(const metadata::TopicInfo& topic, int32_t first, int32_t end,
+                                  std::vector<std::shared_ptr<Partition>>* opened) {
+  const auto count = static_cast<size_t>(std::max(0, end - first));
+  opened->assign(count, nullptr);
+  if (count == 0) return Status::Ok();
+  // Two descriptors held back for the cleanup of a failure: removing a directory needs one, and
+  // the failure may be the open-file limit (while the graveyard keeps the registrations of
+  // closed shm partitions, and so their descriptors, for the grace period).
+  FdReserve reserve(2);
+  std::vector<Status> errors(count);
+  std::vector<char> created(count, 0);  // the directory did not exist before this call
+  std::atomic<int32_t> next{first};
+  std::atomic<bool> failed{false};
+  // Each worker takes the next index until none is left or one failed; workers write entries
+  // of their own index only, so they share nothing but the two atomics.
+  auto work = [&] {
+    for (;;) {
+      if (failed.load(std::memory_order_relaxed)) return;
+      const int32_t i = next.fetch_add(1, std::memory_order_relaxed);
+      if (i >= end) return;
+      const auto at = static_cast<size_t>(i - first);
+      std::error_code ec;
+      created[at] =
+          !std::filesystem::exists(Partition::DirFor(options_, topic.name, PartitionId(i)), ec) && !ec;
+      auto p = OpenPartition(topic, PartitionId(i));
+      if (p.ok()) {
+        (*opened)[at] = std::move(*p);
+      } else {
+        errors[at] = p.status();
+        failed.store(true, std::memory_order_relaxed);
+      }
+    }
+  };
+  const size_t threads = std::min<size_t>(open_threads_, count);
+  std::vector<std::thread> workers;
+  workers.reserve(threads - 1);
+  for (size_t t = 1; t < threads; ++t) {
+    try {
+      workers.emplace_back(work);
+    } catch (const std::system_error& e) {  // no thread to be had: fewer do the work
+      RDMQ_LOG(kWarn, "broker", "opening partitions with fewer threads")
+          .kv("threads", t)
+          .kv("error", e.what());
+      break;
+    }
+  }
+  work();
+  for (auto& w : workers) w.join();
+  const auto first_error =
+      std::find_if(errors.begin(), errors.end(), [](const Status& s) { return !s.ok(); });
+  if (first_error == errors.end()) return Status::Ok();
+  reserve.Release();
+  for (size_t at = 0; at < count; ++at) {
+    if (created[at] == 0 || errors[at].ok()) continue;
+    const std::string dir =
+        Partition::DirFor(options_, topic.name, PartitionId(first + static_cast<int32_t>(at)));
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+    if (ec)
+      RDMQ_LOG(kWarn, "broker", "could not remove a partition that failed to open")
+          .kv("dir", dir)
+          .kv("error", ec.message());
+  }
+  for (size_t at = 0; at < count; ++at) {
+    if ((*opened)[at]) Close(*(*opened)[at], created[at] != 0);
+  }
+  opened->clear();
+  return *first_error;
+}
 
 void TopicTable::Insert(Topic topic) {
   MutexLock lock(mu_);

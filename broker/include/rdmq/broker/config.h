@@ -93,6 +93,7 @@ struct BrokerConfig {
   uint32_t lease_ms = 10000;                     // "lease.ms": producer lease length
   uint32_t lease_idle_ms = 10000;                // "lease.idle.ms": 0 = never released for idleness
   uint32_t rpc_workers = 2;                      // "rpc.workers": RPC handler worker threads
+  uint32_t log_open_threads = 8;                 // "log.open.threads": partitions opened side by side
   uint32_t checkpoint_interval_ms = 1000;        // "log.checkpoint.interval.ms"
   uint32_t retention_check_interval_ms = 5000;   // "log.retention.check.interval.ms"
   bool segment_preallocate = true;               // "log.segment.preallocate": next segments made ahead
