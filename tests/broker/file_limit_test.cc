@@ -23,6 +23,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using protocol::WireError;
+using test::PartitionDirs;
 
 // Lowers this process's soft open-file limit for its lifetime.
 class SoftFileLimit {
@@ -49,14 +50,6 @@ class SoftFileLimit {
 size_t OpenFds() {
   size_t n = 0;
   for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) ++n;
-  return n;
-}
-
-size_t PartitionDirs(const rdmq::test::TempDir& dir, const std::string& topic) {
-  size_t n = 0;
-  for (const auto& e : std::filesystem::directory_iterator(dir.str() + "/topics")) {
-    if (e.path().filename().string().rfind(topic + "-", 0) == 0) ++n;
-  }
   return n;
 }
 

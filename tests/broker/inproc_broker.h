@@ -3,6 +3,8 @@
 #pragma once
 
 #include <catch2/catch.hpp>
+#include <cstddef>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <utility>
@@ -47,6 +49,15 @@ inline Running Start(const BrokerConfig& cfg) {
   REQUIRE_OK(a);
   r.admin = std::move(*a);
   return r;
+}
+
+// How many partition directories of `topic` are in the broker's data directory.
+inline size_t PartitionDirs(const rdmq::test::TempDir& dir, const std::string& topic) {
+  size_t n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir.str() + "/topics")) {
+    if (e.path().filename().string().rfind(topic + "-", 0) == 0) ++n;
+  }
+  return n;
 }
 
 }  // namespace rdmq::broker::test

@@ -24,14 +24,7 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 using protocol::WireError;
-
-size_t PartitionDirs(const rdmq::test::TempDir& dir, const std::string& topic) {
-  size_t n = 0;
-  for (const auto& e : std::filesystem::directory_iterator(dir.str() + "/topics")) {
-    if (e.path().filename().string().rfind(topic + "-", 0) == 0) ++n;
-  }
-  return n;
-}
+using test::PartitionDirs;
 
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
