@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <filesystem>
 #include <system_error>
 #include <thread>
@@ -50,7 +51,7 @@ Status TopicTable::OpenPartitions(const metadata::TopicInfo& topic, int32_t firs
   // closed shm partitions, and so their descriptors, for the grace period).
   FdReserve reserve(2);
   std::vector<Status> errors(count);
-  std::vector<char> created(count, 0);  // the directory did not exist before this call
+  std::vector<uint8_t> created(count, 0);  // 1: the directory did not exist before this call
   std::atomic<int32_t> next{first};
   std::atomic<bool> failed{false};
   // Each worker takes the next index until none is left or one failed; workers write entries
@@ -62,8 +63,8 @@ Status TopicTable::OpenPartitions(const metadata::TopicInfo& topic, int32_t firs
       if (i >= end) return;
       const auto at = static_cast<size_t>(i - first);
       std::error_code ec;
-      created[at] =
-          !std::filesystem::exists(Partition::DirFor(options_, topic.name, PartitionId(i)), ec) && !ec;
+      const bool there = std::filesystem::exists(Partition::DirFor(options_, topic.name, PartitionId(i)), ec);
+      created[at] = there || ec ? 0 : 1;
       auto p = OpenPartition(topic, PartitionId(i));
       if (p.ok()) {
         (*opened)[at] = std::move(*p);
