@@ -87,13 +87,22 @@ Status BrokerImpl::OpenFabrics() {
 }
 
 Status BrokerImpl::Recover(size_t* partitions) {
-  for (const auto& t : meta_->ListTopics()) {
+  const std::vector<metadata::TopicInfo> all = meta_->ListTopics();
+  std::vector<TopicTable::PartitionRef> which;
+  for (const auto& t : all) {
+    for (int32_t i = 0; i < t.config.partitions; ++i) which.push_back({&t, i});
+  }
+  std::vector<std::shared_ptr<Partition>> opened;
+  RDMQ_RETURN_IF_ERROR(topics_->OpenPartitions(which, &opened));
+  auto next = opened.begin();
+  for (const auto& t : all) {
     Topic topic;
     topic.info = t;
-    RDMQ_RETURN_IF_ERROR(topics_->OpenPartitions(t, 0, t.config.partitions, &topic.partitions));
-    *partitions += topic.partitions.size();
+    topic.partitions.assign(next, next + t.config.partitions);
+    next += t.config.partitions;
     topics_->Insert(std::move(topic));
   }
+  *partitions += opened.size();
   return Status::Ok();
 }
 

@@ -43,7 +43,14 @@ class FdReserve {
 
 Status TopicTable::OpenPartitions(const metadata::TopicInfo& topic, int32_t first, int32_t end,
                                   std::vector<std::shared_ptr<Partition>>* opened) {
-  const auto count = static_cast<size_t>(std::max(0, end - first));
+  std::vector<PartitionRef> which;
+  for (int32_t i = first; i < end; ++i) which.push_back({&topic, i});
+  return OpenPartitions(which, opened);
+}
+
+Status TopicTable::OpenPartitions(const std::vector<PartitionRef>& which,
+                                  std::vector<std::shared_ptr<Partition>>* opened) {
+  const size_t count = which.size();
   opened->assign(count, nullptr);
   if (count == 0) return Status::Ok();
   // Two descriptors held back for the cleanup of a failure: removing a directory needs one, and
@@ -52,20 +59,21 @@ Status TopicTable::OpenPartitions(const metadata::TopicInfo& topic, int32_t firs
   FdReserve reserve(2);
   std::vector<Status> errors(count);
   std::vector<uint8_t> created(count, 0);  // 1: the directory did not exist before this call
-  std::atomic<int32_t> next{first};
+  std::atomic<size_t> next{0};
   std::atomic<bool> failed{false};
   // Each worker takes the next index until none is left or one failed; workers write entries
   // of their own index only, so they share nothing but the two atomics.
   auto work = [&] {
     for (;;) {
       if (failed.load(std::memory_order_relaxed)) return;
-      const int32_t i = next.fetch_add(1, std::memory_order_relaxed);
-      if (i >= end) return;
-      const auto at = static_cast<size_t>(i - first);
+      const size_t at = next.fetch_add(1, std::memory_order_relaxed);
+      if (at >= count) return;
+      const PartitionRef& r = which[at];
       std::error_code ec;
-      const bool there = std::filesystem::exists(Partition::DirFor(options_, topic.name, PartitionId(i)), ec);
+      const bool there =
+          std::filesystem::exists(Partition::DirFor(options_, r.topic->name, PartitionId(r.index)), ec);
       created[at] = there || ec ? 0 : 1;
-      auto p = OpenPartition(topic, PartitionId(i));
+      auto p = OpenPartition(*r.topic, PartitionId(r.index));
       if (p.ok()) {
         (*opened)[at] = std::move(*p);
       } else {
@@ -95,8 +103,7 @@ Status TopicTable::OpenPartitions(const metadata::TopicInfo& topic, int32_t firs
   reserve.Release();
   for (size_t at = 0; at < count; ++at) {
     if (created[at] == 0 || errors[at].ok()) continue;
-    const std::string dir =
-        Partition::DirFor(options_, topic.name, PartitionId(first + static_cast<int32_t>(at)));
+    const std::string dir = Partition::DirFor(options_, which[at].topic->name, PartitionId(which[at].index));
     std::error_code ec;
     std::filesystem::remove_all(dir, ec);
     if (ec)

@@ -57,6 +57,14 @@ class TopicTable {
   // descriptor), empties `opened` and returns the error of the lowest index that failed.
   Status OpenPartitions(const metadata::TopicInfo& topic, int32_t first, int32_t end,
                         std::vector<std::shared_ptr<Partition>>* opened) EXCLUDES(graveyard_mu_);
+  // The same over partitions of any topics (a start opens every topic's in one go, so that many
+  // small topics open side by side too); `opened` follows the order of `which`.
+  struct PartitionRef {
+    const metadata::TopicInfo* topic;
+    int32_t index;
+  };
+  Status OpenPartitions(const std::vector<PartitionRef>& which,
+                        std::vector<std::shared_ptr<Partition>>* opened) EXCLUDES(graveyard_mu_);
   void Insert(Topic topic) EXCLUDES(mu_);
   // A topic's new config and partitions (AlterTopic).
   void Extend(const metadata::TopicInfo& info, std::vector<std::shared_ptr<Partition>> added) EXCLUDES(mu_);

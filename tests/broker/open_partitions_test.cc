@@ -140,19 +140,27 @@ TEST_CASE("a partition that cannot be created refuses its topic whole, leaving w
   REQUIRE_OK(r.broker->Shutdown());
 }
 
-TEST_CASE("a restart opens many partitions side by side and each comes back with its records", "[broker]") {
+TEST_CASE(
+    "a restart opens many partitions side by side, of one topic or of many, and each comes back with its "
+    "records",
+    "[broker]") {
   const uint32_t threads = GENERATE(1u, 8u);
   INFO("log.open.threads=" << threads);
   rdmq::test::TempDir dir("rdmq-open-parts");
   BrokerConfig cfg = test::TestConfig(dir);
   cfg.log_open_threads = threads;
   constexpr int kParts = 48;
+  constexpr int kSmall = 12;  // topics of one partition: a start opens them side by side too
   {
     test::Running r = test::Start(cfg);
     REQUIRE_OK(r.admin->CreateTopic("t", {{"partitions", std::to_string(kParts)},
                                           {"segment.bytes", "65536"},
                                           {"max.message.bytes", "16384"}}));
     REQUIRE_OK(r.admin->CreateTopic("u", {{"partitions", "3"}}));
+    for (int k = 0; k < kSmall; ++k) {
+      REQUIRE_OK(r.admin->CreateTopic("small" + std::to_string(k), {{"partitions", "1"}}));
+      Produce(r.client, "small" + std::to_string(k), 1, 0);
+    }
     Produce(r.client, "t", kParts, 0);
     Produce(r.client, "u", 3, 0);
     r.admin.reset();
@@ -165,6 +173,7 @@ TEST_CASE("a restart opens many partitions side by side and each comes back with
   Produce(r.client, "t", kParts, 1);
   CheckAll(r.client, "t", kParts, 2);
   CheckAll(r.client, "u", 3, 1);
+  for (int k = 0; k < kSmall; ++k) CheckAll(r.client, "small" + std::to_string(k), 1, 1);
   r.admin.reset();
   REQUIRE_OK(r.broker->Shutdown());
 }
