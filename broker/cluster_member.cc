@@ -340,6 +340,18 @@ void ClusterMember::DropUnheld(const cluster::ReplicaMap& replicas) {
 }
 
 void ClusterMember::OpenHeld(const cluster::ReplicaMap& replicas) {
+  // First what each held replica is, and which of them are not open yet; then those are opened
+  // side by side (a start with many replicas waits on their fsyncs and reads, as a single
+  // broker's does); then each is placed and served in the order of the map.
+  struct Held {
+    const cluster::TopicPartition* tp;
+    const cluster::Replica* r;
+    metadata::TopicInfo info;
+    std::shared_ptr<Partition> p;  // null until opened
+    bool was_open = false;         // open before this call (its config may have changed)
+  };
+  std::vector<Held> held;
+  held.reserve(replicas.size());
   for (const auto& [tp, r] : replicas) {
     auto config = ConfigFromEntries(r.config);
     if (!config.ok()) {
@@ -349,7 +361,7 @@ void ClusterMember::OpenHeld(const cluster::ReplicaMap& replicas) {
       continue;
     }
     config->partitions = r.partition_count;
-    const metadata::TopicInfo info = InfoOf(tp.topic, r.topic_id, r.created_ms, *config);
+    metadata::TopicInfo info = InfoOf(tp.topic, r.topic_id, r.created_ms, *config);
     auto mirrored = meta_.GetTopic(tp.topic);
     if (!mirrored.ok() || !(*mirrored == info)) {
       if (Status s = meta_.PutTopic(info); !s.ok()) {
@@ -359,25 +371,40 @@ void ClusterMember::OpenHeld(const cluster::ReplicaMap& replicas) {
         continue;
       }
     }
-    const bool serving = r.state.leader == id() && r.state.leader >= 0;
     std::shared_ptr<Partition> p = topics_.FindReplica(tp.topic, PartitionId(tp.partition));
-    if (!p) {
-      auto opened = topics_.OpenPartition(info, PartitionId(tp.partition));
-      if (!opened.ok()) {
-        RDMQ_LOG(kError, "broker", "opening a replica failed")
-            .kv("topic", tp.topic)
-            .kv("error", opened.status());
-        continue;
-      }
-      p = std::move(*opened);
-      p->SetLeadership(false, r.state.leader, r.state.leader_epoch);
-    } else {
-      MutexLock plock(p->mu);
-      if (!p->deleted() && !(p->config() == info.config)) (void)p->Reconfigure(info.config);
+    const bool was_open = p != nullptr;
+    held.push_back({&tp, &r, std::move(info), std::move(p), was_open});
+  }
+  std::vector<TopicTable::PartitionRef> to_open;
+  std::vector<size_t> opening;  // the entry of `held` each of to_open is for
+  for (size_t i = 0; i < held.size(); ++i) {
+    if (held[i].p) continue;
+    to_open.push_back({&held[i].info, held[i].tp->partition});
+    opening.push_back(i);
+  }
+  std::vector<Result<std::shared_ptr<Partition>>> opened = topics_.OpenEach(to_open);
+  for (size_t k = 0; k < opened.size(); ++k) {
+    Held& h = held[opening[k]];
+    if (!opened[k].ok()) {
+      RDMQ_LOG(kError, "broker", "opening a replica failed")
+          .kv("topic", h.tp->topic)
+          .kv("partition", h.tp->partition)
+          .kv("error", opened[k].status());
+      continue;
     }
-    topics_.Place(info, PartitionId(tp.partition), p);
-    SetServing(*p, serving, r.state.leader, r.state.leader_epoch);
-    Replicate(tp, r, p);
+    h.p = std::move(*opened[k]);
+    h.p->SetLeadership(false, h.r->state.leader, h.r->state.leader_epoch);
+  }
+  for (Held& h : held) {
+    if (!h.p) continue;  // failed to open (logged above)
+    if (h.was_open) {
+      MutexLock plock(h.p->mu);
+      if (!h.p->deleted() && !(h.p->config() == h.info.config)) (void)h.p->Reconfigure(h.info.config);
+    }
+    const bool serving = h.r->state.leader == id() && h.r->state.leader >= 0;
+    topics_.Place(h.info, PartitionId(h.tp->partition), h.p);
+    SetServing(*h.p, serving, h.r->state.leader, h.r->state.leader_epoch);
+    Replicate(*h.tp, *h.r, h.p);
   }
 }
 

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <system_error>
 #include <thread>
 
@@ -41,6 +42,45 @@ class FdReserve {
 
 }  // namespace
 
+void TopicTable::InPool(size_t count, const std::function<bool(size_t)>& task) const {
+  std::atomic<size_t> next{0};
+  std::atomic<bool> stop{false};
+  // Each worker takes the next index until none is left or a task said stop; they share
+  // nothing but the two atomics.
+  auto work = [&] {
+    while (!stop.load(std::memory_order_relaxed)) {
+      const size_t at = next.fetch_add(1, std::memory_order_relaxed);
+      if (at >= count) return;
+      if (!task(at)) stop.store(true, std::memory_order_relaxed);
+    }
+  };
+  const size_t threads = std::min<size_t>(open_threads_, count);
+  std::vector<std::thread> workers;
+  workers.reserve(threads == 0 ? 0 : threads - 1);
+  for (size_t t = 1; t < threads; ++t) {
+    try {
+      workers.emplace_back(work);
+    } catch (const std::system_error& e) {  // no thread to be had: fewer do the work
+      RDMQ_LOG(kWarn, "broker", "opening partitions with fewer threads")
+          .kv("threads", t)
+          .kv("error", e.what());
+      break;
+    }
+  }
+  work();
+  for (auto& w : workers) w.join();
+}
+
+std::vector<Result<std::shared_ptr<Partition>>> TopicTable::OpenEach(
+    const std::vector<PartitionRef>& which) const {
+  std::vector<Result<std::shared_ptr<Partition>>> out(which.size(), Status(Errc::kInternal, "not opened"));
+  InPool(which.size(), [&](size_t at) {
+    out[at] = OpenPartition(*which[at].topic, PartitionId(which[at].index));
+    return true;
+  });
+  return out;
+}
+
 Status TopicTable::OpenPartitions(const metadata::TopicInfo& topic, int32_t first, int32_t end,
                                   std::vector<std::shared_ptr<Partition>>* opened) {
   std::vector<PartitionRef> which;
@@ -59,44 +99,21 @@ Status TopicTable::OpenPartitions(const std::vector<PartitionRef>& which,
   FdReserve reserve(2);
   std::vector<Status> errors(count);
   std::vector<uint8_t> created(count, 0);  // 1: the directory did not exist before this call
-  std::atomic<size_t> next{0};
-  std::atomic<bool> failed{false};
-  // Each worker takes the next index until none is left or one failed; workers write entries
-  // of their own index only, so they share nothing but the two atomics.
-  auto work = [&] {
-    for (;;) {
-      if (failed.load(std::memory_order_relaxed)) return;
-      const size_t at = next.fetch_add(1, std::memory_order_relaxed);
-      if (at >= count) return;
-      const PartitionRef& r = which[at];
-      std::error_code ec;
-      const bool there =
-          std::filesystem::exists(Partition::DirFor(options_, r.topic->name, PartitionId(r.index)), ec);
-      created[at] = there || ec ? 0 : 1;
-      auto p = OpenPartition(*r.topic, PartitionId(r.index));
-      if (p.ok()) {
-        (*opened)[at] = std::move(*p);
-      } else {
-        errors[at] = p.status();
-        failed.store(true, std::memory_order_relaxed);
-      }
+  // Workers write entries of their own index only.
+  InPool(count, [&](size_t at) {
+    const PartitionRef& r = which[at];
+    std::error_code ec;
+    const bool there =
+        std::filesystem::exists(Partition::DirFor(options_, r.topic->name, PartitionId(r.index)), ec);
+    created[at] = there || ec ? 0 : 1;
+    auto p = OpenPartition(*r.topic, PartitionId(r.index));
+    if (!p.ok()) {
+      errors[at] = p.status();
+      return false;
     }
-  };
-  const size_t threads = std::min<size_t>(open_threads_, count);
-  std::vector<std::thread> workers;
-  workers.reserve(threads - 1);
-  for (size_t t = 1; t < threads; ++t) {
-    try {
-      workers.emplace_back(work);
-    } catch (const std::system_error& e) {  // no thread to be had: fewer do the work
-      RDMQ_LOG(kWarn, "broker", "opening partitions with fewer threads")
-          .kv("threads", t)
-          .kv("error", e.what());
-      break;
-    }
-  }
-  work();
-  for (auto& w : workers) w.join();
+    (*opened)[at] = std::move(*p);
+    return true;
+  });
   const auto first_error =
       std::find_if(errors.begin(), errors.end(), [](const Status& s) { return !s.ok(); });
   if (first_error == errors.end()) return Status::Ok();

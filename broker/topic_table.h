@@ -65,6 +65,10 @@ class TopicTable {
   };
   Status OpenPartitions(const std::vector<PartitionRef>& which,
                         std::vector<std::shared_ptr<Partition>>* opened) EXCLUDES(graveyard_mu_);
+  // Opens each of `which` on its own, up to open_threads at a time: a failure stops nothing and
+  // undoes nothing (a cluster member opens the replicas it holds so, and logs those that fail).
+  // The results follow the order of `which`.
+  std::vector<Result<std::shared_ptr<Partition>>> OpenEach(const std::vector<PartitionRef>& which) const;
   void Insert(Topic topic) EXCLUDES(mu_);
   // A topic's new config and partitions (AlterTopic).
   void Extend(const metadata::TopicInfo& info, std::vector<std::shared_ptr<Partition>> added) EXCLUDES(mu_);
@@ -116,6 +120,10 @@ class TopicTable {
   void ClearBuried() EXCLUDES(graveyard_mu_);
 
  private:
+  // Runs task(0) .. task(count - 1) on up to open_threads threads, the caller's among them;
+  // once a task returns false no further index is handed out.
+  void InPool(size_t count, const std::function<bool(size_t)>& task) const;
+
   const PartitionOptions options_;
   const uint32_t open_threads_;
   LeaseManager& leases_;
