@@ -9,6 +9,7 @@
 #include <cstring>
 #include <set>
 #include <utility>
+#include <vector>
 
 #include "rdmq/common/log.h"
 #include "rdmq/common/mutex.h"
@@ -85,6 +86,47 @@ class Session;
 struct WatchCtx {
   Session* session;
   Watcher fn;
+};
+
+// The reads of one GetMany window: the completions (on the library's thread) fill in each
+// path's outcome and count down; the caller waits for the count to reach zero.
+struct PipelinedReads {
+  struct One {
+    PipelinedReads* reads = nullptr;
+    WatchCtx* watch = nullptr;
+    int exists_rc = ZOK;  // ZNONODE: not there
+    int data_rc = ZOK;
+    Node node;
+  };
+  explicit PipelinedReads(size_t n) : one(n) {}
+  void Issued() {
+    MutexLock lock(mu);
+    ++pending;
+  }
+  void Done() {
+    bool last;
+    {
+      MutexLock lock(mu);
+      last = --pending == 0;
+    }
+    if (last) cv.NotifyAll();
+  }
+  // A request that was not sent: its outcome is `rc`, and no completion will count it down.
+  void Failed(int* outcome, int rc) {
+    {
+      MutexLock lock(mu);
+      *outcome = rc;
+    }
+    Done();
+  }
+  void Wait() {
+    UniqueLock lock(mu);
+    while (pending != 0) cv.Wait(lock);
+  }
+  std::vector<One> one;
+  Mutex mu;
+  CondVar cv;
+  size_t pending GUARDED_BY(mu) = 0;
 };
 
 class Session final : public ZkSession {
@@ -166,6 +208,53 @@ class Session final : public ZkSession {
       return Failed(rc, "exists " + path);
     }
     return std::optional<coord::Stat>(FromZk(st));
+  }
+
+  std::vector<Result<std::optional<Node>>> GetMany(const std::vector<std::string>& paths,
+                                                   std::vector<Watcher> watches) override {
+    std::vector<Result<std::optional<Node>>> out;
+    out.reserve(paths.size());
+    // In windows, so that the server never holds more than about a thousand of our requests
+    // (its throttle for outstanding requests).
+    constexpr size_t kWindow = 500;
+    for (size_t first = 0; first < paths.size(); first += kWindow) {
+      const size_t end = std::min(paths.size(), first + kWindow);
+      PipelinedReads reads(end - first);
+      for (size_t i = first; i < end; ++i) {
+        PipelinedReads::One& r = reads.one[i - first];
+        r.reads = &reads;
+        r.watch = i < watches.size() ? Arm(std::move(watches[i])) : nullptr;
+        // Exists sets the watch whether or not the node is there; the Get right behind it on the
+        // same session sees the same state (a session's requests are answered in order).
+        reads.Issued();  // before the call: its completion may come before the call returns
+        const int rc = zoo_awexists(zh_, paths[i].c_str(), r.watch ? &Session::OnWatch : nullptr, r.watch,
+                                    &Session::OnExists, &r);
+        if (rc != ZOK) {  // not sent: no completion comes
+          reads.Failed(&r.exists_rc, rc);
+          continue;
+        }
+        reads.Issued();
+        if (const int got = zoo_aget(zh_, paths[i].c_str(), 0, &Session::OnData, &r); got != ZOK) {
+          reads.Failed(&r.data_rc, got);
+        }
+      }
+      reads.Wait();
+      for (size_t i = first; i < end; ++i) {
+        PipelinedReads::One& r = reads.one[i - first];
+        const int rc = r.exists_rc != ZOK && r.exists_rc != ZNONODE ? r.exists_rc : r.data_rc;
+        if (rc != ZOK && rc != ZNONODE) {
+          // The watch was set when Exists went through (the library keeps it, and fires or
+          // drops it later); it is freed here only when Exists failed too.
+          if (r.exists_rc != ZOK && r.exists_rc != ZNONODE) Disarm(r.watch);
+          out.emplace_back(Failed(rc, "get " + paths[i]));
+        } else if (r.exists_rc == ZNONODE || rc == ZNONODE) {
+          out.emplace_back(std::optional<Node>());  // (deleted between the two: the watch fires)
+        } else {
+          out.emplace_back(std::optional<Node>(std::move(r.node)));
+        }
+      }
+    }
+    return out;
   }
 
   Result<coord::Stat> Set(const std::string& path, std::string_view data, int32_t version) override {
@@ -281,6 +370,27 @@ class Session final : public ZkSession {
           .kv("connect", self->opts_.connect);
     }
     if (self->opts_.on_state) self->opts_.on_state(s);
+  }
+
+  static void OnExists(int rc, const ::Stat*, const void* ctx) {
+    auto* r = static_cast<PipelinedReads::One*>(const_cast<void*>(ctx));
+    {
+      MutexLock lock(r->reads->mu);
+      r->exists_rc = rc;
+    }
+    r->reads->Done();
+  }
+  static void OnData(int rc, const char* value, int len, const ::Stat* st, const void* ctx) {
+    auto* r = static_cast<PipelinedReads::One*>(const_cast<void*>(ctx));
+    {
+      MutexLock lock(r->reads->mu);
+      r->data_rc = rc;
+      if (rc == ZOK) {
+        r->node.data.assign(value != nullptr && len > 0 ? value : "", len > 0 ? static_cast<size_t>(len) : 0);
+        if (st != nullptr) r->node.stat = FromZk(*st);
+      }
+    }
+    r->reads->Done();
   }
 
   static void OnWatch(zhandle_t*, int type, int state, const char* path, void* ctx) {

@@ -166,6 +166,71 @@ TEST_CASE("zk: watches are one-shot, on data and on children, and Multi is all o
   CHECK(s->Get("/t/later").status().is(CoordErrc::kNoNode));
 }
 
+TEST_CASE("zk: GetMany reads many znodes at once, with Exists' watches, and fails each read clearly",
+          "[coord][zk]") {
+  RDMQ_START_ZOOKEEPER(zk);
+  auto s = Open(zk.connect());
+  REQUIRE_OK(s->CreateParents("/m"));
+  // More than one of its windows (500 paths), every third one missing.
+  constexpr int kPaths = 1203;
+  std::vector<std::string> paths;
+  for (int i = 0; i < kPaths; ++i) {
+    paths.push_back("/m/n" + std::to_string(i));
+    if (i % 3 != 0) REQUIRE_OK(s->Create(paths.back(), "v" + std::to_string(i), CreateMode::kPersistent));
+  }
+  REQUIRE_OK(s->Set("/m/n1", "v1 again", -1));  // version 1
+  auto all = s->GetMany(paths);
+  REQUIRE(all.size() == paths.size());
+  for (int i = 0; i < kPaths; ++i) {
+    INFO(paths[i]);
+    REQUIRE_OK(all[i]);
+    if (i % 3 == 0) {
+      CHECK_FALSE(all[i]->has_value());
+    } else {
+      REQUIRE(all[i]->has_value());
+      CHECK((*all[i])->data == (i == 1 ? "v1 again" : "v" + std::to_string(i)));
+      CHECK((*all[i])->stat.version == (i == 1 ? 1 : 0));
+    }
+  }
+  CHECK(s->GetMany({}).empty());
+
+  // Watches as Exists sets them: on a change of a node that is there, on the creation of one
+  // that is not; one-shot, and only where asked.
+  Seen changed, made;
+  std::vector<Watcher> watches(3);
+  watches[1] = changed.Watch();  // /m/n1 exists
+  watches[0] = made.Watch();     // /m/n0 does not
+  auto some = s->GetMany({"/m/n0", "/m/n1", "/m/n2"}, std::move(watches));
+  REQUIRE(some.size() == 3);
+  REQUIRE_OK(s->Set("/m/n2", "unwatched", -1));
+  REQUIRE_OK(s->Set("/m/n1", "changed", -1));
+  REQUIRE_OK(s->Create("/m/n0", "made", CreateMode::kPersistent));
+  REQUIRE(changed.WaitFor(1) == 1);
+  REQUIRE(made.WaitFor(1) == 1);
+  CHECK(changed.events[0] == std::pair(WatchEvent::kChanged, std::string("/m/n1")));
+  CHECK(made.events[0] == std::pair(WatchEvent::kCreated, std::string("/m/n0")));
+  REQUIRE_OK(s->Set("/m/n1", "again", -1));
+  std::this_thread::sleep_for(200ms);
+  CHECK(changed.WaitFor(2, 100ms) == 1);
+
+  // A path ZooKeeper refuses fails that read alone, named; the others still read.
+  auto mixed = s->GetMany({"/m/n1", "no-slash", "/m/n3"});
+  REQUIRE(mixed.size() == 3);
+  REQUIRE_OK(mixed[0]);
+  CHECK((*mixed[0])->data == "again");
+  REQUIRE_FALSE(mixed[1].ok());
+  CHECK(mixed[1].status().is(CoordErrc::kBadArguments));
+  CHECK(mixed[1].status().ToString().find("no-slash") != std::string::npos);
+  REQUIRE_OK(mixed[2]);
+  CHECK_FALSE(mixed[2]->has_value());
+
+  // Without an answer from ZooKeeper every read fails (connection loss), and none hangs.
+  zk.Stop();
+  auto lost = s->GetMany({"/m/n1", "/m/n2"});
+  REQUIRE(lost.size() == 2);
+  for (const auto& r : lost) CHECK(r.status().is(Errc::kUnavailable));
+}
+
 TEST_CASE("zk: a session rides through a ZooKeeper restart, and nothing listening is a clear error",
           "[coord][zk]") {
   RDMQ_START_ZOOKEEPER(zk);

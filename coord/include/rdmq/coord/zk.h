@@ -115,6 +115,13 @@ class ZkSession {
   virtual Result<Node> Get(const std::string& path, Watcher watch = nullptr) = 0;
   // The node's stat, or nullopt when it does not exist (the watch then fires on its creation).
   virtual Result<std::optional<Stat>> Exists(const std::string& path, Watcher watch = nullptr) = 0;
+  // Reads many znodes with their requests pipelined on the session (one wait for all of them
+  // instead of a round trip each: a cluster's state is a znode per partition). For each path:
+  // the node, or nullopt when it does not exist. `watches` is empty or one per path; a watch set
+  // there is Exists' (it fires on the node's change or deletion, or on its creation when it does
+  // not exist) and is dropped when that path's read fails before the watch could be set.
+  virtual std::vector<Result<std::optional<Node>>> GetMany(const std::vector<std::string>& paths,
+                                                           std::vector<Watcher> watches = {}) = 0;
   // Replaces the data if the version is `version` (-1: any). kBadVersion, kNoNode.
   virtual Result<Stat> Set(const std::string& path, std::string_view data, int32_t version) = 0;
   // kBadVersion, kNoNode, kNotEmpty.
