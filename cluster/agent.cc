@@ -462,29 +462,47 @@ class Agent final : public ClusterAgent {
     for (const auto& [id, b] : view.brokers) live.insert(id);
     const auto changes = Reconcile(v, live, {epoch_, opts_.unclean_leader_election});
     bool wrote = false;
-    for (const StateChange& c : changes) {
+    auto write_of = [&](const StateChange& c) {
       const std::string path = layout_.state(c.tp.topic, c.tp.partition);
-      MultiOp write = c.create ? MultiOp::Create(path, EncodeState(c.next))
-                               : MultiOp::Set(path, EncodeState(c.next), c.expected_version);
+      return c.create ? MultiOp::Create(path, EncodeState(c.next))
+                      : MultiOp::Set(path, EncodeState(c.next), c.expected_version);
+    };
+    auto fenced = [&](const Status& s, size_t failed) {
+      if (failed != 0 || !s.is(CoordErrc::kBadVersion)) return false;
+      RDMQ_LOG(kWarn, "cluster", "fenced: a newer controller was elected").kv("broker", opts_.self.id);
+      controller_.store(false);
+      return true;
+    };
+    // In groups, each one transaction (a new topic's thousand partitions are a few writes to
+    // ZooKeeper's log, not a thousand); a group that fails on a lost race (a leader changed the
+    // ISR, the topic was deleted) is written again one change at a time, so that the others land
+    // and the next round sees the race.
+    constexpr size_t kGroup = 200;
+    for (size_t first = 0; first < changes.size(); first += kGroup) {
+      const size_t end = std::min(changes.size(), first + kGroup);
+      std::vector<MultiOp> ops{MultiOp::Check(layout_.controller_epoch(), epoch_version_)};
+      for (size_t i = first; i < end; ++i) ops.push_back(write_of(changes[i]));
       size_t failed = 0;
-      const Status s = zk.Multi({MultiOp::Check(layout_.controller_epoch(), epoch_version_), write}, &failed);
-      if (!s.ok()) {
-        if (failed == 0 && s.is(CoordErrc::kBadVersion)) {
-          RDMQ_LOG(kWarn, "cluster", "fenced: a newer controller was elected").kv("broker", opts_.self.id);
-          controller_.store(false);
-          return wrote;
+      Status s = zk.Multi(ops, &failed);
+      if (fenced(s, failed)) return wrote;
+      for (size_t i = first; i < end; ++i) {
+        const StateChange& c = changes[i];
+        if (!s.ok()) {
+          const Status one = zk.Multi({ops.front(), write_of(c)}, &failed);
+          if (fenced(one, failed)) return wrote;
+          if (!one.ok()) {
+            Refresh();
+            continue;
+          }
         }
-        // A lost race (a leader changed the ISR, the topic was deleted): the next round sees it.
-        Refresh();
-        continue;
+        wrote = true;
+        RDMQ_LOG(kInfo, "cluster", "partition state changed")
+            .kv("partition", c.tp.topic + "-" + std::to_string(c.tp.partition))
+            .kv("leader", c.next.leader)
+            .kv("leader_epoch", c.next.leader_epoch)
+            .kv("isr", Brokers(c.next.isr))
+            .kv("why", c.why);
       }
-      wrote = true;
-      RDMQ_LOG(kInfo, "cluster", "partition state changed")
-          .kv("partition", c.tp.topic + "-" + std::to_string(c.tp.partition))
-          .kv("leader", c.next.leader)
-          .kv("leader_epoch", c.next.leader_epoch)
-          .kv("isr", Brokers(c.next.isr))
-          .kv("why", c.why);
     }
     for (const auto& [name, topic] : view.topics) {
       for (const auto& [p, target] : topic.reassigning) {
@@ -577,6 +595,10 @@ class Agent final : public ClusterAgent {
     RDMQ_ASSIGN_OR_RETURN(auto names, Watched(layout_.topics(), watch, [&](coord::Watcher wt) {
                             return zk.Children(layout_.topics(), std::move(wt));
                           }));
+    // Every partition's state is read in one go (a znode each: one at a time, a thousand
+    // partitions cost two thousand round trips to ZooKeeper at every refresh).
+    std::vector<std::string> spaths;
+    std::vector<std::pair<std::string, int32_t>> sof;  // the partition of each of spaths
     for (const auto& name : names) {
       const std::string tpath = layout_.topic(name);
       auto t = Watched(tpath, watch, [&](coord::Watcher wt) { return zk.Get(tpath, std::move(wt)); });
@@ -587,22 +609,33 @@ class Agent final : public ClusterAgent {
         continue;
       }
       for (int32_t p = 0; p < static_cast<int32_t>(topic->replicas.size()); ++p) {
-        const std::string spath = layout_.state(name, p);
-        auto st = Watched(spath, watch, [&](coord::Watcher wt) { return zk.Exists(spath, std::move(wt)); });
-        if (!st.ok()) continue;
-        if (!st->has_value()) continue;  // the watch (if set) fires on its creation
-        auto node = zk.Get(spath);       // (the watch Exists set covers its changes)
-        if (!node.ok()) continue;
-        auto state = DecodeState(node->data, spath);
-        if (!state.ok()) {
-          RDMQ_LOG(kWarn, "cluster", "a partition state rdmq cannot read is ignored")
-              .kv("error", state.status());
-          continue;
-        }
-        state->version = node->stat.version;
-        s.states.emplace(TopicPartition{name, p}, std::move(*state));
+        spaths.push_back(layout_.state(name, p));
+        sof.emplace_back(name, p);
       }
       s.topics.emplace(name, std::move(*topic));
+    }
+    std::vector<coord::Watcher> watches;
+    if (watch) {
+      watches.reserve(spaths.size());
+      for (const auto& path : spaths) watches.push_back(Watch(path));
+    }
+    auto nodes = zk.GetMany(spaths, std::move(watches));
+    for (size_t i = 0; i < spaths.size(); ++i) {
+      const std::string& spath = spaths[i];
+      if (!nodes[i].ok()) {
+        if (watch) Unwatch(spath);
+        continue;
+      }
+      if (!nodes[i]->has_value()) continue;  // the watch (if set) fires on its creation
+      const coord::Node& node = **nodes[i];
+      auto state = DecodeState(node.data, spath);
+      if (!state.ok()) {
+        RDMQ_LOG(kWarn, "cluster", "a partition state rdmq cannot read is ignored")
+            .kv("error", state.status());
+        continue;
+      }
+      state->version = node.stat.version;
+      s.states.emplace(TopicPartition{sof[i].first, sof[i].second}, std::move(*state));
     }
     RDMQ_RETURN_IF_ERROR(ReadSecurity(zk, watch, &s.security));
     return s;

@@ -223,6 +223,64 @@ TEST_CASE("cluster agent: ISR changes are compare-and-set by the leader, and top
   CHECK(twin.status().ToString().find("broker.id 1 is registered") != std::string::npos);
 }
 
+TEST_CASE("cluster agent: a wide topic's states are written in groups; a group that fails lands one by one",
+          "[cluster][zk]") {
+  RDMQ_START_ZOOKEEPER(zk);
+  std::vector<std::unique_ptr<Node>> nodes;
+  for (BrokerId id : {1, 2}) nodes.push_back(StartNode(zk.connect(), id));
+  REQUIRE(Eventually([&] { return Controllers(nodes) == 1; }));
+
+  // 450 partitions: three of the controller's groups of 200 states.
+  constexpr int kWide = 450;
+  REQUIRE_OK(nodes[0]->agent->CreateTopic("wide", {}, kWide, 2));
+  REQUIRE_OK(nodes[1]->agent->WaitForLeaders("wide", 15s));
+  auto snap = nodes[1]->agent->Snapshot();
+  REQUIRE_OK(snap);
+  for (int p = 0; p < kWide; ++p) {
+    const PartitionState& st = snap->states.at({"wide", p});
+    CHECK(st.leader == snap->topics.at("wide").replicas[static_cast<size_t>(p)][0]);
+    CHECK(st.isr.size() == 2);
+  }
+  for (const auto& n : nodes) REQUIRE(Eventually([&] { return n->rec.Get().size() == kWide; }));
+
+  // A topic written to ZooKeeper by hand with partition 250's folder missing: the group holding
+  // 250's state fails as a whole (its parent is not there), and is written again state by
+  // state, so that every other partition gets its leader; 250 gets one once its folder is made.
+  coord::SessionOptions zo;
+  zo.connect = zk.connect();
+  auto raw = coord::ZkSession::Connect(zo);
+  REQUIRE_OK(raw);
+  TopicAssignment t;
+  t.name = "gap";
+  t.id = 999;
+  t.created_ms = 1;
+  t.replicas.assign(300, std::vector<BrokerId>{1});
+  std::vector<coord::MultiOp> ops{coord::MultiOp::Create("/rdmq/topics/gap", EncodeTopic(t)),
+                                  coord::MultiOp::Create("/rdmq/topics/gap/partitions", "")};
+  for (int p = 0; p < 300; ++p) {
+    if (p != 250)
+      ops.push_back(coord::MultiOp::Create("/rdmq/topics/gap/partitions/" + std::to_string(p), ""));
+  }
+  REQUIRE_OK((*raw)->Multi(ops));
+  auto states_of_gap = [&] {
+    auto s = nodes[0]->agent->Snapshot();
+    int n = 0;
+    if (s.ok()) {
+      for (int p = 0; p < 300; ++p) n += s->states.count({"gap", p}) != 0 ? 1 : 0;
+    }
+    return n;
+  };
+  REQUIRE(Eventually([&] { return states_of_gap() == 299; }));
+  snap = nodes[0]->agent->Snapshot();
+  REQUIRE_OK(snap);
+  CHECK(snap->states.count({"gap", 250}) == 0);
+  CHECK(snap->states.at({"gap", 249}).leader == 1);
+  CHECK(snap->states.at({"gap", 251}).leader == 1);
+  CHECK(Controllers(nodes) == 1);  // a failed group is not a fence
+  REQUIRE_OK((*raw)->Create("/rdmq/topics/gap/partitions/250", "", coord::CreateMode::kPersistent));
+  REQUIRE(Eventually([&] { return states_of_gap() == 300; }));
+}
+
 TEST_CASE(
     "cluster agent: a reassignment waits for the new replicas in the ISR, then the controller completes it",
     "[cluster][zk]") {
