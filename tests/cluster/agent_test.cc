@@ -223,8 +223,9 @@ TEST_CASE("cluster agent: ISR changes are compare-and-set by the leader, and top
   CHECK(twin.status().ToString().find("broker.id 1 is registered") != std::string::npos);
 }
 
-TEST_CASE("cluster agent: a wide topic's states are written in groups, and a group that fails lands one by one",
-          "[cluster][zk]") {
+TEST_CASE(
+    "cluster agent: a wide topic's states are written in groups, and a group that fails lands one by one",
+    "[cluster][zk]") {
   RDMQ_START_ZOOKEEPER(zk);
   std::vector<std::unique_ptr<Node>> nodes;
   for (BrokerId id : {1, 2}) nodes.push_back(StartNode(zk.connect(), id));
