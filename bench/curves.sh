@@ -12,7 +12,7 @@
 #   producers   1, 2, 4, 8 producers: exclusive (a partition each) and shared (one partition)
 #   partitions  one producer spreading over 1, 10, 100 partitions, one consumer reading them
 #               all (each partition preallocates a 64 MiB segment: 1000 would take 64 GB of disk)
-#   consumers   1 .. 16 consumers, each reading its own partition of one producer's
+#   consumers   1 .. 64 consumers, each reading its own partition of one producer's
 #
 # Options:
 #   --system NAME   rdmq (a broker of its own per point, the default) or mem (the harness alone)
@@ -65,7 +65,7 @@ case $axis in
     ns=(1 10 100); ((quick)) && ns=(1 10)
     for n in "${ns[@]}"; do points+=("one-producer $n --partitions $n"); done ;;
   consumers)
-    cs=(1 2 4 8 16); ((quick)) && cs=(1 2)
+    cs=(1 2 4 8 16 32 64); ((quick)) && cs=(1 2)
     for c in "${cs[@]}"; do points+=("own-partition $c -c $c --partitions $c"); done ;;
   *) echo "curves.sh: unknown axis '$axis' (size, producers, partitions, consumers)" >&2; exit 2 ;;
 esac
