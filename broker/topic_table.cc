@@ -43,6 +43,7 @@ class FdReserve {
 }  // namespace
 
 void TopicTable::InPool(size_t count, const std::function<bool(size_t)>& task) const {
+  if (count == 0) return;
   std::atomic<size_t> next{0};
   std::atomic<bool> stop{false};
   // Each worker takes the next index until none is left or a task said stop; they share
@@ -56,7 +57,7 @@ void TopicTable::InPool(size_t count, const std::function<bool(size_t)>& task) c
   };
   const size_t threads = std::min<size_t>(open_threads_, count);
   std::vector<std::thread> workers;
-  workers.reserve(threads == 0 ? 0 : threads - 1);
+  workers.reserve(threads - 1);
   for (size_t t = 1; t < threads; ++t) {
     try {
       workers.emplace_back(work);

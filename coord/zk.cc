@@ -89,7 +89,9 @@ struct WatchCtx {
 };
 
 // The reads of one GetMany window: the completions (on the library's thread) fill in each
-// path's outcome and count down; the caller waits for the count to reach zero.
+// path's outcome and count down; the caller waits for the count to reach zero. The outcomes need
+// no lock of their own: each is written before its Done, and read only after Wait, which the
+// count's mutex orders after every Done.
 struct PipelinedReads {
   struct One {
     PipelinedReads* reads = nullptr;
@@ -113,10 +115,7 @@ struct PipelinedReads {
   }
   // A request that was not sent: its outcome is `rc`, and no completion will count it down.
   void Failed(int* outcome, int rc) {
-    {
-      MutexLock lock(mu);
-      *outcome = rc;
-    }
+    *outcome = rc;
     Done();
   }
   void Wait() {
@@ -374,21 +373,15 @@ class Session final : public ZkSession {
 
   static void OnExists(int rc, const ::Stat*, const void* ctx) {
     auto* r = static_cast<PipelinedReads::One*>(const_cast<void*>(ctx));
-    {
-      MutexLock lock(r->reads->mu);
-      r->exists_rc = rc;
-    }
+    r->exists_rc = rc;
     r->reads->Done();
   }
   static void OnData(int rc, const char* value, int len, const ::Stat* st, const void* ctx) {
     auto* r = static_cast<PipelinedReads::One*>(const_cast<void*>(ctx));
-    {
-      MutexLock lock(r->reads->mu);
-      r->data_rc = rc;
-      if (rc == ZOK) {
-        r->node.data.assign(value != nullptr && len > 0 ? value : "", len > 0 ? static_cast<size_t>(len) : 0);
-        if (st != nullptr) r->node.stat = FromZk(*st);
-      }
+    r->data_rc = rc;
+    if (rc == ZOK) {
+      r->node.data.assign(value != nullptr && len > 0 ? value : "", len > 0 ? static_cast<size_t>(len) : 0);
+      if (st != nullptr) r->node.stat = FromZk(*st);
     }
     r->reads->Done();
   }
